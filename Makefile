@@ -1,0 +1,31 @@
+# One command runs the app, one runs the tests. Both build .venv on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PORT   ?= 8501
+
+.PHONY: run test bench screenshots clean
+
+$(VENV)/.app-installed: requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-installed: $(VENV)/.app-installed requirements-dev.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+## make run: start the explorer on http://localhost:$(PORT)
+run: $(VENV)/.app-installed
+	$(BIN)/streamlit run streamlit_app.py --server.port $(PORT)
+
+## make test: the whole suite (backend, AppTest, Playwright in /usr/bin/chromium)
+test: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest
+
+## make bench: speed figures, printed and written to benchmarks/results/
+bench: $(VENV)/.dev-installed
+	$(BIN)/python -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

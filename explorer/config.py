@@ -1,0 +1,331 @@
+"""What to compute: `AttentionConfig`, its limits, and the one project exception.
+
+Every limit and every option name lives here, once. The UI reads its widget
+bounds and choices from this module, and the backend validates against it, so a
+bad value gets the same message whether it came from a widget, a URL parameter
+or a notebook call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from explorer.tokenizer import build_vocab, tokenize
+
+# ---------------------------------------------------------------------------
+# Limits and choices (one place)
+# ---------------------------------------------------------------------------
+MIN_TOKENS, MAX_TOKENS = 1, 512
+MAX_SENTENCE_CHARS = 20_000
+MIN_DIM, MAX_DIM = 1, 1024
+MAX_VOCAB_SIZE = 1_000_000
+MAX_TABLE_ELEMENTS = 64 * 2**20  # vocab_size * d_in, i.e. 256 MiB of float32
+MIN_SEED, MAX_SEED = 0, 2**63 - 1
+MAX_HEADS = MAX_DIM
+MAX_ABS_GIVEN = 1e6  # hand-entered matrix entries
+
+EMBEDDINGS = ("table", "uniform", "given")
+WEIGHT_INITS = ("randn", "rand", "linear", "identity", "given")
+NORMALIZATIONS = ("softmax", "naive_softmax", "sum")
+TOKENIZERS = ("words",)
+
+DEFAULT_SENTENCE = "Life is short, eat dessert first"
+
+Matrix = tuple[tuple[float, ...], ...]
+"""A hand-entered matrix, stored as nested tuples so that a config is hashable."""
+
+
+class ConfigError(ValueError):
+    """The one exception the backend raises for input outside the limits.
+
+    ``field`` names the offending `AttentionConfig` field; the message says what
+    is allowed and what was given, e.g. ``d_k must be between 1 and 1024 (got 0)``.
+    """
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+# ---------------------------------------------------------------------------
+# Field-level checks, shared by the dataclass and by URL/widget parsing
+# ---------------------------------------------------------------------------
+def _int_field(name: str, value: Any, low: int, high: int) -> int:
+    """Return ``value`` as an int in ``[low, high]`` or raise `ConfigError`."""
+    if isinstance(value, bool):
+        raise ConfigError(name, f"{name} must be a whole number (got {value!r})")
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise ConfigError(
+                name, f"{name} must be a whole number between {low} and {high} (got {value!r})"
+            ) from None
+    elif isinstance(value, float):
+        if not value.is_integer():
+            raise ConfigError(name, f"{name} must be a whole number (got {value!r})")
+        value = int(value)
+    elif not isinstance(value, int):
+        try:
+            value = int(value)  # numpy / torch integer scalars
+        except (TypeError, ValueError):
+            raise ConfigError(name, f"{name} must be a whole number (got {value!r})") from None
+    if not low <= value <= high:
+        raise ConfigError(name, f"{name} must be between {low} and {high} (got {value})")
+    return value
+
+
+def _choice_field(name: str, value: Any, choices: Sequence[str]) -> str:
+    if value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise ConfigError(name, f"{name} must be one of {allowed} (got {value!r})")
+    return value
+
+
+_BOOL_WORDS = {"true": True, "1": True, "yes": True, "on": True,
+               "false": False, "0": False, "no": False, "off": False}
+
+
+def _bool_field(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
+        return _BOOL_WORDS[value.strip().lower()]
+    raise ConfigError(name, f"{name} must be true or false (got {value!r})")
+
+
+def _probability_field(name: str, value: Any) -> float:
+    try:
+        p = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(name, f"{name} must be a number in [0, 1) (got {value!r})") from None
+    if not 0.0 <= p < 1.0:  # also rejects nan
+        raise ConfigError(name, f"{name} must be a number in [0, 1) (got {value!r})")
+    return p
+
+
+_INT_LIMITS = {
+    "d_in": (MIN_DIM, MAX_DIM),
+    "d_k": (MIN_DIM, MAX_DIM),
+    "d_v": (MIN_DIM, MAX_DIM),
+    "seed": (MIN_SEED, MAX_SEED),
+    "dropout_seed": (MIN_SEED, MAX_SEED),
+    "vocab_size": (1, MAX_VOCAB_SIZE),
+    "n_heads": (1, MAX_HEADS),
+}
+_CHOICES = {
+    "embedding": EMBEDDINGS,
+    "weight_init": WEIGHT_INITS,
+    "normalization": NORMALIZATIONS,
+    "tokenizer": TOKENIZERS,
+}
+_BOOLS = ("scale", "causal", "out_proj")
+
+
+def parse_field(name: str, value: Any) -> Any:
+    """Check one scalar field of `AttentionConfig` on its own and return it typed.
+
+    ``value`` may be a string, as it arrives from a URL query parameter
+    (``"0"``, ``"abc"``, ``"true"``). Raises `ConfigError` naming the field, the
+    allowed range and the value given. Cross-field rules (token count,
+    divisibility by ``n_heads``, matrix shapes) are checked by `AttentionConfig`.
+    """
+    if name in _INT_LIMITS:
+        return _int_field(name, value, *_INT_LIMITS[name])
+    if name in _CHOICES:
+        return _choice_field(name, value, _CHOICES[name])
+    if name in _BOOLS:
+        return _bool_field(name, value)
+    if name == "dropout":
+        return _probability_field(name, value)
+    if name == "sentence":
+        if not isinstance(value, str):
+            raise ConfigError(name, f"sentence must be text (got {type(value).__name__})")
+        if len(value) > MAX_SENTENCE_CHARS:
+            raise ConfigError(
+                name, f"sentence must be at most {MAX_SENTENCE_CHARS:,} characters "
+                      f"(got {len(value):,})")
+        return value
+    raise ConfigError(name, f"unknown setting {name!r}")
+
+
+def _as_matrix(name: str, value: Any, shape: tuple[int, int], row_labels: Sequence[str],
+               col_label: str) -> Matrix:
+    """Convert a nested sequence / array / tensor to a `Matrix` of finite floats.
+
+    Raises `ConfigError` if the shape is not ``shape`` or a cell is empty,
+    non-numeric, NaN or infinite; the message names the cell.
+    """
+    if value is None:
+        raise ConfigError(name, f"{name} is required when it is 'given' (shape {shape[0]}×{shape[1]})")
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    rows = list(value)
+    if len(rows) != shape[0]:
+        raise ConfigError(name, f"{name} must have {shape[0]} rows (got {len(rows)})")
+    out = []
+    for i, row in enumerate(rows):
+        row = list(row)
+        if len(row) != shape[1]:
+            raise ConfigError(
+                name, f"{name} row {i} ({row_labels[i]!r}) must have {shape[1]} columns "
+                      f"(got {len(row)})")
+        cells = []
+        for j, cell in enumerate(row):
+            where = f"{name} row {i} ({row_labels[i]!r}), {col_label} {j}"
+            try:
+                number = float(cell)
+            except (TypeError, ValueError):
+                raise ConfigError(name, f"{where} must be a number (got {cell!r})") from None
+            if not math.isfinite(number):
+                raise ConfigError(name, f"{where} must be a finite number (got {cell!r})")
+            if abs(number) > MAX_ABS_GIVEN:
+                raise ConfigError(
+                    name, f"{where} must be between {-MAX_ABS_GIVEN:g} and {MAX_ABS_GIVEN:g} "
+                          f"(got {number:g})")
+            cells.append(number)
+        out.append(tuple(cells))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+# The config
+# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AttentionConfig:
+    """Everything that determines a trace of scaled dot-product attention.
+
+    Fields (defaults reproduce ``002_8c91a21803773e04.txt``):
+
+    - ``sentence``: the text to attend over, tokenised by `explorer.tokenizer.tokenize`
+      into 1 to 512 tokens.
+    - ``d_in``: embedding dim of X, ``(n_tokens, d_in)``.
+    - ``d_k``: width of the queries and keys (total across heads).
+    - ``d_v``: width of the values and the context (total across heads).
+    - ``seed``: seeds the one local ``torch.Generator`` all recipes draw from,
+      0 <= seed < 2**63.
+    - ``vocab_size``: rows of the ``nn.Embedding`` table when ``embedding="table"``;
+      at least the vocabulary length, and ``vocab_size * d_in <= 64 Mi`` elements.
+    - ``embedding``: ``"table"`` (``nn.Embedding(vocab_size, d_in)`` looked up by
+      token id), ``"uniform"`` (``torch.rand(n_tokens, d_in)``) or ``"given"``
+      (the ``embeddings`` field).
+    - ``weight_init``: ``"randn"`` (``torch.randn(d_in, d_out)``), ``"rand"``
+      (``torch.rand``), ``"linear"`` (``nn.Linear(d_in, d_out, bias=False)``'s init,
+      transposed), ``"identity"`` (W = I; needs ``d_k = d_v = d_in``) or ``"given"``
+      (the ``W_query`` / ``W_key`` / ``W_value`` fields).
+    - ``scale``: divide the scores by ``sqrt(head_dim)``.
+    - ``normalization``: ``"softmax"`` (stable), ``"naive_softmax"``
+      (``exp(x) / exp(x).sum()``, may overflow to inf/NaN) or ``"sum"``
+      (``x / x.sum()``, as in ``001_c475e8729ba8e095.txt``).
+    - ``causal``: mask future keys with -inf before normalising.
+    - ``dropout``: probability p in [0, 1) of zeroing an attention weight;
+      ``dropout_seed`` seeds its mask (default: ``seed``).
+    - ``n_heads``: number of heads; ``d_k`` and ``d_v`` must divide by it.
+    - ``out_proj``: apply ``nn.Linear(d_v, d_v)`` to the concatenated heads;
+      ``None`` means "on when n_heads > 1".
+    - ``embeddings``, ``W_query``, ``W_key``, ``W_value``: hand-entered matrices of
+      shape ``(n_tokens, d_in)``, ``(d_in, d_k)``, ``(d_in, d_k)``, ``(d_in, d_v)``,
+      used by ``"given"``. Stored as nested tuples of floats.
+
+    Raises `ConfigError` (naming the field, what is allowed and what was given)
+    for anything outside the limits in this module.
+    """
+
+    sentence: str = DEFAULT_SENTENCE
+    d_in: int = 3
+    d_k: int = 2
+    d_v: int = 4
+    seed: int = 123
+    vocab_size: int = 50_000
+    tokenizer: str = "words"
+    embedding: str = "table"
+    weight_init: str = "randn"
+    scale: bool = True
+    normalization: str = "softmax"
+    causal: bool = False
+    dropout: float = 0.0
+    dropout_seed: int | None = None
+    n_heads: int = 1
+    out_proj: bool | None = None
+    embeddings: Matrix | None = field(default=None, repr=False)
+    W_query: Matrix | None = field(default=None, repr=False)
+    W_key: Matrix | None = field(default=None, repr=False)
+    W_value: Matrix | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("embeddings", "W_query", "W_key", "W_value"):
+                continue
+            if value is None and f.name in ("dropout_seed", "out_proj"):
+                continue
+            set_(f.name, parse_field(f.name, value))
+
+        tokens = self.tokens
+        if not MIN_TOKENS <= len(tokens) <= MAX_TOKENS:
+            raise ConfigError(
+                "sentence", f"sentence must have between {MIN_TOKENS} and {MAX_TOKENS} tokens "
+                            f"(got {len(tokens)})")
+        for dim in ("d_k", "d_v"):
+            if getattr(self, dim) % self.n_heads:
+                raise ConfigError(
+                    "n_heads", f"{dim}={getattr(self, dim)} is not divisible by "
+                               f"n_heads={self.n_heads}")
+        if self.embedding == "table":
+            n_vocab = len(build_vocab(tokens))
+            if not n_vocab <= self.vocab_size <= MAX_VOCAB_SIZE:
+                raise ConfigError(
+                    "vocab_size", f"vocab_size must be between the vocabulary length "
+                                  f"({n_vocab}) and {MAX_VOCAB_SIZE:,} (got {self.vocab_size:,})")
+            if self.vocab_size * self.d_in > MAX_TABLE_ELEMENTS:
+                raise ConfigError(
+                    "vocab_size", f"vocab_size × d_in must be at most {MAX_TABLE_ELEMENTS:,} "
+                                  f"elements (got {self.vocab_size:,} × {self.d_in} = "
+                                  f"{self.vocab_size * self.d_in:,})")
+        if self.weight_init == "identity" and not self.d_k == self.d_v == self.d_in:
+            raise ConfigError(
+                "weight_init", f"weight_init='identity' needs d_k = d_v = d_in "
+                               f"(got d_in={self.d_in}, d_k={self.d_k}, d_v={self.d_v})")
+
+        dims = [str(c) for c in range(max(self.d_in, 1))]
+        if self.embedding == "given":
+            set_("embeddings", _as_matrix("embeddings", self.embeddings,
+                                          (len(tokens), self.d_in), tokens, "dim"))
+        if self.weight_init == "given":
+            for name, d_out in (("W_query", self.d_k), ("W_key", self.d_k),
+                                ("W_value", self.d_v)):
+                set_(name, _as_matrix(name, getattr(self, name), (self.d_in, d_out),
+                                      dims, "column"))
+
+    @property
+    def tokens(self) -> list[str]:
+        """The sentence's tokens, see `explorer.tokenizer.tokenize`."""
+        return tokenize(self.sentence, self.tokenizer)
+
+    @property
+    def mask_seed(self) -> int:
+        """Seed of the dropout mask's generator: ``dropout_seed``, else ``seed``."""
+        return self.seed if self.dropout_seed is None else self.dropout_seed
+
+    @property
+    def has_out_proj(self) -> bool:
+        """Whether the output projection runs: ``out_proj``, else ``n_heads > 1``."""
+        return self.n_heads > 1 if self.out_proj is None else self.out_proj
+
+    @property
+    def head_dim(self) -> int:
+        """Per-head width of the queries and keys, ``d_k // n_heads``."""
+        return self.d_k // self.n_heads
+
+    @property
+    def head_dim_v(self) -> int:
+        """Per-head width of the values, ``d_v // n_heads``."""
+        return self.d_v // self.n_heads
+
+    def replace(self, **changes: Any) -> "AttentionConfig":
+        """A copy with ``changes`` applied (and validated again)."""
+        return dataclasses.replace(self, **changes)

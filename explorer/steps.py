@@ -1,0 +1,230 @@
+"""What each step of a `Trace` is: its symbol, name, formula, axes and colours.
+
+One entry per step name, in pipeline order. The pages walk this list to draw
+their heatmaps, so adding a step to the pipeline and here adds its chart.
+Pure Python: no torch, plotly or streamlit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from explorer.config import AttentionConfig
+
+# Axis kinds: how a heatmap axis is labelled.
+TOKENS = "tokens"  # one label per token
+DIMS = "dims"      # 0, 1, 2, ... (matrix columns / feature dims)
+
+# Colour kinds (the figure module maps them to scales).
+SIGNED = "signed"    # diverging scale centred at 0
+WEIGHTS = "weights"  # fixed [0, 1]
+MASK = "mask"        # booleans
+
+
+@dataclass(frozen=True)
+class Axis:
+    title: str
+    labels: str  # TOKENS or DIMS
+
+
+TOKEN_ROWS = Axis("token", TOKENS)
+QUERY_ROWS = Axis("query (row)", TOKENS)
+KEY_COLS = Axis("key (column)", TOKENS)
+
+
+@dataclass(frozen=True)
+class Step:
+    """Metadata of one trace step.
+
+    name: the trace key, e.g. ``"queries"``. symbol / expr: how the title writes
+    it, e.g. ``"Q"`` and ``"X·W_query"``. label: the plain name ("Queries").
+    rows / cols: the axes. colour: SIGNED, WEIGHTS or MASK. latex(config): the
+    formula shown above the chart. per_head: has a leading head axis when
+    n_heads > 1. projection: exists only because of trainable weights (hidden on
+    the "Simplified attention" page). explain: one sentence for learners.
+    """
+
+    name: str
+    label: str
+    symbol: str
+    expr: Callable[[AttentionConfig], str]
+    latex: Callable[[AttentionConfig], str]
+    rows: Axis
+    cols: Axis
+    colour: str = SIGNED
+    per_head: bool = False
+    projection: bool = False
+    heatmap: bool = True
+    explain: str = ""
+
+    def title(self, config: AttentionConfig, shape: tuple[int, ...]) -> str:
+        """Chart title: name, symbol and formula, and shape, e.g.
+        ``"Queries: Q = X·W_query (6×2)"``."""
+        expr = self.expr(config)
+        lhs = f"{self.symbol} = {expr}" if expr else self.symbol
+        return f"{self.label}: {lhs} ({'×'.join(str(s) for s in shape)})"
+
+
+def _simple(config: AttentionConfig) -> bool:
+    """No trainable weights: Q = K = V = X."""
+    return config.weight_init == "identity"
+
+
+def _const(text: str) -> Callable[[AttentionConfig], str]:
+    return lambda config: text
+
+
+def _scaled_expr(c: AttentionConfig) -> str:
+    if not c.scale:
+        return "ω (scaling off)"
+    return f"ω / √{c.head_dim}"
+
+
+def _scaled_latex(c: AttentionConfig) -> str:
+    if not c.scale:
+        return r"\tilde\omega = \omega \quad\text{(scaling off)}"
+    d = r"d_k" if c.n_heads == 1 else r"\text{head\_dim}"
+    return rf"\tilde\omega = \frac{{\omega}}{{\sqrt{{{d}}}}} = \frac{{\omega}}{{\sqrt{{{c.head_dim}}}}}"
+
+
+_NORM_EXPR = {"softmax": "softmax({})", "naive_softmax": "naive_softmax({})",
+              "sum": "{} / row sum"}
+_NORM_LATEX = {
+    "softmax": r"\alpha_{{ij}} = \operatorname{{softmax}}_j({s})"
+               r" = \frac{{e^{{{s}_{{ij}} - \max_k {s}_{{ik}}}}}}{{\sum_k e^{{{s}_{{ik}} - \max_k {s}_{{ik}}}}}}",
+    "naive_softmax": r"\alpha_{{ij}} = \frac{{e^{{{s}_{{ij}}}}}}{{\sum_k e^{{{s}_{{ik}}}}}}"
+                     r"\quad\text{{(no max shift: may overflow)}}",
+    "sum": r"\alpha_{{ij}} = \frac{{{s}_{{ij}}}}{{\sum_k {s}_{{ik}}}}",
+}
+
+
+def _weights_input(c: AttentionConfig) -> tuple[str, str]:
+    """The (text, latex) symbol the normalisation is applied to."""
+    if c.causal:
+        return "masked", r"\hat\omega"
+    return ("ω̃", r"\tilde\omega") if c.scale else ("ω", r"\omega")
+
+
+def _weights_expr(c: AttentionConfig) -> str:
+    return _NORM_EXPR[c.normalization].format(_weights_input(c)[0])
+
+
+def _weights_latex(c: AttentionConfig) -> str:
+    return _NORM_LATEX[c.normalization].format(s=_weights_input(c)[1])
+
+
+def _context_expr(c: AttentionConfig) -> str:
+    a = "α′" if c.dropout > 0 else "α"
+    return f"{a}·X" if _simple(c) else f"{a}·V"
+
+
+def _context_latex(c: AttentionConfig) -> str:
+    a = r"\alpha'" if c.dropout > 0 else r"\alpha"
+    v = "X" if _simple(c) else "V"
+    heads = r"\quad\text{(heads concatenated)}" if c.n_heads > 1 else ""
+    return rf"Z = {a} {v}, \quad z_i = \sum_j {a}_{{ij}}\, {v.lower()}_j" + heads
+
+
+def _proj(letter: str, weight: str) -> Callable[[AttentionConfig], str]:
+    return lambda c: "X (no weights)" if _simple(c) else f"X·{weight}"
+
+
+def _proj_latex(letter: str, weight: str) -> Callable[[AttentionConfig], str]:
+    def latex(c: AttentionConfig) -> str:
+        if _simple(c):
+            return rf"{letter} = X"
+        formula = rf"{letter} = X\, W_{{\text{{{weight[2:]}}}}}"
+        if c.n_heads > 1:
+            width = c.head_dim_v if letter == "V" else c.head_dim
+            formula += rf",\quad \text{{head }} h \text{{ takes columns }} [{width}h,\ {width}(h+1))"
+        return formula
+    return latex
+
+
+def _weight_latex(name: str, out: str) -> Callable[[AttentionConfig], str]:
+    recipe = {
+        "randn": r"\texttt{torch.randn(d\_in, d\_out)}",
+        "rand": r"\texttt{torch.rand(d\_in, d\_out)}",
+        "linear": r"\texttt{nn.Linear(d\_in, d\_out).weight}^\top",
+        "identity": r"I",
+        "given": r"\text{given}",
+    }
+    return lambda c: rf"W_{{\text{{{name}}}}} \in \mathbb{{R}}^{{d_{{in}} \times {out}}},\quad W = {recipe[c.weight_init]}"
+
+
+_WEIGHT_DIMS_ROWS = Axis("input dim (d_in)", DIMS)
+
+STEPS: dict[str, Step] = {s.name: s for s in [
+    Step("token_ids", "Token ids", "ids", _const("vocabulary index"),
+         _const(r"\text{id}(t) = \text{index of } t \text{ in sorted(set(tokens))}"),
+         TOKEN_ROWS, Axis("id", DIMS), heatmap=False),
+    Step("embeddings", "Embeddings", "X", _const(""),
+         _const(r"X \in \mathbb{R}^{n \times d_{in}},\quad x_i = \text{embedding of token } i"),
+         TOKEN_ROWS, Axis("embedding dim", DIMS),
+         explain="Each row is one token's input vector."),
+    Step("W_query", "Query weights", "W_query", _const(""), _weight_latex("query", "d_k"),
+         _WEIGHT_DIMS_ROWS, Axis("query dim (d_k)", DIMS), projection=True,
+         explain="Trainable: projects each embedding to a query."),
+    Step("W_key", "Key weights", "W_key", _const(""), _weight_latex("key", "d_k"),
+         _WEIGHT_DIMS_ROWS, Axis("key dim (d_k)", DIMS), projection=True,
+         explain="Trainable: projects each embedding to a key."),
+    Step("W_value", "Value weights", "W_value", _const(""), _weight_latex("value", "d_v"),
+         _WEIGHT_DIMS_ROWS, Axis("value dim (d_v)", DIMS), projection=True,
+         explain="Trainable: projects each embedding to a value."),
+    Step("queries", "Queries", "Q", _proj("Q", "W_query"), _proj_latex("Q", "W_query"),
+         TOKEN_ROWS, Axis("query dim", DIMS), per_head=True, projection=True,
+         explain="What each token is looking for."),
+    Step("keys", "Keys", "K", _proj("K", "W_key"), _proj_latex("K", "W_key"),
+         TOKEN_ROWS, Axis("key dim", DIMS), per_head=True, projection=True,
+         explain="What each token offers to be matched on."),
+    Step("values", "Values", "V", _proj("V", "W_value"), _proj_latex("V", "W_value"),
+         TOKEN_ROWS, Axis("value dim", DIMS), per_head=True, projection=True,
+         explain="What each token passes on when attended to."),
+    Step("attn_scores", "Attention scores", "ω",
+         lambda c: "X·Xᵀ" if _simple(c) else "Q·Kᵀ",
+         lambda c: r"\omega = X X^\top,\quad \omega_{ij} = x_i \cdot x_j" if _simple(c)
+         else r"\omega = Q K^\top,\quad \omega_{ij} = q_i \cdot k_j",
+         QUERY_ROWS, KEY_COLS, per_head=True,
+         explain="Row i: how well query i matches every key (a dot product)."),
+    Step("scaled_scores", "Scaled scores", "ω̃", _scaled_expr, _scaled_latex,
+         QUERY_ROWS, KEY_COLS, per_head=True,
+         explain="Dividing by √d_k keeps the scores' spread near 1, so softmax does not saturate."),
+    Step("causal_mask", "Causal mask", "M", _const("key j after query i"),
+         _const(r"M_{ij} = \begin{cases} \text{masked} & j > i \\ \text{kept} & j \le i \end{cases}"),
+         QUERY_ROWS, KEY_COLS, colour=MASK,
+         explain="A token may only attend to itself and earlier tokens."),
+    Step("masked_scores", "Masked scores", "ω̂",
+         lambda c: ("ω̃" if c.scale else "ω") + " with −∞ where masked",
+         lambda c: (r"\hat\omega_{ij} = \begin{cases} -\infty & j > i \\ "
+                    + (r"\tilde\omega_{ij}" if c.scale else r"\omega_{ij}")
+                    + r" & j \le i \end{cases}"),
+         QUERY_ROWS, KEY_COLS, per_head=True,
+         explain="exp(−∞) = 0, so masked keys get exactly zero weight."),
+    Step("attn_weights", "Attention weights", "α", _weights_expr, _weights_latex,
+         QUERY_ROWS, KEY_COLS, colour=WEIGHTS, per_head=True,
+         explain="Each row sums to 1: how query i splits its attention over the keys."),
+    Step("dropout_mask", "Dropout keep-mask", "D", lambda c: f"Bernoulli(1 − {c.dropout:g})",
+         lambda c: rf"D_{{ij}} \sim \text{{Bernoulli}}(1 - p),\quad p = {c.dropout:g}",
+         QUERY_ROWS, KEY_COLS, colour=MASK, per_head=True,
+         explain="Which weights survive dropout (1 = kept)."),
+    Step("dropped_weights", "Weights after dropout", "α′", lambda c: f"α·D / (1 − {c.dropout:g})",
+         _const(r"\alpha'_{ij} = \frac{\alpha_{ij} D_{ij}}{1 - p}"),
+         QUERY_ROWS, KEY_COLS, per_head=True,
+         explain="Kept weights are scaled up by 1/(1−p) so their expected sum stays 1."),
+    Step("context", "Context vectors", "Z", _context_expr, _context_latex,
+         TOKEN_ROWS, Axis("value dim", DIMS),
+         explain="Row i: token i's new vector, a weighted mix of the values."),
+    Step("W_out", "Output projection weights", "W_out", _const("out_proj.weightᵀ"),
+         _const(r"W_{\text{out}} = \texttt{nn.Linear(d\_v, d\_v).weight}^\top"),
+         Axis("context dim", DIMS), Axis("output dim", DIMS),
+         explain="Mixes the concatenated heads back together."),
+    Step("b_out", "Output projection bias", "b_out", _const("out_proj.bias"),
+         _const(r"b_{\text{out}} = \texttt{nn.Linear(d\_v, d\_v).bias}"),
+         Axis("", DIMS), Axis("output dim", DIMS)),
+    Step("output", "Output", "O", _const("Z·W_out + b_out"),
+         _const(r"O = Z\, W_{\text{out}} + b_{\text{out}}"),
+         TOKEN_ROWS, Axis("output dim", DIMS),
+         explain="The layer's result, one row per token."),
+]}
+"""Every step a `Trace` can hold, in pipeline order."""

@@ -1,0 +1,38 @@
+"""Sentence -> tokens -> ids, as in ``002_8c91a21803773e04.txt`` (cells 4-6)."""
+
+from __future__ import annotations
+
+import torch
+
+STRIP_PUNCTUATION = ',.;:!?"()'
+"""Characters stripped from both ends of each word. Inner apostrophes stay."""
+
+
+def tokenize(sentence: str, tokenizer: str = "words") -> list[str]:
+    """Split ``sentence`` into word tokens.
+
+    The ``"words"`` recipe: split on whitespace, strip leading and trailing
+    ``,.;:!?"()`` from each word, drop empty pieces, keep case. So
+    ``"Life is short, eat dessert first"`` gives
+    ``['Life', 'is', 'short', 'eat', 'dessert', 'first']`` and ``can't`` stays one
+    token. Raises ``ValueError`` for an unknown tokenizer name.
+    """
+    if tokenizer != "words":
+        raise ValueError(f"unknown tokenizer {tokenizer!r}; the only one is 'words'")
+    pieces = (word.strip(STRIP_PUNCTUATION) for word in sentence.split())
+    return [p for p in pieces if p]
+
+
+def build_vocab(tokens: list[str]) -> list[str]:
+    """The vocabulary: the sorted unique tokens (Python string order, so
+    capitals sort before lower case). A token's id is its index here."""
+    return sorted(set(tokens))
+
+
+def token_ids(tokens: list[str]) -> torch.Tensor:
+    """Ids of ``tokens`` in `build_vocab` order, shape ``(n_tokens,)``, int64.
+
+    For "Life is short, eat dessert first" this is ``[0, 4, 5, 2, 1, 3]``.
+    """
+    index = {word: i for i, word in enumerate(build_vocab(tokens))}
+    return torch.tensor([index[t] for t in tokens], dtype=torch.long)
