@@ -228,3 +228,25 @@ STEPS: dict[str, Step] = {s.name: s for s in [
          explain="The layer's result, one row per token."),
 ]}
 """Every step a `Trace` can hold, in pipeline order."""
+
+SIDE_BY_SIDE: tuple[tuple[str, ...], ...] = (
+    ("W_query", "W_key", "W_value"),
+    ("queries", "keys", "values"),
+    ("attn_scores", "scaled_scores"),
+    ("causal_mask", "masked_scores"),
+    ("dropout_mask", "dropped_weights"),
+    ("W_out", "b_out"),
+)
+"""Steps drawn next to each other on a page when they appear together."""
+
+
+def layout_rows(names: list[str]) -> list[list[str]]:
+    """Group ``names`` (in pipeline order) into page rows, per `SIDE_BY_SIDE`."""
+    group_of = {name: i for i, group in enumerate(SIDE_BY_SIDE) for name in group}
+    rows: list[list[str]] = []
+    for name in names:
+        if rows and name in group_of and group_of.get(rows[-1][-1]) == group_of[name]:
+            rows[-1].append(name)
+        else:
+            rows.append([name])
+    return rows

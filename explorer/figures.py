@@ -1,0 +1,184 @@
+"""Plotly heatmaps and pandas tables of a `Trace`, driven by `explorer.steps.STEPS`.
+
+Every matrix chart in the app comes from `heatmap`. It labels rows and columns
+with tokens or dimension indices, prints cell values with ``texttemplate``
+(never one annotation per cell) for matrices up to `MAX_TEXT_CELLS` a side,
+uses a diverging scale centred at 0 for signed matrices and a fixed [0, 1]
+scale for attention weights, and shows -inf / NaN / inf honestly.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.express as px
+import plotly.graph_objects as go
+import torch
+
+from explorer import explain
+from explorer.steps import DIMS, MASK, STEPS, WEIGHTS, Axis, Step
+from explorer.trace import Trace
+
+MAX_TEXT_CELLS = 24
+"""Cell values are printed when both sides are at most this long."""
+
+SIGNED_SCALE = "RdBu_r"
+WEIGHTS_SCALE = "Blues"
+MASK_SCALE = [[0.0, "#f4f4f4"], [1.0, "#5b5b5b"]]
+HIGHLIGHT_COLOUR = "#f59e0b"
+CELL_PX = 56  # pixel size of a cell when values are printed
+
+
+def unique_labels(tokens: list[str]) -> list[str]:
+    """Axis labels for tokens: repeated tokens get a position suffix, so that
+    "the cat saw the dog" labels its rows ``the``, ``cat``, ``saw``, ``the (4)``, ``dog``.
+    Plotly would otherwise merge equal category labels into one row."""
+    seen: set[str] = set()
+    labels = []
+    for i, token in enumerate(tokens):
+        labels.append(token if token not in seen else f"{token} ({i + 1})")
+        seen.add(token)
+    return labels
+
+
+def _plotly_text(label: str) -> str:
+    """Escape a visitor's text for Plotly, which renders a subset of HTML in
+    labels: ``<img ...>`` must show as the literal characters."""
+    return html.escape(label, quote=False)
+
+
+def axis_labels(trace: Trace, axis: Axis, size: int) -> list[str]:
+    """The tick labels of ``axis``: the (unique) tokens, or ``0 .. size-1``."""
+    if axis.labels == DIMS:
+        return [str(i) for i in range(size)]
+    return unique_labels(trace.tokens)
+
+
+def step_matrix(trace: Trace, name: str, head: int = 0) -> np.ndarray:
+    """The step as a 2-D float array: one head of a per-head step, a vector as
+    one row, booleans as 0/1."""
+    tensor = trace[name]
+    if tensor.dim() == 3:
+        tensor = tensor[head]
+    if tensor.dim() == 1:
+        tensor = tensor[None, :]
+    return tensor.to(torch.float64).numpy()
+
+
+def format_value(value: float, decimals: int = 4) -> str:
+    """A cell's text: 4 decimals, with −∞, +∞ and NaN spelled out."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "−∞" if value < 0 else "+∞"
+    return f"{value:.{decimals}f}"
+
+
+def _colour_args(step: Step, z: np.ndarray) -> dict:
+    if step.colour == WEIGHTS:
+        return {"color_continuous_scale": WEIGHTS_SCALE, "zmin": 0.0, "zmax": 1.0}
+    if step.colour == MASK:
+        return {"color_continuous_scale": MASK_SCALE, "zmin": 0.0, "zmax": 1.0}
+    finite = z[np.isfinite(z)]
+    bound = float(np.abs(finite).max()) if finite.size else 1.0
+    bound = bound or 1.0
+    return {"color_continuous_scale": SIGNED_SCALE, "zmin": -bound, "zmax": bound}
+
+
+def heatmap(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
+            title: str | None = None) -> go.Figure:
+    """An interactive heatmap of one step of ``trace``.
+
+    ``head`` picks the head of a per-head step (shape ``(n_heads, n, m)``).
+    ``highlight_row`` outlines one row (the selected query token). Rows and
+    columns carry token or dimension labels; hovering shows row, column and the
+    value to 4 decimals. Non-finite values are drawn as gaps and labelled
+    −∞ / +∞ / NaN.
+    """
+    step = STEPS[name]
+    values = step_matrix(trace, name, head)
+    n_rows, n_cols = values.shape
+    rows = [_plotly_text(s) for s in axis_labels(trace, step.rows, n_rows)]
+    cols = [_plotly_text(s) for s in axis_labels(trace, step.cols, n_cols)]
+    if title is None:
+        shape = tuple(trace[name].shape[-2:] if trace[name].dim() == 3 else trace[name].shape)
+        title = step.title(trace.config, shape)
+        if trace[name].dim() == 3:
+            title += f", head {head}"
+
+    z = np.where(np.isfinite(values), values, np.nan)  # Plotly draws NaN as a gap
+    text = np.vectorize(format_value, otypes=[object])(values)
+    fig = px.imshow(z, x=cols, y=rows, aspect="auto", **_colour_args(step, values))
+    show_text = n_rows <= MAX_TEXT_CELLS and n_cols <= MAX_TEXT_CELLS
+    fig.update_traces(
+        text=text,
+        texttemplate="%{text}" if show_text else None,
+        textfont={"size": 12 if max(n_rows, n_cols) <= 10 else 9},
+        hovertemplate=(f"{_plotly_text(step.rows.title)}: %{{y}}<br>"
+                       f"{_plotly_text(step.cols.title)}: %{{x}}<br>"
+                       "value: %{text}<extra></extra>"),
+    )
+    if highlight_row is not None and 0 <= highlight_row < n_rows:
+        fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y",
+                      y0=highlight_row - 0.5, y1=highlight_row + 0.5,
+                      line={"color": HIGHLIGHT_COLOUR, "width": 3})
+    cell = CELL_PX if show_text else max(4, 640 // max(n_rows, n_cols))
+    fig.update_layout(
+        title={"text": _plotly_text(title), "font": {"size": 15}},
+        xaxis={"title": step.cols.title, "type": "category", "side": "bottom", "tickangle": -40
+               if step.cols.labels != DIMS else 0},
+        yaxis={"title": step.rows.title, "type": "category", "autorange": "reversed"},
+        height=min(900, max(220, cell * n_rows + 150)),
+        width=min(1100, max(320, cell * n_cols + 260)),
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        coloraxis_colorbar={"thickness": 12},
+    )
+    return fig
+
+
+def token_table(trace: Trace) -> pd.DataFrame:
+    """Tokens and their ids as a table: position, token, id in the sorted vocabulary."""
+    return pd.DataFrame({"position": range(trace.n_tokens), "token": trace.tokens,
+                         "token id": trace["token_ids"].tolist()}).set_index("position")
+
+
+def matrix_frame(trace: Trace, name: str, head: int = 0) -> pd.DataFrame:
+    """One step as a labelled DataFrame (rows and columns as in its heatmap)."""
+    step = STEPS[name]
+    values = step_matrix(trace, name, head)
+    return pd.DataFrame(values, index=axis_labels(trace, step.rows, values.shape[0]),
+                        columns=axis_labels(trace, step.cols, values.shape[1]))
+
+
+def query_table(trace: Trace, query: int) -> pd.DataFrame:
+    """Query ``query``'s attention, key by key: the dot product written out, the
+    score, the scaled score and the weight. Single-head traces."""
+    labels = unique_labels(trace.tokens)
+    rows = []
+    for j in range(trace.n_tokens):
+        terms = explain.score_terms(trace, query, j)
+        row = {"key": labels[j],
+               "dot product q·k": f"{explain.written_sum(terms)} = {sum(t.value for t in terms):.4f}",
+               "score ω": float(trace["attn_scores"][query, j])}
+        if trace.config.scale:
+            row["scaled ω̃"] = float(trace["scaled_scores"][query, j])
+        row["weight α"] = float(trace["attn_weights"][query, j])
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("key")
+
+
+def context_table(trace: Trace, query: int) -> pd.DataFrame:
+    """z_query = Σ_j α_qj · v_j as a table: one weighted value vector per key and
+    their sum in the last row. Single-head traces."""
+    terms = explain.context_terms(trace, query)
+    labels = unique_labels(trace.tokens)
+    vector = "x" if trace.config.weight_init == "identity" else "v"
+    frame = pd.DataFrame(explain.stacked(terms).to(torch.float64).numpy(),
+                         index=[f"α={w:.4f} × {vector}[{labels[j]}]"
+                                for j, (w, _) in enumerate(terms)],
+                         columns=[f"dim {c}" for c in range(trace["context"].shape[1])])
+    frame.loc[f"z = Σ (context of {labels[query]})"] = trace["context"][query].to(torch.float64).numpy()
+    return frame

@@ -1,0 +1,18 @@
+"""Self-attention with trainable weights (seeds 002 and 004)."""
+
+from explorer.ui.controls import sidebar
+from explorer.ui.render import cached_trace, page_header, step_charts, visible_steps
+
+page_header(
+    "Self-attention",
+    "Scaled dot-product attention with **trainable weights**, as in section 3.4 of "
+    "*Build a Large Language Model (From Scratch)* and Vaswani et al. (2017): "
+    "three weight matrices project the embeddings X into queries Q, keys K and values V; "
+    "the scores Q·Kᵀ are divided by √d_k, softmax turns each row into weights, and the "
+    "context vectors are the weighted sums of the values. Each matrix below is drawn "
+    "with its formula; hover a cell to read its value.",
+)
+config = sidebar()
+if config is not None:
+    trace = cached_trace(config)
+    step_charts(trace, visible_steps(trace))

@@ -1,0 +1,36 @@
+"""Home page of the self-attention explorer: `streamlit run streamlit_app.py`."""
+
+import streamlit as st
+
+from explorer.ui.controls import sidebar
+from explorer.ui.render import cached_trace, page_header, token_table
+
+page_header(
+    "Self-attention explorer",
+    "See **every intermediate matrix of self-attention** for a sentence you type: "
+    "the embeddings, the query/key/value projections, the scores, the softmax weights "
+    "and the context vectors, each as an interactive heatmap.",
+)
+st.markdown(
+    """
+**How to use it**
+
+1. Type a sentence and pick the sizes in the sidebar: `d_in` (embedding width),
+   `d_k` (query/key width), `d_v` (value width) and a `seed`.
+2. Open a page from the sidebar:
+   - **Simplified attention**: no trainable weights, scores are X·Xᵀ (book section 3.3).
+   - **Self-attention**: W_query, W_key and W_value, scaled by √d_k (section 3.4).
+3. Hover any cell to read its value; the settings stay as you move between pages, and
+   the page URL holds them, so you can share exactly what you see.
+
+With the defaults ("Life is short, eat dessert first", d_in=3, d_k=2, d_v=4,
+seed=123) the numbers equal what `torch.manual_seed(123)` and the book's code print.
+"""
+)
+config = sidebar()
+if config is not None:
+    trace = cached_trace(config)
+    st.subheader("Tokens and ids")
+    st.caption("The sentence is split on whitespace and punctuation at word ends is "
+               "stripped. A token's id is its position in the sorted vocabulary.")
+    token_table(trace)
