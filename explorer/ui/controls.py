@@ -8,6 +8,7 @@ Each widget's key is also its URL query parameter (``bind="query-params"``), so
 from __future__ import annotations
 
 import dataclasses
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -21,6 +22,13 @@ DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(Attent
 """Widget defaults: the dataclass defaults, one place."""
 
 URL_PROBLEMS_KEY = "_url_problems"
+
+PAGES: tuple[tuple[str, str, str], ...] = (
+    ("streamlit_app.py", "Home", ":material/home:"),
+    ("pages/1_Simplified_attention.py", "Simplified attention", ":material/looks_one:"),
+    ("pages/2_Self_attention.py", "Self-attention", ":material/looks_two:"),
+)
+"""The app's pages (path, label, icon), in menu order."""
 
 
 @dataclass(frozen=True)
@@ -72,22 +80,56 @@ def _forget_url_problems() -> None:
     st.session_state.pop(URL_PROBLEMS_KEY, None)
 
 
-def _check_url(controls: tuple[Control, ...]) -> None:
-    """Record, before the widgets read them, URL parameters the backend rejects.
+def url_params(values: dict[str, Any]) -> dict[str, str]:
+    """The settings that differ from their defaults, as URL query parameters."""
+    return {key: str(value) for key, value in values.items() if value != DEFAULTS[key]
+            and str(value) != str(DEFAULTS[key])}
 
-    Streamlit silently drops a bound parameter it cannot parse or that lies
-    outside the widget's bounds; a visitor who followed a link deserves to know.
-    The messages stay until the visitor changes a setting.
+
+def _page_menu() -> None:
+    """Links to every page (the settings travel in session state)."""
+    for path, label, icon in PAGES:
+        st.page_link(path, label=label, icon=icon)
+
+
+def _share_link(values: dict[str, Any]) -> None:
+    """The URL that reproduces this view, with a copy button."""
+    query = urllib.parse.urlencode(url_params(values))
+    st.caption("Link to this view:")
+    st.code(f"{st.context.url or ''}{'?' + query if query else ''}", language=None,
+            wrap_lines=True)
+
+
+def _keep_across_pages(controls: tuple[Control, ...]) -> None:
+    """Carry the settings over to the page being opened.
+
+    Each page registers its own copy of the sidebar widgets. Re-assigning the
+    values under their keys before the widgets are drawn is Streamlit's
+    documented way to keep them when the visitor switches pages; it also covers
+    values that came from the URL, which ``persist_state`` alone drops.
+    """
+    for control in controls:
+        if control.key in st.session_state:
+            st.session_state[control.key] = st.session_state[control.key]
+
+
+def _note_dropped_url_values(raw_url: dict[str, str | None], values: dict[str, Any]) -> None:
+    """Record URL parameters that a widget dropped because the backend rejects them.
+
+    Streamlit silently ignores a bound parameter it cannot parse or that lies
+    outside the widget's bounds (``?d_in=0``, ``?d_k=abc``); a visitor who
+    followed a link deserves to know why. The messages stay until the visitor
+    changes a setting. Values a widget kept (text) are checked with the rest of
+    the config instead.
     """
     problems = st.session_state.setdefault(URL_PROBLEMS_KEY, {})
-    for control in controls:
-        raw = st.query_params.get(control.key)
-        if raw is None:
+    for key, raw in raw_url.items():
+        if raw is None or str(values[key]) == raw:
             continue
         try:
-            parse_field(control.key, raw)
+            parse_field(key, raw)
         except ConfigError as error:
-            problems[control.key] = f"URL parameter ignored: {error}"
+            problems[key] = f"Ignored the link's {key}={raw!r}: {error}"
 
 
 SIMPLIFIED = {"weight_init": "identity", "scale": False}
@@ -101,11 +143,14 @@ def sidebar(simplified: bool = False) -> AttentionConfig | None:
     invalid input shows ``st.error`` with the backend's message and returns
     None; the sidebar stays usable.
     """
-    _check_url(SIDEBAR_CONTROLS)
+    raw_url = {c.key: st.query_params.get(c.key) for c in SIDEBAR_CONTROLS}
+    _keep_across_pages(SIDEBAR_CONTROLS)
     with st.sidebar:
+        _page_menu()
         st.header("Settings")
         values = {c.key: c.draw(c) for c in SIDEBAR_CONTROLS}
-        st.caption("Every setting is in the page URL: copy it to share this exact view.")
+        _share_link(values)
+    _note_dropped_url_values(raw_url, values)
     for message in st.session_state.get(URL_PROBLEMS_KEY, {}).values():
         st.error(plain(message))
     if simplified:
