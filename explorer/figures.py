@@ -30,6 +30,7 @@ WEIGHTS_SCALE = "Blues"
 MASK_SCALE = [[0.0, "#f4f4f4"], [1.0, "#5b5b5b"]]
 HIGHLIGHT_COLOUR = "#f59e0b"
 CELL_PX = 56  # pixel size of a cell when values are printed
+PAGE_PX, CHROME_PX, MIN_CELL_PX_4DP = 1000, 150, 48  # rough widths: page, axes+colourbar, "-0.1234"
 
 
 def unique_labels(tokens: list[str]) -> list[str]:
@@ -89,11 +90,13 @@ def _colour_args(step: Step, z: np.ndarray) -> dict:
 
 
 def heatmap(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
-            title: str | None = None) -> go.Figure:
+            title: str | None = None, share: int = 1) -> go.Figure:
     """An interactive heatmap of one step of ``trace``.
 
     ``head`` picks the head of a per-head step (shape ``(n_heads, n, m)``).
-    ``highlight_row`` outlines one row (the selected query token). Rows and
+    ``highlight_row`` outlines one row (the selected query token). ``share`` is
+    the number of charts drawn side by side in one row of the page: narrower
+    charts get smaller text and, where 4 decimals would not fit, 2. Rows and
     columns carry token or dimension labels; hovering shows row, column and the
     value to 4 decimals. Non-finite values are drawn as gaps and labelled
     −∞ / +∞ / NaN.
@@ -110,16 +113,21 @@ def heatmap(trace: Trace, name: str, head: int = 0, highlight_row: int | None = 
             title += f", head {head}"
 
     z = np.where(np.isfinite(values), values, np.nan)  # Plotly draws NaN as a gap
-    text = np.vectorize(format_value, otypes=[object])(values)
-    fig = px.imshow(z, x=cols, y=rows, aspect="auto", **_colour_args(step, values))
     show_text = n_rows <= MAX_TEXT_CELLS and n_cols <= MAX_TEXT_CELLS
+    # Print 4 decimals where a cell is wide enough for them; hover always gives 4.
+    compact = share > 1
+    cell_width = (PAGE_PX / share - CHROME_PX) / n_cols
+    decimals = 4 if cell_width >= MIN_CELL_PX_4DP else 2
+    fmt = np.vectorize(format_value, otypes=[object])
+    fig = px.imshow(z, x=cols, y=rows, aspect="auto", **_colour_args(step, values))
     fig.update_traces(
-        text=text,
+        text=fmt(values, decimals),
+        customdata=fmt(values, 4),
         texttemplate="%{text}" if show_text else None,
-        textfont={"size": 12 if max(n_rows, n_cols) <= 10 else 9},
+        textfont={"size": 10 if compact or max(n_rows, n_cols) > 10 else 12},
         hovertemplate=(f"{_plotly_text(step.rows.title)}: %{{y}}<br>"
                        f"{_plotly_text(step.cols.title)}: %{{x}}<br>"
-                       "value: %{text}<extra></extra>"),
+                       "value: %{customdata}<extra></extra>"),
     )
     if highlight_row is not None and 0 <= highlight_row < n_rows:
         fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y",
@@ -132,9 +140,9 @@ def heatmap(trace: Trace, name: str, head: int = 0, highlight_row: int | None = 
                if step.cols.labels != DIMS else 0},
         yaxis={"title": step.rows.title, "type": "category", "autorange": "reversed"},
         height=min(900, max(220, cell * n_rows + 150)),
-        width=min(1100, max(320, cell * n_cols + 260)),
+        width=None if compact else min(1100, max(320, cell * n_cols + 260)),
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        coloraxis_colorbar={"thickness": 12},
+        coloraxis_colorbar={"thickness": 8 if compact else 12},
     )
     return fig
 

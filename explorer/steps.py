@@ -43,6 +43,8 @@ class Step:
     formula shown above the chart. per_head: has a leading head axis when
     n_heads > 1. projection: exists only because of trainable weights (hidden on
     the "Simplified attention" page). explain: one sentence for learners.
+    shown(config): whether a page draws it (e.g. no "scaled scores" chart when
+    scaling is off, since they equal the scores).
     """
 
     name: str
@@ -57,6 +59,11 @@ class Step:
     projection: bool = False
     heatmap: bool = True
     explain: str = ""
+    shown: Callable[[AttentionConfig], bool] = lambda config: True
+
+    def caption(self, config: AttentionConfig) -> str:
+        """The explanation under the chart, with the weight recipe filled in."""
+        return self.explain.format(recipe=WEIGHT_RECIPES[config.weight_init])
 
     def title(self, config: AttentionConfig, shape: tuple[int, ...]) -> str:
         """Chart title: name, symbol and formula, and shape, e.g.
@@ -143,14 +150,17 @@ def _proj_latex(letter: str, weight: str) -> Callable[[AttentionConfig], str]:
 
 
 def _weight_latex(name: str, out: str) -> Callable[[AttentionConfig], str]:
-    recipe = {
-        "randn": r"\texttt{torch.randn(d\_in, d\_out)}",
-        "rand": r"\texttt{torch.rand(d\_in, d\_out)}",
-        "linear": r"\texttt{nn.Linear(d\_in, d\_out).weight}^\top",
-        "identity": r"I",
-        "given": r"\text{given}",
-    }
-    return lambda c: rf"W_{{\text{{{name}}}}} \in \mathbb{{R}}^{{d_{{in}} \times {out}}},\quad W = {recipe[c.weight_init]}"
+    return lambda c: rf"W_{{\text{{{name}}}}} \in \mathbb{{R}}^{{d_{{in}} \times {out}}}"
+
+
+WEIGHT_RECIPES = {
+    "randn": "torch.randn(d_in, d_out)",
+    "rand": "torch.rand(d_in, d_out)",
+    "linear": "nn.Linear(d_in, d_out, bias=False).weight, transposed",
+    "identity": "the identity matrix I (no trainable weights)",
+    "given": "entered by hand",
+}
+"""How each weight_init draws a projection matrix, for captions."""
 
 
 _WEIGHT_DIMS_ROWS = Axis("input dim (d_in)", DIMS)
@@ -165,13 +175,13 @@ STEPS: dict[str, Step] = {s.name: s for s in [
          explain="Each row is one token's input vector."),
     Step("W_query", "Query weights", "W_query", _const(""), _weight_latex("query", "d_k"),
          _WEIGHT_DIMS_ROWS, Axis("query dim (d_k)", DIMS), projection=True,
-         explain="Trainable: projects each embedding to a query."),
+         explain="Trainable: projects each embedding to a query. Drawn as {recipe}."),
     Step("W_key", "Key weights", "W_key", _const(""), _weight_latex("key", "d_k"),
          _WEIGHT_DIMS_ROWS, Axis("key dim (d_k)", DIMS), projection=True,
-         explain="Trainable: projects each embedding to a key."),
+         explain="Trainable: projects each embedding to a key. Drawn as {recipe}."),
     Step("W_value", "Value weights", "W_value", _const(""), _weight_latex("value", "d_v"),
          _WEIGHT_DIMS_ROWS, Axis("value dim (d_v)", DIMS), projection=True,
-         explain="Trainable: projects each embedding to a value."),
+         explain="Trainable: projects each embedding to a value. Drawn as {recipe}."),
     Step("queries", "Queries", "Q", _proj("Q", "W_query"), _proj_latex("Q", "W_query"),
          TOKEN_ROWS, Axis("query dim", DIMS), per_head=True, projection=True,
          explain="What each token is looking for."),
@@ -189,7 +199,8 @@ STEPS: dict[str, Step] = {s.name: s for s in [
          explain="Row i: how well query i matches every key (a dot product)."),
     Step("scaled_scores", "Scaled scores", "ω̃", _scaled_expr, _scaled_latex,
          QUERY_ROWS, KEY_COLS, per_head=True,
-         explain="Dividing by √d_k keeps the scores' spread near 1, so softmax does not saturate."),
+         explain="Dividing by √d_k keeps the scores' spread near 1, so softmax does not saturate.",
+         shown=lambda c: c.scale),
     Step("causal_mask", "Causal mask", "M", _const("key j after query i"),
          _const(r"M_{ij} = \begin{cases} \text{masked} & j > i \\ \text{kept} & j \le i \end{cases}"),
          QUERY_ROWS, KEY_COLS, colour=MASK,

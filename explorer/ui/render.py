@@ -32,19 +32,23 @@ def cached_trace(config: AttentionConfig) -> Trace:
 
 def visible_steps(trace: Trace, keep: Callable[[Step], bool] = lambda step: True) -> list[str]:
     """The trace's heatmap steps, in pipeline order, that ``keep`` accepts."""
-    return [name for name in trace if STEPS[name].heatmap and keep(STEPS[name])]
+    return [name for name in trace
+            if STEPS[name].heatmap and STEPS[name].shown(trace.config) and keep(STEPS[name])]
 
 
 def step_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
-               key_prefix: str = "") -> None:
-    """One step: its formula (st.latex), heatmap and a one-line explanation."""
+               key_prefix: str = "", share: int = 1) -> None:
+    """One step: its formula (st.latex), heatmap and a one-line explanation.
+
+    A chart that ``share``s its row with others fills its column; a chart on
+    its own keeps the size its cells need."""
     step = STEPS[name]
     st.latex(step.latex(trace.config))
-    st.plotly_chart(figures.heatmap(trace, name, head=head, highlight_row=highlight_row),
-                    width="stretch", key=f"{key_prefix}chart-{name}",
-                    config={"displaylogo": False})
+    figure = figures.heatmap(trace, name, head=head, highlight_row=highlight_row, share=share)
+    st.plotly_chart(figure, width="stretch" if share > 1 else "content",
+                    key=f"{key_prefix}chart-{name}", config={"displaylogo": False})
     if step.explain:
-        st.caption(step.explain)
+        st.caption(step.caption(trace.config))
 
 
 def step_charts(trace: Trace, names: list[str], head: int = 0,
@@ -54,7 +58,7 @@ def step_charts(trace: Trace, names: list[str], head: int = 0,
         columns = st.columns(len(row)) if len(row) > 1 else [st.container()]
         for column, name in zip(columns, row):
             with column:
-                step_chart(trace, name, head, highlight_row, key_prefix)
+                step_chart(trace, name, head, highlight_row, key_prefix, share=len(row))
 
 
 def token_table(trace: Trace) -> None:

@@ -1,0 +1,82 @@
+"""Shared fixtures: the app's paths, a freshly started server, and Chromium."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+HOME = "streamlit_app.py"
+PAGE_FILES = {
+    "Home": HOME,
+    "Simplified_attention": "pages/1_Simplified_attention.py",
+    "Self_attention": "pages/2_Self_attention.py",
+}
+"""URL path of each page -> its script (the app's own menu lists the same pages)."""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A `streamlit run streamlit_app.py` subprocess on a free port."""
+
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", HOME, "--server.port", str(self.port),
+             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=1) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"streamlit did not start:\n{self.process.stdout.read()}")
+
+    def stop(self) -> str:
+        self.process.terminate()
+        try:
+            out, _ = self.process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            out, _ = self.process.communicate()
+        return out or ""
+
+
+@pytest.fixture
+def fresh_server():
+    """A server started for this test alone, so the first page opened is the
+    first session it ever serves."""
+    server = Server()
+    yield server
+    log = server.stop()
+    assert "Traceback" not in log, f"the server logged an exception:\n{log}"
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright launches Debian's Chromium, not a downloaded browser."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (see .ci/run)")
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}

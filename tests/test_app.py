@@ -1,0 +1,175 @@
+"""AppTest: every page as a visitor uses it, checked against the backend's numbers."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from explorer import AttentionConfig, compute_trace
+from tests.conftest import HOME, PAGE_FILES, ROOT
+
+PAGES = list(PAGE_FILES.values())
+HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](javascript:alert(1)) $x^2$"
+
+
+def open_page(page: str, query: dict[str, str] | None = None) -> AppTest:
+    """Open the app at ``page`` (optionally with URL query parameters), as a
+    visitor following a link would."""
+    at = AppTest.from_file(str(ROOT / HOME), default_timeout=60)
+    at.query_params.update(query or {})
+    at.run()
+    if page != HOME:
+        at.switch_page(page).run()
+    return at
+
+
+def charts(at: AppTest) -> dict[str, dict]:
+    """The page's Plotly charts by step name (their keys end in ``chart-<step>``)."""
+    found = {}
+    for element in at.get("plotly_chart"):
+        name = element.proto.id.rsplit("chart-", 1)[1]
+        found[name] = json.loads(element.proto.spec)
+    return found
+
+
+def z_values(spec: dict) -> np.ndarray:
+    """A heatmap's z matrix, decoding Plotly's base64 typed arrays."""
+    z = spec["data"][0]["z"]
+    if isinstance(z, dict):
+        shape = [int(s) for s in str(z["shape"]).split(",")]
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
+    return np.array(z, dtype=float)
+
+
+def errors(at: AppTest) -> list[str]:
+    """The error boxes' text, with the markdown escapes (see explorer.ui.text.plain) undone."""
+    return [e.value.replace("\\", "") for e in at.error]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_loads_with_defaults_and_no_error(page):
+    at = open_page(page)
+    assert not at.exception
+    assert errors(at) == []
+    assert at.title[0].value  # every page explains itself under a title
+    assert at.text_input(key="sentence").value == "Life is short, eat dessert first"
+    assert at.number_input(key="d_in").value == 3
+    assert at.number_input(key="d_k").value == 2
+    assert at.number_input(key="d_v").value == 4
+    assert at.text_input(key="seed").value == "123"
+
+
+def test_self_attention_heatmaps_equal_the_backend():
+    at = open_page(PAGE_FILES["Self_attention"], {"d_in": "5", "d_k": "3", "d_v": "2", "seed": "7"})
+    trace = compute_trace(AttentionConfig(d_in=5, d_k=3, d_v=2, seed=7))
+    shown = charts(at)
+    assert list(shown) == ["embeddings", "W_query", "W_key", "W_value", "queries", "keys",
+                           "values", "attn_scores", "scaled_scores", "attn_weights", "context"]
+    for name, spec in shown.items():
+        np.testing.assert_allclose(z_values(spec), trace[name].numpy(), rtol=0, atol=1e-6,
+                                   err_msg=name)
+    assert shown["queries"]["layout"]["title"]["text"] == "Queries: Q = X·W_query (6×3)"
+    assert shown["attn_scores"]["layout"]["xaxis"]["title"]["text"] == "key (column)"
+    assert shown["attn_scores"]["layout"]["yaxis"]["title"]["text"] == "query (row)"
+    assert list(shown["attn_weights"]["data"][0]["y"]) == trace.tokens
+    assert len(at.latex) == len(shown)  # a formula above every chart
+
+
+def test_simplified_heatmaps_are_identity_attention():
+    at = open_page(PAGE_FILES["Simplified_attention"])
+    shown = charts(at)
+    assert list(shown) == ["embeddings", "attn_scores", "attn_weights", "context"]
+    x = compute_trace(AttentionConfig())["embeddings"]
+    weights = torch.softmax(x @ x.T, dim=-1)
+    np.testing.assert_allclose(z_values(shown["attn_scores"]), (x @ x.T).numpy(), atol=1e-6)
+    np.testing.assert_allclose(z_values(shown["attn_weights"]), weights.numpy(), atol=1e-6)
+    np.testing.assert_allclose(z_values(shown["context"]), (weights @ x).numpy(), atol=1e-6)
+
+
+def test_simplified_query_picker_shows_that_tokens_row():
+    at = open_page(PAGE_FILES["Simplified_attention"])
+    at.selectbox(key="query").set_value(4).run()
+    assert not at.exception
+    x = compute_trace(AttentionConfig())["embeddings"]
+    scores = x @ x.T
+    table = at.dataframe[0].value
+    np.testing.assert_allclose(table["score ω"].to_numpy(), scores[4].numpy(), atol=1e-6)
+    context = at.dataframe[1].value
+    np.testing.assert_allclose(context.iloc[-1].to_numpy(),
+                               (torch.softmax(scores[4], -1) @ x).numpy(), atol=1e-6)
+    shapes = charts(at)["attn_weights"]["layout"]["shapes"]
+    assert shapes[0]["y0"] == 3.5 and shapes[0]["y1"] == 4.5  # the picked row is outlined
+
+
+def test_home_shows_tokens_and_ids_as_a_table():
+    at = open_page(HOME)
+    frame = at.dataframe[0].value
+    assert list(frame["token"]) == ["Life", "is", "short", "eat", "dessert", "first"]
+    assert list(frame["token id"]) == [0, 4, 5, 2, 1, 3]
+
+
+def test_typing_a_sentence_relabels_the_heatmaps():
+    at = open_page(PAGE_FILES["Self_attention"])
+    at.text_input(key="sentence").set_value("the cat sat on the mat").run()
+    assert not at.exception
+    labels = list(charts(at)["attn_weights"]["data"][0]["x"])
+    assert labels == ["the", "cat", "sat", "on", "the (5)", "mat"]
+
+
+def test_settings_persist_across_pages():
+    at = open_page(HOME)
+    at.number_input(key="d_in").set_value(6).run()
+    at.text_input(key="seed").set_value("99").run()
+    at.switch_page(PAGE_FILES["Self_attention"]).run()
+    assert at.number_input(key="d_in").value == 6
+    assert at.text_input(key="seed").value == "99"
+    trace = compute_trace(AttentionConfig(d_in=6, seed=99))
+    np.testing.assert_allclose(z_values(charts(at)["embeddings"]), trace["embeddings"].numpy(),
+                               atol=1e-6)
+
+
+@pytest.mark.parametrize("page", PAGES)
+@pytest.mark.parametrize("query, message", [
+    ({"sentence": ""}, "sentence must have between 1 and 512 tokens (got 0)"),
+    ({"sentence": " ".join(["word"] * 561)}, "sentence must have between 1 and 512 tokens (got 561)"),
+    ({"d_in": "0"}, "d_in must be between 1 and 1024 (got 0)"),
+    ({"d_k": "abc"}, "d_k must be a whole number between 1 and 1024"),
+    ({"seed": "abc"}, "seed must be a whole number between 0 and 9223372036854775807"),
+    ({"seed": "-5"}, "seed must be between 0 and 9223372036854775807 (got -5)"),
+])
+def test_bad_input_shows_the_backends_message_and_no_exception(page, query, message):
+    at = open_page(page, query)
+    assert not at.exception
+    shown = " ".join(errors(at))
+    assert message in shown
+    # The page stays usable: fixing the input brings the charts back.
+    at.text_input(key="sentence").set_value("a working sentence").run()
+    at.text_input(key="seed").set_value("1").run()
+    assert not at.exception
+    if page != HOME:
+        assert len(at.get("plotly_chart")) > 0
+
+
+def test_widget_errors_keep_the_page_usable():
+    at = open_page(PAGE_FILES["Self_attention"])
+    at.text_input(key="sentence").set_value("   ").run()
+    assert "sentence must have between 1 and 512 tokens (got 0)" in " ".join(errors(at))
+    assert len(at.get("plotly_chart")) == 0
+    at.text_input(key="sentence").set_value("back again").run()
+    assert errors(at) == [] and len(at.get("plotly_chart")) == 11
+
+
+def test_hostile_sentence_is_shown_as_text():
+    at = open_page(HOME, {"sentence": HOSTILE})
+    assert not at.exception
+    frame = at.dataframe[0].value
+    assert "<img" in list(frame["token"])
+    assert "onerror=alert(1)>" in list(frame["token"])
+    at.switch_page(PAGE_FILES["Self_attention"]).run()
+    labels = list(charts(at)["embeddings"]["data"][0]["y"])
+    assert "&lt;img" in labels  # escaped for Plotly, which renders some HTML tags
