@@ -1,0 +1,83 @@
+"""Speed figures for the explorer: `make bench`.
+
+Each case is timed with `timeit` (best of several repeats, so background noise
+inflates nothing) and printed as a table; the figures are also written to
+``benchmarks/results/latest.json`` for comparison between commits.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import timeit
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from explorer import AttentionConfig, compute_trace, figures, recipes
+
+RESULTS = Path(__file__).parent / "results"
+LONG_SENTENCE = " ".join(f"w{i}" for i in range(512))
+
+
+def _cached_table():
+    table = recipes.embedding_table(123, 50_000, 3)
+    return lambda seed, vocab_size, d_in: table
+
+
+def _app_page_seconds(page: str) -> Callable[[], None]:
+    from streamlit.testing.v1 import AppTest
+
+    root = Path(__file__).resolve().parent.parent
+
+    def run() -> None:
+        at = AppTest.from_file(str(root / "streamlit_app.py"), default_timeout=120)
+        at.run()
+        if page != "streamlit_app.py":
+            at.switch_page(page).run()
+        assert not at.exception
+    return run
+
+
+def cases() -> dict[str, tuple[Callable[[], object], int]]:
+    """name -> (function, calls per repeat)."""
+    default = AttentionConfig()
+    big = AttentionConfig(sentence=LONG_SENTENCE, d_in=1024, d_k=1024, d_v=1024,
+                          embedding="uniform")
+    table_hit = _cached_table()
+    big_trace = compute_trace(big)
+    small_trace = compute_trace(default)
+    return {
+        "embedding table 50,000×3 (draw)": (lambda: recipes.embedding_table(123, 50_000, 3), 20),
+        "embedding table 1,000,000×64 (draw)":
+            (lambda: recipes.embedding_table(123, 1_000_000, 64), 1),
+        "trace, defaults, table drawn": (lambda: compute_trace(default), 20),
+        "trace, defaults, table cached": (lambda: compute_trace(default, table_hit), 200),
+        "trace, 512 tokens, d=1024": (lambda: compute_trace(big), 3),
+        "heatmap figure 6×6": (lambda: figures.heatmap(small_trace, "attn_weights"), 20),
+        "heatmap figure 512×512": (lambda: figures.heatmap(big_trace, "attn_weights"), 2),
+        "page: Self-attention (AppTest run)": (_app_page_seconds("pages/2_Self_attention.py"), 1),
+    }
+
+
+def main() -> None:
+    torch.set_num_threads(torch.get_num_threads())
+    results = {}
+    print(f"{'case':45s} {'best ms':>10s} {'median ms':>10s}")
+    for name, (func, number) in cases().items():
+        times = timeit.repeat(func, number=number, repeat=5)
+        per_call = [t / number * 1000 for t in times]
+        results[name] = {"best_ms": min(per_call), "median_ms": statistics.median(per_call)}
+        print(f"{name:45s} {min(per_call):10.2f} {statistics.median(per_call):10.2f}")
+    RESULTS.mkdir(exist_ok=True)
+    meta = {"python": platform.python_version(), "torch": torch.__version__,
+            "threads": torch.get_num_threads(), "machine": platform.machine()}
+    (RESULTS / "latest.json").write_text(json.dumps({"meta": meta, "results": results},
+                                                    indent=2))
+    print(f"written to {RESULTS / 'latest.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""Playwright in real headless Chromium against a freshly started server."""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.conftest import PAGE_FILES
+
+pytestmark = pytest.mark.browser
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def settle(page: Page) -> None:
+    """Wait until Streamlit has finished running the script."""
+    page.wait_for_timeout(300)
+    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(
+        state="attached", timeout=60_000)
+    page.wait_for_timeout(300)
+
+
+def chart_count(page: Page) -> int:
+    """How many Plotly charts the page drew (they render just after the script ends)."""
+    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(500)
+    return page.locator(".js-plotly-plot").count()
+
+
+def page_url(server, name: str, **query: str) -> str:
+    path = "" if name == "Home" else name
+    return f"{server.url}/{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+
+
+def tick_labels(page: Page, chart: int, axis: str = "y") -> list[str]:
+    """The tick labels of the ``chart``-th Plotly chart as the browser shows them:
+    top to bottom (y) or left to right (x)."""
+    ticks = page.locator(".js-plotly-plot").nth(chart).locator(f".{axis}tick text").all()
+    placed = [(tick.bounding_box()[axis], tick.text_content()) for tick in ticks]
+    return [text for _, text in sorted(placed)]
+
+
+@pytest.mark.parametrize("name", list(PAGE_FILES))
+def test_each_page_opened_first_on_a_fresh_server(fresh_server, page: Page, name):
+    page.goto(page_url(fresh_server, name))
+    settle(page)
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
+    sidebar = page.get_by_test_id("stSidebar")
+    # The shared sidebar, with its menu and settings, is there on the first page opened.
+    for label in ("Home", "Simplified attention", "Self-attention"):
+        expect(sidebar.get_by_role("link", name=label)).to_be_visible()
+    expect(sidebar.get_by_role("textbox", name="Sentence")).to_have_value(
+        "Life is short, eat dessert first")
+    if name != "Home":
+        assert chart_count(page) >= 4
+        assert tick_labels(page, 0) == ["Life", "is", "short", "eat", "dessert", "first"]
+
+
+def test_typing_a_sentence_changes_the_axis_labels(fresh_server, page: Page):
+    page.goto(page_url(fresh_server, "Self_attention"))
+    settle(page)
+    box = page.get_by_role("textbox", name="Sentence")
+    box.fill("attention is all you need")
+    box.press("Enter")
+    settle(page)
+    expect(page.locator(".js-plotly-plot").first.locator(".ytick text")).to_have_count(5)
+    assert tick_labels(page, 0) == ["attention", "is", "all", "you", "need"]
+    assert "sentence=attention+is+all+you+need" in page.url  # the link reproduces the view
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+def test_settings_follow_the_visitor_between_pages(fresh_server, page: Page):
+    page.goto(page_url(fresh_server, "Self_attention", d_in="4", seed="7"))
+    settle(page)
+    page.get_by_test_id("stSidebar").get_by_role("link", name="Simplified attention").click()
+    page.wait_for_url("**/Simplified_attention*")
+    settle(page)
+    sidebar = page.get_by_test_id("stSidebar")
+    expect(sidebar.get_by_role("spinbutton", name="d_in: embedding dim")).to_have_value("4")
+    expect(sidebar.get_by_role("textbox", name="seed")).to_have_value("7")
+    # X is 6×4 now: the first chart has 4 embedding-dim columns.
+    chart_count(page)
+    assert tick_labels(page, 0, "x") == ["0", "1", "2", "3"]
+
+
+def test_hostile_sentence_runs_no_script(fresh_server, page: Page):
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(page_url(fresh_server, "Self_attention", sentence=HOSTILE))
+    settle(page)
+    chart_count(page)
+    page.wait_for_timeout(1000)
+    assert dialogs == []
+    assert page.locator("img[src='x']").count() == 0
+    # The tokens appear as literal text on the axes.
+    assert tick_labels(page, 0)[:2] == ["<img", "src=x"]
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+def test_bad_url_values_show_an_error_not_a_traceback(fresh_server, page: Page):
+    page.goto(page_url(fresh_server, "Self_attention", d_in="0", seed="abc"))
+    settle(page)
+    errors = page.get_by_test_id("stAlertContentError")
+    expect(errors.filter(has_text="d_in must be between 1 and 1024 (got 0)")).to_have_count(1)
+    expect(errors.filter(has_text="seed must be a whole number")).to_have_count(1)
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    # Fixing the seed in the sidebar brings the charts back.
+    seed = page.get_by_role("textbox", name="seed")
+    seed.fill("5")
+    seed.press("Enter")
+    settle(page)
+    assert chart_count(page) >= 4
