@@ -152,6 +152,10 @@ def parse_field(name: str, value: Any) -> Any:
     raise ConfigError(name, f"unknown setting {name!r}")
 
 
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
 def _as_matrix(name: str, value: Any, shape: tuple[int, int], row_labels: Sequence[str],
                col_label: str) -> Matrix:
     """Convert a nested sequence / array / tensor to a `Matrix` of finite floats.
@@ -163,6 +167,9 @@ def _as_matrix(name: str, value: Any, shape: tuple[int, int], row_labels: Sequen
         raise ConfigError(name, f"{name} is required when it is 'given' (shape {shape[0]}×{shape[1]})")
     if hasattr(value, "tolist"):
         value = value.tolist()
+    if not _is_sequence(value) or not all(_is_sequence(row) for row in value):
+        raise ConfigError(name, f"{name} must be a {shape[0]}×{shape[1]} matrix: a list of "
+                                f"rows of numbers (got {type(value).__name__})")
     rows = list(value)
     if len(rows) != shape[0]:
         raise ConfigError(name, f"{name} must have {shape[0]} rows (got {len(rows)})")

@@ -174,9 +174,6 @@ def test_bad_config_raises_config_error_naming_field_range_and_value(kwargs, fie
         assert part in message, f"{part!r} not in {message!r}"
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="backend bug: a non-nested 'given' matrix raises TypeError "
-                          "('float' object is not iterable), not ConfigError")
 @pytest.mark.parametrize("value", [[0.5] * 6, 5, torch.zeros(6)], ids=["flat-list", "scalar", "1-d"])
 def test_given_embeddings_that_are_not_a_matrix_raise_config_error(value):
     with pytest.raises(ConfigError) as info:
