@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from explorer.ui.controls import sidebar
+from explorer.ui.sidebar import HOME_PAGE, settings
 from explorer.ui.render import cached_trace, page_header, token_table
 
 page_header(
@@ -27,7 +27,7 @@ With the defaults ("Life is short, eat dessert first", d_in=3, d_k=2, d_v=4,
 seed=123) the numbers equal what `torch.manual_seed(123)` and the book's code print.
 """
 )
-config = sidebar()
+config = settings(HOME_PAGE)
 if config is not None:
     trace = cached_trace(config)
     st.subheader("Tokens and ids")

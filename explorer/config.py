@@ -34,6 +34,30 @@ TOKENIZERS = ("words",)
 
 DEFAULT_SENTENCE = "Life is short, eat dessert first"
 
+OPTION_HELP: dict[str, dict[str, str]] = {
+    "embedding": {
+        "table": "nn.Embedding(vocab_size, d_in), looked up by token id, as in seed 002",
+        "uniform": "torch.rand(n_tokens, d_in), as in seed 001",
+        "given": "your own numbers, typed into the X table (seeds 000, 003, 004)",
+    },
+    "weight_init": {
+        "randn": "torch.randn(d_in, d_out), as in seed 002's SelfAttention",
+        "rand": "torch.rand(d_in, d_out), as in SelfAttention_v1",
+        "linear": "nn.Linear(d_in, d_out, bias=False) default init, as in SelfAttention_v2, "
+                  "shown transposed",
+        "identity": "W = I: no trainable weights, Q = K = V = X (simplified attention; "
+                    "needs d_k = d_v = d_in)",
+        "given": "your own W_query, W_key, W_value, typed into tables (seed 004)",
+    },
+    "normalization": {
+        "softmax": "torch.softmax(scores, dim=-1), made stable by subtracting each row's max",
+        "naive_softmax": "exp(x) / exp(x).sum(dim=-1, keepdim=True): overflows to inf/NaN for "
+                         "large scores (seed 001)",
+        "sum": "x / x.sum(dim=-1, keepdim=True), the first normalisation in seed 001",
+    },
+}
+"""One line per option saying which reference code it matches (UI help texts)."""
+
 Matrix = tuple[tuple[float, ...], ...]
 """A hand-entered matrix, stored as nested tuples so that a config is hashable."""
 
@@ -183,6 +207,8 @@ def _as_matrix(name: str, value: Any, shape: tuple[int, int], row_labels: Sequen
         cells = []
         for j, cell in enumerate(row):
             where = f"{name} row {i} ({row_labels[i]!r}), {col_label} {j}"
+            if cell is None or (isinstance(cell, str) and not cell.strip()):
+                raise ConfigError(name, f"{where} is empty: type a number")
             try:
                 number = float(cell)
             except (TypeError, ValueError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from explorer.config import AttentionConfig
+from explorer.config import OPTION_HELP, AttentionConfig
 
 # Axis kinds: how a heatmap axis is labelled.
 TOKENS = "tokens"  # one label per token
@@ -63,7 +63,7 @@ class Step:
 
     def caption(self, config: AttentionConfig) -> str:
         """The explanation under the chart, with the weight recipe filled in."""
-        return self.explain.format(recipe=WEIGHT_RECIPES[config.weight_init])
+        return self.explain.format(recipe=OPTION_HELP["weight_init"][config.weight_init])
 
     def title(self, config: AttentionConfig, shape: tuple[int, ...]) -> str:
         """Chart title: name, symbol and formula, and shape, e.g.
@@ -153,16 +153,6 @@ def _weight_latex(name: str, out: str) -> Callable[[AttentionConfig], str]:
     return lambda c: rf"W_{{\text{{{name}}}}} \in \mathbb{{R}}^{{d_{{in}} \times {out}}}"
 
 
-WEIGHT_RECIPES = {
-    "randn": "torch.randn(d_in, d_out)",
-    "rand": "torch.rand(d_in, d_out)",
-    "linear": "nn.Linear(d_in, d_out, bias=False).weight, transposed",
-    "identity": "the identity matrix I (no trainable weights)",
-    "given": "entered by hand",
-}
-"""How each weight_init draws a projection matrix, for captions."""
-
-
 _WEIGHT_DIMS_ROWS = Axis("input dim (d_in)", DIMS)
 
 STEPS: dict[str, Step] = {s.name: s for s in [
@@ -175,13 +165,13 @@ STEPS: dict[str, Step] = {s.name: s for s in [
          explain="Each row is one token's input vector."),
     Step("W_query", "Query weights", "W_query", _const(""), _weight_latex("query", "d_k"),
          _WEIGHT_DIMS_ROWS, Axis("query dim (d_k)", DIMS), projection=True,
-         explain="Trainable: projects each embedding to a query. Drawn as {recipe}."),
+         explain="Trainable: projects each embedding to a query. Here: {recipe}."),
     Step("W_key", "Key weights", "W_key", _const(""), _weight_latex("key", "d_k"),
          _WEIGHT_DIMS_ROWS, Axis("key dim (d_k)", DIMS), projection=True,
-         explain="Trainable: projects each embedding to a key. Drawn as {recipe}."),
+         explain="Trainable: projects each embedding to a key. Here: {recipe}."),
     Step("W_value", "Value weights", "W_value", _const(""), _weight_latex("value", "d_v"),
          _WEIGHT_DIMS_ROWS, Axis("value dim (d_v)", DIMS), projection=True,
-         explain="Trainable: projects each embedding to a value. Drawn as {recipe}."),
+         explain="Trainable: projects each embedding to a value. Here: {recipe}."),
     Step("queries", "Queries", "Q", _proj("Q", "W_query"), _proj_latex("Q", "W_query"),
          TOKEN_ROWS, Axis("query dim", DIMS), per_head=True, projection=True,
          explain="What each token is looking for."),

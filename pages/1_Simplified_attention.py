@@ -3,18 +3,19 @@
 import streamlit as st
 
 from explorer import figures
-from explorer.ui.controls import sidebar
+from explorer.presets import SIMPLIFIED_PAGE
+from explorer.ui.sidebar import settings
 from explorer.ui.render import cached_trace, page_header, step_charts, visible_steps
 
 page_header(
-    "Simplified attention",
+    SIMPLIFIED_PAGE,
     "Attention with **no trainable weights**: every token's embedding is its own query, "
     "key and value (Q = K = V = X). The scores are plain dot products X·Xᵀ, softmax "
     "turns each row into weights, and each context vector is a weighted average of the "
     "embeddings. This is section 3.3 of *Build a Large Language Model (From Scratch)*. "
     "d_k and d_v are not used here: they equal d_in.",
 )
-config = sidebar(simplified=True)
+config = settings(SIMPLIFIED_PAGE, simplified=True)
 if config is not None:
     trace = cached_trace(config)
     labels = figures.unique_labels(trace.tokens)

@@ -1,10 +1,11 @@
 """Self-attention with trainable weights (seeds 002 and 004)."""
 
-from explorer.ui.controls import sidebar
+from explorer.presets import SELF_ATTENTION_PAGE
+from explorer.ui.sidebar import settings
 from explorer.ui.render import cached_trace, page_header, step_charts, visible_steps
 
 page_header(
-    "Self-attention",
+    SELF_ATTENTION_PAGE,
     "Scaled dot-product attention with **trainable weights**, as in section 3.4 of "
     "*Build a Large Language Model (From Scratch)* and Vaswani et al. (2017): "
     "three weight matrices project the embeddings X into queries Q, keys K and values V; "
@@ -12,7 +13,7 @@ page_header(
     "context vectors are the weighted sums of the values. Each matrix below is drawn "
     "with its formula; hover a cell to read its value.",
 )
-config = sidebar()
+config = settings(SELF_ATTENTION_PAGE)
 if config is not None:
     trace = cached_trace(config)
     step_charts(trace, visible_steps(trace))
