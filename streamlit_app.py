@@ -2,8 +2,10 @@
 
 import streamlit as st
 
-from explorer.ui.sidebar import HOME_PAGE, settings
+from explorer.ui.navigation import HOME_PAGE
+from explorer.ui.presets import gallery
 from explorer.ui.render import cached_trace, page_header, token_table
+from explorer.ui.sidebar import settings
 
 page_header(
     "Self-attention explorer",
@@ -16,18 +18,25 @@ st.markdown(
 **How to use it**
 
 1. Type a sentence and pick the sizes in the sidebar: `d_in` (embedding width),
-   `d_k` (query/key width), `d_v` (value width) and a `seed`.
+   `d_k` (query/key width), `d_v` (value width) and a `seed`. The *Advanced*
+   section chooses how X and the weights are drawn, scaling and the normalisation.
 2. Open a page from the sidebar:
    - **Simplified attention**: no trainable weights, scores are X·Xᵀ (book section 3.3).
    - **Self-attention**: W_query, W_key and W_value, scaled by √d_k (section 3.4).
-3. Hover any cell to read its value; the settings stay as you move between pages, and
-   the page URL holds them, so you can share exactly what you see.
+3. Hover any cell to read its value. The settings stay as you move between pages,
+   and the link in the sidebar reproduces exactly what you see.
 
 With the defaults ("Life is short, eat dessert first", d_in=3, d_k=2, d_v=4,
 seed=123) the numbers equal what `torch.manual_seed(123)` and the book's code print.
 """
 )
 config = settings(HOME_PAGE)
+
+st.subheader("Start from a notebook")
+st.caption("Each preset loads a seed notebook's exact setup; while you leave it unchanged, "
+           "the page checks every number the notebook prints.")
+gallery()
+
 if config is not None:
     trace = cached_trace(config)
     st.subheader("Tokens and ids")

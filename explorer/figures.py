@@ -190,3 +190,15 @@ def context_table(trace: Trace, query: int) -> pd.DataFrame:
                          columns=[f"dim {c}" for c in range(trace["context"].shape[1])])
     frame.loc[f"z = Σ (context of {labels[query]})"] = trace["context"][query].to(torch.float64).numpy()
     return frame
+
+
+def normalization_table(traces: dict[str, Trace], query: int) -> pd.DataFrame:
+    """One query's weights under each normalisation (seed 001's comparison):
+    one row per normalisation name in ``traces``, one column per key, and the
+    row sum."""
+    first = next(iter(traces.values()))
+    labels = unique_labels(first.tokens)
+    frame = pd.DataFrame({name: trace["attn_weights"][query].to(torch.float64).numpy()
+                          for name, trace in traces.items()}, index=labels).T
+    frame["row sum"] = frame.sum(axis=1)
+    return frame

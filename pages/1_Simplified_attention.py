@@ -4,8 +4,10 @@ import streamlit as st
 
 from explorer import figures
 from explorer.presets import SIMPLIFIED_PAGE
+from explorer.ui.render import (cached_trace, normalization_comparison, page_header,
+                                softmax_overflow, step_charts, visible_steps)
+from explorer.ui.presets import QUERY_KEY
 from explorer.ui.sidebar import settings
-from explorer.ui.render import cached_trace, page_header, step_charts, visible_steps
 
 page_header(
     SIMPLIFIED_PAGE,
@@ -21,13 +23,20 @@ if config is not None:
     labels = figures.unique_labels(trace.tokens)
     query = st.selectbox("Query token: look at one token's attention in detail",
                          range(trace.n_tokens), index=min(1, trace.n_tokens - 1),
-                         format_func=labels.__getitem__, key="query")
+                         format_func=labels.__getitem__, key=QUERY_KEY)
 
     step_charts(trace, visible_steps(trace, lambda step: not step.projection),
                 highlight_row=query)
 
-    st.header(f"One query, written out: token {query}")
-    st.markdown("Its score with every key is a dot product; softmax of the row gives "
-                "the weights; the context vector is the weight-averaged sum of the inputs.")
+    st.header(f"One query, written out: “{labels[query]}”")
+    st.markdown("Its score with every key is a dot product; normalising the row gives "
+                "the weights; the context vector is the weighted sum of the inputs.")
     st.dataframe(figures.query_table(trace, query), width="stretch")
     st.dataframe(figures.context_table(trace, query), width="stretch")
+
+    st.subheader("Three ways to turn the scores into weights")
+    st.markdown("Dividing by the row sum, the naive softmax and the stable softmax, for "
+                "this query (seed 001 compares them). Each row sums to 1; only softmax "
+                "keeps every weight positive whatever the sign of the scores.")
+    normalization_comparison(config, query)
+    softmax_overflow(trace)

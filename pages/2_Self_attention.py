@@ -1,8 +1,9 @@
 """Self-attention with trainable weights (seeds 002 and 004)."""
 
 from explorer.presets import SELF_ATTENTION_PAGE
+from explorer.ui.render import (cached_trace, page_header, softmax_overflow, step_charts,
+                                visible_steps)
 from explorer.ui.sidebar import settings
-from explorer.ui.render import cached_trace, page_header, step_charts, visible_steps
 
 page_header(
     SELF_ATTENTION_PAGE,
@@ -17,3 +18,4 @@ config = settings(SELF_ATTENTION_PAGE)
 if config is not None:
     trace = cached_trace(config)
     step_charts(trace, visible_steps(trace))
+    softmax_overflow(trace)

@@ -12,18 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from explorer.ui.navigation import HOME_PAGE, PAGES
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
-HOME = "streamlit_app.py"
-PAGE_FILES = {
-    "Home": HOME,
-    "Simplified_attention": "pages/1_Simplified_attention.py",
-    "Self_attention": "pages/2_Self_attention.py",
-}
-"""URL path of each page -> its script (the app's own menu lists the same pages)."""
+HOME = PAGES[HOME_PAGE][0]
+PAGE_FILES = {("Home" if path == HOME else Path(path).stem.split("_", 1)[1]): path
+              for path, _ in PAGES.values()}
+"""URL path of each page (Streamlit drops the number prefix) -> its script."""
 
 
 def _free_port() -> int:
@@ -80,3 +79,9 @@ def browser_type_launch_args(browser_type_launch_args):
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (see .ci/run)")
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    """A desktop-sized window, as learners use the explorer."""
+    return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}}

@@ -150,7 +150,7 @@ BAD_CONFIGS = [
     pytest.param(dict(embedding="given", embeddings=with_cell(2, 1, float("nan"))), "embeddings",
                  ["embeddings", "row 2", "'short'", "dim 1", "finite", "nan"], id="given-nan"),
     pytest.param(dict(embedding="given", embeddings=with_cell(4, 0, None)), "embeddings",
-                 ["embeddings", "row 4", "'dessert'", "dim 0", "number", "None"],
+                 ["embeddings", "row 4", "'dessert'", "dim 0", "is empty", "type a number"],
                  id="given-none"),
     pytest.param(dict(embedding="given", embeddings=with_cell(5, 2, "x")), "embeddings",
                  ["embeddings", "row 5", "'first'", "dim 2", "number", "'x'"], id="given-text"),

@@ -113,3 +113,37 @@ def test_bad_url_values_show_an_error_not_a_traceback(fresh_server, page: Page):
     seed.press("Enter")
     settle(page)
     assert chart_count(page) >= 4
+
+
+def cell_texts(page: Page, chart: int) -> list[str]:
+    """The numbers printed in the cells of the ``chart``-th heatmap, row by row."""
+    texts = page.locator(".js-plotly-plot").nth(chart).locator("g.heatmaplayer text")
+    return texts.all_text_contents()
+
+
+def test_preset_by_url_then_edit_a_cell_of_x(fresh_server, page: Page):
+    page.goto(page_url(fresh_server, "Self_attention", preset="illustrated"))
+    settle(page)
+    chart_count(page)
+    expect(page.get_by_test_id("stAlertContentSuccess")).to_contain_text(
+        "Matches the notebook 004_d4886b04eb600938.txt")
+    assert cell_texts(page, 0)[:4] == ["1.0000", "0.0000", "1.0000", "0.0000"]  # X row v_1
+    scores_before = cell_texts(page, 7)
+
+    # Double-click X's cell (v_1, dim 1) in the table and type 3.
+    grid = page.get_by_test_id("stDataFrame").first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    index_width, header_height, row_height, n_cols = 52, 36, 35, 4
+    column_width = (box["width"] - index_width) / n_cols
+    page.mouse.dblclick(box["x"] + index_width + 1.5 * column_width,
+                        box["y"] + header_height + row_height / 2)
+    cell_editor = page.locator("input.gdg-input")  # the grid's editor overlay
+    cell_editor.fill("3")
+    cell_editor.press("Enter")
+    settle(page)
+    expect(page.locator(".js-plotly-plot").first.locator("g.heatmaplayer text").nth(1)).to_have_text(
+        "3.0000")
+    assert cell_texts(page, 7) != scores_before  # the scores heatmap followed
+    expect(page.get_by_test_id("stAlertContentInfo")).to_contain_text("You have changed the setup")
+    expect(page.get_by_test_id("stException")).to_have_count(0)

@@ -10,6 +10,7 @@ from explorer.presets import PRESETS, Preset, check
 from explorer.trace import Trace
 from explorer.ui import matrices
 from explorer.ui.controls import ADVANCED, BASIC, Control, widget_args
+from explorer.ui.navigation import request_switch
 
 PRESET_KEY = "preset"  # widget key and URL parameter: ?preset=journey
 QUERY_KEY = "query"    # the query-token picker a preset points at
@@ -87,3 +88,19 @@ def show_check(preset: Preset | None, config: AttentionConfig, trace: Trace,
         st.success(f"✓ Matches the notebook `{preset.seed_file}`: {summary}.")
     else:
         st.error(f"✗ Differs from the notebook `{preset.seed_file}`: {summary}.")
+
+
+def _open(preset: Preset) -> None:
+    st.session_state[PRESET_KEY] = preset.slug
+    request_switch(preset.page)
+
+
+def gallery() -> None:
+    """Every preset with its notebook, what it shows, and a button that loads it
+    and opens its page."""
+    for preset in PRESETS.values():
+        text, button = st.columns([5, 1], vertical_alignment="center")
+        text.markdown(f"**{preset.title}** · `{preset.seed_file}` · {preset.page}  \n"
+                      f"{preset.description}")
+        button.button("Open", key=f"open-preset-{preset.slug}", on_click=_open, args=(preset,),
+                      width="stretch")

@@ -8,20 +8,12 @@ from typing import Any
 import streamlit as st
 
 from explorer.config import AttentionConfig, ConfigError
-from explorer.presets import SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
 from explorer.tokenizer import tokenize
 from explorer.ui import matrices, presets
 from explorer.ui.controls import ADVANCED, BASIC, DEFAULTS, Control
+from explorer.ui.navigation import follow_requested_switch, page_menu
 from explorer.ui.render import cached_trace
 from explorer.ui.text import plain
-
-HOME_PAGE = "Home"
-PAGES: tuple[tuple[str, str, str], ...] = (
-    ("streamlit_app.py", HOME_PAGE, ":material/home:"),
-    ("pages/1_Simplified_attention.py", SIMPLIFIED_PAGE, ":material/looks_one:"),
-    ("pages/2_Self_attention.py", SELF_ATTENTION_PAGE, ":material/looks_two:"),
-)
-"""The app's pages (script, label, icon), in menu order."""
 
 SIMPLIFIED = {"weight_init": "identity", "scale": False}
 """Simplified attention (seeds 000, 001, 003): no trainable weights, no scaling."""
@@ -46,7 +38,7 @@ def settings(page: str, simplified: bool = False) -> AttentionConfig | None:
     _keep_across_pages()
     presets.apply_if_new()
     with st.sidebar:
-        _page_menu()
+        page_menu()
         preset = presets.picker(_forget_url_problems)
         st.header("Settings")
         values = {c.key: c.draw(c, _forget_url_problems) for c in BASIC}
@@ -71,6 +63,7 @@ def settings(page: str, simplified: bool = False) -> AttentionConfig | None:
     except ConfigError as error:
         st.error(plain(str(error)))
         return None
+    follow_requested_switch()
     presets.show_check(preset, config, cached_trace(config), page)
     return config
 
@@ -80,12 +73,6 @@ def url_params(values: dict[str, Any]) -> dict[str, str]:
     defaults = {**DEFAULTS, presets.PRESET_KEY: ""}
     return {key: str(value) for key, value in values.items()
             if key in defaults and str(value) != str(defaults[key])}
-
-
-def _page_menu() -> None:
-    """Links to every page (the settings travel in session state)."""
-    for path, label, icon in PAGES:
-        st.page_link(path, label=label, icon=icon)
 
 
 def _share_link(values: dict[str, Any]) -> None:

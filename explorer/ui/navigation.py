@@ -1,0 +1,39 @@
+"""The app's pages, in menu order: one list for the menu, links and tests."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from explorer.presets import SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
+
+HOME_PAGE = "Home"
+PAGES: dict[str, tuple[str, str]] = {
+    HOME_PAGE: ("streamlit_app.py", ":material/home:"),
+    SIMPLIFIED_PAGE: ("pages/1_Simplified_attention.py", ":material/looks_one:"),
+    SELF_ATTENTION_PAGE: ("pages/2_Self_attention.py", ":material/looks_two:"),
+}
+"""Page label -> (script, icon)."""
+
+_PENDING_KEY = "_switch_to_page"
+
+
+def page_menu() -> None:
+    """Links to every page (the settings travel in session state)."""
+    for label, (path, icon) in PAGES.items():
+        st.page_link(path, label=label, icon=icon)
+
+
+def request_switch(page: str) -> None:
+    """Ask for a switch to ``page`` at the end of this run (usable in callbacks,
+    where `st.switch_page` is not)."""
+    st.session_state[_PENDING_KEY] = page
+
+
+def follow_requested_switch() -> None:
+    """Switch page if a callback asked for it (call after the settings are drawn)."""
+    page = st.session_state.pop(_PENDING_KEY, None)
+    if page is not None:
+        # An explicit (empty) mapping: st.switch_page's default clears the query
+        # parameters, which Streamlit refuses while widgets are bound to them.
+        # The settings travel in session state.
+        st.switch_page(PAGES[page][0], query_params={})

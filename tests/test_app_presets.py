@@ -1,0 +1,134 @@
+"""AppTest: notebook presets, the recipe settings and hand-entered matrices."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from explorer import AttentionConfig, compute_trace
+from explorer.presets import PRESETS
+from explorer.ui.navigation import PAGES
+from tests.conftest import HOME
+from tests.test_app import charts, errors, open_page, z_values
+
+
+def successes(at) -> list[str]:
+    return [s.value for s in at.success]
+
+
+@pytest.mark.parametrize("slug", list(PRESETS))
+def test_each_preset_url_loads_its_setup_and_matches_the_notebook(slug):
+    preset = PRESETS[slug]
+    at = open_page(PAGES[preset.page][0], {"preset": slug})
+    assert not at.exception
+    assert errors(at) == []
+    assert any(s.startswith("✓ Matches the notebook") and preset.seed_file in s
+               for s in successes(at)), successes(at)
+    assert at.text_input(key="sentence").value == preset.config.sentence
+    assert at.selectbox(key="embedding").value == preset.config.embedding
+    trace = compute_trace(preset.config)
+    np.testing.assert_allclose(z_values(charts(at)["attn_weights"]),
+                               trace["attn_weights"].numpy(), atol=1e-6)
+
+
+def test_changing_a_preset_says_so_and_reset_brings_the_check_back():
+    at = open_page(PAGES[PRESETS["light-switch"].page][0], {"preset": "light-switch"})
+    at.text_input(key="seed").set_value("5").run()  # irrelevant to given X, but a change
+    assert not successes(at)
+    assert any("You have changed the setup" in i.value for i in at.info)
+    at.button[0].click().run()
+    assert at.text_input(key="seed").value == "123"
+    assert any(s.startswith("✓") for s in successes(at))
+
+
+def test_open_button_on_home_loads_the_preset_and_its_page():
+    at = open_page(HOME)
+    at.button(key="open-preset-illustrated").click().run()
+    assert not at.exception
+    assert at.title[0].value == "Self-attention"
+    assert at.selectbox(key="preset").value == "illustrated"
+    assert any(s.startswith("✓") for s in successes(at))
+
+
+def test_unknown_preset_in_the_url_is_reported():
+    at = open_page(HOME, {"preset": "nope"})
+    assert not at.exception
+    assert any("preset must be one of journey" in e and "(got 'nope')" in e for e in errors(at))
+
+
+def test_recipe_settings_reach_the_backend():
+    at = open_page(PAGES["Self-attention"][0])
+    at.selectbox(key="weight_init").set_value("linear").run()
+    at.selectbox(key="normalization").set_value("sum").run()
+    at.toggle(key="scale").set_value(False).run()
+    assert not at.exception
+    trace = compute_trace(AttentionConfig(weight_init="linear", normalization="sum",
+                                          scale=False))
+    shown = charts(at)
+    assert "scaled_scores" not in shown  # equal to the scores when scaling is off
+    for name in ("W_query", "attn_weights", "context"):
+        np.testing.assert_allclose(z_values(shown[name]), trace[name].numpy(), atol=1e-6)
+
+
+def _edit(at, field: str, row: int, column: str, value) -> None:
+    """Type ``value`` into one cell of the ``field`` table, as the grid reports it."""
+    editor = next(e for e in at.data_editor if e.key.startswith(f"editor:{field}:"))
+    at.session_state[editor.key] = {"edited_rows": {row: {column: value}}, "added_rows": [],
+                                    "deleted_rows": []}
+    at.run()
+
+
+def test_editing_one_cell_of_x_changes_the_downstream_heatmaps():
+    at = open_page(PAGES["Self-attention"][0], {"preset": "illustrated"})
+    before = {k: z_values(v) for k, v in charts(at).items()}
+    _edit(at, "embeddings", 0, "dim 1", 3.0)
+    assert not at.exception and errors(at) == []
+    after = {k: z_values(v) for k, v in charts(at).items()}
+    x = torch.tensor(PRESETS["illustrated"].config.embeddings)
+    x[0, 1] = 3.0
+    expected = compute_trace(PRESETS["illustrated"].config.replace(embeddings=x.tolist()))
+    for name in ("embeddings", "queries", "attn_scores", "attn_weights", "context"):
+        assert not np.allclose(before[name], after[name]), name
+        np.testing.assert_allclose(after[name], expected[name].numpy(), atol=1e-6)
+    # An edited preset is no longer the notebook's setup.
+    assert any("You have changed the setup" in i.value for i in at.info)
+
+
+def test_an_empty_cell_shows_an_error_naming_the_cell():
+    at = open_page(PAGES["Self-attention"][0], {"preset": "illustrated"})
+    _edit(at, "W_key", 2, "dim 0", None)
+    assert not at.exception
+    assert any("W_key row 2 ('2'), column 0 is empty" in e for e in errors(at)), errors(at)
+    assert charts(at) == {}
+    _edit(at, "W_key", 2, "dim 0", 1.5)
+    assert errors(at) == [] and charts(at)
+
+
+def test_tables_resize_with_the_sentence_keeping_what_fits():
+    at = open_page(PAGES["Self-attention"][0], {"preset": "illustrated"})
+    at.text_input(key="sentence").set_value("v_1 v_2 v_3 v_4").run()
+    assert not at.exception and errors(at) == []
+    x = z_values(charts(at)["embeddings"])
+    np.testing.assert_array_equal(x[:3], np.array(PRESETS["illustrated"].config.embeddings))
+    np.testing.assert_array_equal(x[3], np.zeros(4))
+    at.number_input(key="d_in").set_value(2).run()
+    assert z_values(charts(at)["W_query"]).shape == (2, 3)
+    np.testing.assert_array_equal(z_values(charts(at)["embeddings"])[:3],
+                                  np.array(PRESETS["illustrated"].config.embeddings)[:, :2])
+
+
+def test_naive_softmax_overflow_is_shown_not_hidden():
+    at = open_page(PAGES["Self-attention"][0], {"normalization": "naive_softmax"})
+    at.select_slider(key="overflow_factor").set_value(50).run()
+    assert not at.exception
+    naive = z_values(next(json for key, json in _all_charts(at) if "naive" in key))
+    stable = z_values(next(json for key, json in _all_charts(at) if "demo-softmax" in key))
+    assert np.isnan(naive).any()  # inf/inf: shown as gaps, labelled NaN
+    assert np.isfinite(stable).all()
+    np.testing.assert_allclose(stable.sum(axis=1), 1, atol=1e-5)
+
+
+def _all_charts(at):
+    import json
+    return [(e.proto.id, json.loads(e.proto.spec)) for e in at.get("plotly_chart")]
