@@ -4,8 +4,8 @@ import streamlit as st
 
 from explorer import figures
 from explorer.presets import SIMPLIFIED_PAGE
-from explorer.ui.render import (cached_trace, normalization_comparison, page_header,
-                                softmax_overflow, step_charts, visible_steps)
+from explorer.ui.render import (cached_trace, normalization_comparison, number_table,
+                                page_header, softmax_overflow, step_charts, visible_steps)
 from explorer.ui.presets import QUERY_KEY
 from explorer.ui.sidebar import settings
 
@@ -31,8 +31,8 @@ if config is not None:
     st.header(f"One query, written out: “{labels[query]}”")
     st.markdown("Its score with every key is a dot product; normalising the row gives "
                 "the weights; the context vector is the weighted sum of the inputs.")
-    st.dataframe(figures.query_table(trace, query), width="stretch")
-    st.dataframe(figures.context_table(trace, query), width="stretch")
+    number_table(figures.query_table(trace, query))
+    number_table(figures.context_table(trace, query))
 
     st.subheader("Three ways to turn the scores into weights")
     st.markdown("Dividing by the row sum, the naive softmax and the stable softmax, for "

@@ -63,6 +63,13 @@ def step_charts(trace: Trace, names: list[str], head: int = 0,
                 step_chart(trace, name, head, highlight_row, key_prefix, share=len(row))
 
 
+def number_table(frame) -> None:
+    """A labelled table with every float column printed to 4 decimals."""
+    formats = {str(c): st.column_config.NumberColumn(format="%.4f")
+               for c, dtype in frame.dtypes.items() if dtype.kind == "f"}
+    st.dataframe(frame, width="stretch", column_config=formats)
+
+
 def token_table(trace: Trace) -> None:
     """Tokens and ids as a table (st.dataframe shows visitor text as plain text)."""
     st.dataframe(figures.token_table(trace), width="content")
@@ -80,7 +87,7 @@ def normalization_comparison(config: AttentionConfig, query: int) -> None:
     """Seed 001's question: the same scores turned into weights three ways."""
     traces = {name: cached_trace(config.replace(normalization=name))
               for name in OPTION_HELP["normalization"]}
-    st.dataframe(figures.normalization_table(traces, query), width="stretch")
+    number_table(figures.normalization_table(traces, query))
     st.caption(" · ".join(f"**{name}**: {text}" for name, text in
                           OPTION_HELP["normalization"].items()))
 
