@@ -138,3 +138,14 @@ def output_projection(context: Tensor, w_out: Tensor, b_out: Tensor) -> Tensor:
     b_out: (d_v,) -> (n, d_v).
     """
     return context @ w_out + b_out
+
+
+def mask_after_softmax(scores: Tensor, mask: Tensor) -> Tensor:
+    """The textbook's second route to causal weights (book §3.5.1): softmax over
+    all keys first, then zero the future and renormalise each row.
+
+    Equal to softmax of the -inf-masked scores, because the masked terms simply
+    drop out of the softmax's denominator. scores: (..., n, n); mask: (n, n) -> (..., n, n).
+    """
+    weights = softmax(scores).masked_fill(mask, 0.0)
+    return weights / weights.sum(dim=-1, keepdim=True)

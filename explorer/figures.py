@@ -29,6 +29,7 @@ SIGNED_SCALE = "RdBu_r"
 WEIGHTS_SCALE = "Blues"
 MASK_SCALE = [[0.0, "#f4f4f4"], [1.0, "#5b5b5b"]]
 HIGHLIGHT_COLOUR = "#f59e0b"
+HEAD_COLOURS = px.colors.qualitative.Dark2
 CELL_PX = 56  # pixel size of a cell when values are printed
 PAGE_PX, CHROME_PX, MIN_CELL_PX_4DP = 1000, 150, 48  # rough widths: page, axes+colourbar, "-0.1234"
 
@@ -99,19 +100,30 @@ def heatmap(trace: Trace, name: str, head: int = 0, highlight_row: int | None = 
     charts get smaller text and, where 4 decimals would not fit, 2. Rows and
     columns carry token or dimension labels; hovering shows row, column and the
     value to 4 decimals. Non-finite values are drawn as gaps and labelled
-    −∞ / +∞ / NaN.
+    −∞ / +∞ / NaN. With several heads, the columns of W_query, W_key, W_value
+    and the context are outlined per head in the head's colour.
     """
     step = STEPS[name]
     values = step_matrix(trace, name, head)
-    n_rows, n_cols = values.shape
-    rows = [_plotly_text(s) for s in axis_labels(trace, step.rows, n_rows)]
-    cols = [_plotly_text(s) for s in axis_labels(trace, step.cols, n_cols)]
     if title is None:
         shape = tuple(trace[name].shape[-2:] if trace[name].dim() == 3 else trace[name].shape)
         title = step.title(trace.config, shape)
         if trace[name].dim() == 3:
             title += f", head {head}"
+    fig = matrix_heatmap(values, axis_labels(trace, step.rows, values.shape[0]),
+                         axis_labels(trace, step.cols, values.shape[1]), step, title,
+                         highlight_row=highlight_row, share=share)
+    if trace.config.n_heads > 1 and step.head_columns:
+        outline_heads(fig, trace.config.n_heads, values.shape[1] // trace.config.n_heads)
+    return fig
 
+
+def matrix_heatmap(values: np.ndarray, row_labels: list[str], col_labels: list[str], step: Step,
+                   title: str, highlight_row: int | None = None, share: int = 1) -> go.Figure:
+    """The heatmap behind `heatmap`, for any 2-D ``values`` drawn as ``step``."""
+    n_rows, n_cols = values.shape
+    rows = [_plotly_text(s) for s in row_labels]
+    cols = [_plotly_text(s) for s in col_labels]
     z = np.where(np.isfinite(values), values, np.nan)  # Plotly draws NaN as a gap
     show_text = n_rows <= MAX_TEXT_CELLS and n_cols <= MAX_TEXT_CELLS
     # Print 4 decimals where a cell is wide enough for them; hover always gives 4.
@@ -119,10 +131,13 @@ def heatmap(trace: Trace, name: str, head: int = 0, highlight_row: int | None = 
     cell_width = (PAGE_PX / share - CHROME_PX) / n_cols
     decimals = 4 if cell_width >= MIN_CELL_PX_4DP else 2
     fmt = np.vectorize(format_value, otypes=[object])
+    text, hover = fmt(values, decimals), fmt(values, 4)
+    if step.cell_text:  # a mask: print what it means, not 0.0000 / 1.0000
+        text = hover = np.where(values > 0.5, step.cell_text[1], step.cell_text[0])
     fig = px.imshow(z, x=cols, y=rows, aspect="auto", **_colour_args(step, values))
     fig.update_traces(
-        text=fmt(values, decimals),
-        customdata=fmt(values, 4),
+        text=text,
+        customdata=hover,
         texttemplate="%{text}" if show_text else None,
         textfont={"size": 10 if compact or max(n_rows, n_cols) > 10 else 12},
         hovertemplate=(f"{_plotly_text(step.rows.title)}: %{{y}}<br>"
@@ -144,6 +159,72 @@ def heatmap(trace: Trace, name: str, head: int = 0, highlight_row: int | None = 
         margin={"l": 10, "r": 10, "t": 50, "b": 10},
         coloraxis_colorbar={"thickness": 8 if compact else 12},
     )
+    return fig
+
+
+def head_colour(head: int) -> str:
+    """The colour that marks ``head`` in every chart."""
+    return HEAD_COLOURS[head % len(HEAD_COLOURS)]
+
+
+def outline_heads(fig: go.Figure, n_heads: int, width: int) -> None:
+    """Outline each head's block of ``width`` columns in its colour, labelled on top.
+    One shape and one label per head."""
+    for h in range(n_heads):
+        x0, x1 = h * width - 0.5, (h + 1) * width - 0.5
+        fig.add_shape(type="rect", xref="x", yref="paper", x0=x0, x1=x1, y0=0, y1=1,
+                      line={"color": head_colour(h), "width": 3})
+        fig.add_annotation(x=(x0 + x1) / 2, y=1.0, xref="x", yref="paper", yanchor="bottom",
+                           text=f"head {h}", showarrow=False,
+                           font={"color": head_colour(h), "size": 12})
+    fig.update_layout(margin={"t": 75})
+
+
+def head_split(trace: Trace, name: str) -> go.Figure:
+    """How one ``(n, d)`` matrix (e.g. Q = X·W_query) is cut into n_heads slices:
+    the whole matrix, with each head's columns outlined in its colour."""
+    step = STEPS[name]
+    values = combine_heads_np(trace[name])
+    n_heads = trace.config.n_heads
+    title = (f"{step.symbol} = {step.expr(trace.config)} ({values.shape[0]}×{values.shape[1]}),"
+             f" {n_heads} heads")
+    fig = matrix_heatmap(values, axis_labels(trace, step.rows, values.shape[0]),
+                         axis_labels(trace, step.cols, values.shape[1]), step, title, share=3)
+    outline_heads(fig, n_heads, values.shape[1] // n_heads)
+    return fig
+
+
+def combine_heads_np(tensor: torch.Tensor) -> np.ndarray:
+    """(n_heads, n, hd) -> (n, n_heads·hd) as float64; 2-D input unchanged."""
+    if tensor.dim() == 3:
+        tensor = tensor.transpose(0, 1).reshape(tensor.shape[1], -1)
+    return tensor.to(torch.float64).numpy()
+
+
+def heads_grid(trace: Trace, name: str = "attn_weights", columns: int = 4) -> go.Figure:
+    """Small multiples: one heatmap per head of a per-head (n, n) step, on a
+    shared colour scale (Plotly facets, no per-cell annotations)."""
+    step = STEPS[name]
+    values = trace[name]
+    values = (values if values.dim() == 3 else values[None]).to(torch.float64).numpy()
+    n_heads, n, _ = values.shape
+    labels = [_plotly_text(s) for s in unique_labels(trace.tokens)]
+    fig = px.imshow(np.where(np.isfinite(values), values, np.nan), x=labels, y=labels,
+                    facet_col=0, facet_col_wrap=min(columns, n_heads), aspect="auto",
+                    facet_col_spacing=0.04, facet_row_spacing=0.08,
+                    **_colour_args(step, values))
+    for annotation in fig.layout.annotations:  # "facet_col=1" -> "head 1"
+        annotation.text = "head " + annotation.text.split("=")[-1]
+    fig.update_traces(hovertemplate="query: %{y}<br>key: %{x}<br>weight: %{z:.4f}<extra></extra>")
+    if n <= 8:
+        fig.update_traces(texttemplate="%{z:.2f}", textfont={"size": 9})
+    rows = math.ceil(n_heads / min(columns, n_heads))
+    fig.update_layout(height=min(1600, 80 + rows * (60 + max(200, 40 * n))),
+                      title={"text": f"{step.label} of every head ({n}×{n} each)",
+                             "font": {"size": 15}},
+                      margin={"l": 10, "r": 10, "t": 60, "b": 10})
+    fig.update_xaxes(type="category", tickangle=-40)
+    fig.update_yaxes(type="category", autorange="reversed")
     return fig
 
 

@@ -18,6 +18,7 @@ from explorer.trace import Trace, compute_trace
 
 SIMPLIFIED_PAGE = "Simplified attention"
 SELF_ATTENTION_PAGE = "Self-attention"
+MULTI_HEAD_PAGE = "Causal & multi-head attention"
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,9 @@ class Step:
     n_heads > 1. projection: exists only because of trainable weights (hidden on
     the "Simplified attention" page). explain: one sentence for learners.
     shown(config): whether a page draws it (e.g. no "scaled scores" chart when
-    scaling is off, since they equal the scores).
+    scaling is off, since they equal the scores). head_columns: its columns fall
+    into one block per head (W_query, W_key, W_value, the context).
+    cell_text: for a mask, the text printed for False and for True.
     """
 
     name: str
@@ -60,6 +62,8 @@ class Step:
     heatmap: bool = True
     explain: str = ""
     shown: Callable[[AttentionConfig], bool] = lambda config: True
+    head_columns: bool = False
+    cell_text: tuple[str, str] | None = None
 
     def caption(self, config: AttentionConfig) -> str:
         """The explanation under the chart, with the weight recipe filled in."""
@@ -141,11 +145,9 @@ def _proj_latex(letter: str, weight: str) -> Callable[[AttentionConfig], str]:
     def latex(c: AttentionConfig) -> str:
         if _simple(c):
             return rf"{letter} = X"
-        formula = rf"{letter} = X\, W_{{\text{{{weight[2:]}}}}}"
-        if c.n_heads > 1:
-            width = c.head_dim_v if letter == "V" else c.head_dim
-            formula += rf",\quad \text{{head }} h \text{{ takes columns }} [{width}h,\ {width}(h+1))"
-        return formula
+        if c.n_heads > 1:  # head h's slice of the columns
+            return rf"{letter}_h = X\, W_{{\text{{{weight[2:]}}}}}^{{(h)}}"
+        return rf"{letter} = X\, W_{{\text{{{weight[2:]}}}}}"
     return latex
 
 
@@ -165,13 +167,16 @@ STEPS: dict[str, Step] = {s.name: s for s in [
          explain="Each row is one token's input vector."),
     Step("W_query", "Query weights", "W_query", _const(""), _weight_latex("query", "d_k"),
          _WEIGHT_DIMS_ROWS, Axis("query dim (d_k)", DIMS), projection=True,
-         explain="Trainable: projects each embedding to a query. Here: {recipe}."),
+         explain="Trainable: projects each embedding to a query. Here: {recipe}.",
+         head_columns=True),
     Step("W_key", "Key weights", "W_key", _const(""), _weight_latex("key", "d_k"),
          _WEIGHT_DIMS_ROWS, Axis("key dim (d_k)", DIMS), projection=True,
-         explain="Trainable: projects each embedding to a key. Here: {recipe}."),
+         explain="Trainable: projects each embedding to a key. Here: {recipe}.",
+         head_columns=True),
     Step("W_value", "Value weights", "W_value", _const(""), _weight_latex("value", "d_v"),
          _WEIGHT_DIMS_ROWS, Axis("value dim (d_v)", DIMS), projection=True,
-         explain="Trainable: projects each embedding to a value. Here: {recipe}."),
+         explain="Trainable: projects each embedding to a value. Here: {recipe}.",
+         head_columns=True),
     Step("queries", "Queries", "Q", _proj("Q", "W_query"), _proj_latex("Q", "W_query"),
          TOKEN_ROWS, Axis("query dim", DIMS), per_head=True, projection=True,
          explain="What each token is looking for."),
@@ -193,8 +198,9 @@ STEPS: dict[str, Step] = {s.name: s for s in [
          shown=lambda c: c.scale),
     Step("causal_mask", "Causal mask", "M", _const("key j after query i"),
          _const(r"M_{ij} = \begin{cases} \text{masked} & j > i \\ \text{kept} & j \le i \end{cases}"),
-         QUERY_ROWS, KEY_COLS, colour=MASK,
-         explain="A token may only attend to itself and earlier tokens."),
+         QUERY_ROWS, KEY_COLS, colour=MASK, cell_text=("0", "−∞"),
+         explain="A token may only attend to itself and earlier tokens: future keys "
+                 "(dark) get −∞ added to their score."),
     Step("masked_scores", "Masked scores", "ω̂",
          lambda c: ("ω̃" if c.scale else "ω") + " with −∞ where masked",
          lambda c: (r"\hat\omega_{ij} = \begin{cases} -\infty & j > i \\ "
@@ -207,14 +213,14 @@ STEPS: dict[str, Step] = {s.name: s for s in [
          explain="Each row sums to 1: how query i splits its attention over the keys."),
     Step("dropout_mask", "Dropout keep-mask", "D", lambda c: f"Bernoulli(1 − {c.dropout:g})",
          lambda c: rf"D_{{ij}} \sim \text{{Bernoulli}}(1 - p),\quad p = {c.dropout:g}",
-         QUERY_ROWS, KEY_COLS, colour=MASK, per_head=True,
+         QUERY_ROWS, KEY_COLS, colour=MASK, per_head=True, cell_text=("0", "1"),
          explain="Which weights survive dropout (1 = kept)."),
     Step("dropped_weights", "Weights after dropout", "α′", lambda c: f"α·D / (1 − {c.dropout:g})",
          _const(r"\alpha'_{ij} = \frac{\alpha_{ij} D_{ij}}{1 - p}"),
          QUERY_ROWS, KEY_COLS, per_head=True,
          explain="Kept weights are scaled up by 1/(1−p) so their expected sum stays 1."),
     Step("context", "Context vectors", "Z", _context_expr, _context_latex,
-         TOKEN_ROWS, Axis("value dim", DIMS),
+         TOKEN_ROWS, Axis("value dim", DIMS), head_columns=True,
          explain="Row i: token i's new vector, a weighted mix of the values."),
     Step("W_out", "Output projection weights", "W_out", _const("out_proj.weightᵀ"),
          _const(r"W_{\text{out}} = \texttt{nn.Linear(d\_v, d\_v).weight}^\top"),
@@ -251,3 +257,14 @@ def layout_rows(names: list[str]) -> list[list[str]]:
         else:
             rows.append([name])
     return rows
+
+
+def stages(names: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """Split step names (pipeline order) into what comes before the heads, the
+    per-head part (from the first to the last per-head step) and what follows
+    (concatenation and output projection)."""
+    inside = [i for i, name in enumerate(names) if STEPS[name].per_head]
+    if not inside:
+        return names, [], []
+    first, last = inside[0], inside[-1]
+    return names[:first], names[first:last + 1], names[last + 1:]

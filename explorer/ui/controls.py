@@ -19,17 +19,29 @@ DEFAULTS: dict[str, Any] = {f.name: f.default for f in dataclasses.fields(Attent
 """Widget defaults: the dataclass defaults, one place."""
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 @dataclass(frozen=True)
 class Control:
     """One sidebar widget. ``key`` is the config field, the widget key and the URL
     parameter; ``draw(control, on_change)`` renders it and returns its value;
-    ``parse(raw)`` checks a raw URL value, raising `ConfigError`."""
+    ``to_config`` turns that value into the config field's; ``parse(raw)`` checks
+    a raw URL value, raising `ConfigError`. ``default`` is the widget's default
+    (the config default unless the widget shows it differently)."""
 
     key: str
     label: str
     help: str
     draw: Callable[["Control", Callable[[], None]], Any]
     parse: Callable[[str], Any] | None = None
+    to_config: Callable[[Any], Any] = _same
+    widget_default: Any = None
+
+    @property
+    def default(self) -> Any:
+        return DEFAULTS[self.key] if self.widget_default is None else self.widget_default
 
     def check_url_value(self, raw: str) -> Any:
         return self.parse(raw) if self.parse else parse_field(self.key, raw)
@@ -42,36 +54,73 @@ def widget_args(control: Control, on_change: Callable[[], None]) -> dict[str, An
 
 
 def _text(control: Control, on_change) -> str:
-    return st.text_input(value=DEFAULTS[control.key], max_chars=cfg.MAX_SENTENCE_CHARS,
+    return st.text_input(value=control.default, max_chars=cfg.MAX_SENTENCE_CHARS,
                          **widget_args(control, on_change))
 
 
 def _dim(control: Control, on_change) -> int:
     return st.number_input(min_value=cfg.MIN_DIM, max_value=cfg.MAX_DIM, step=1,
-                           value=DEFAULTS[control.key], **widget_args(control, on_change))
+                           value=control.default, **widget_args(control, on_change))
 
 
 def _seed(control: Control, on_change) -> str:
     # A text box, not a number box: seeds go up to 2**63 - 1, past what a
     # browser number input holds exactly. The backend parses and checks it.
-    return st.text_input(value=str(DEFAULTS[control.key]), **widget_args(control, on_change))
+    return st.text_input(value=str(control.default), **widget_args(control, on_change))
 
 
 def _vocab(control: Control, on_change) -> int:
     return st.number_input(min_value=1, max_value=cfg.MAX_VOCAB_SIZE, step=1000,
-                           value=DEFAULTS[control.key], **widget_args(control, on_change))
+                           value=control.default, **widget_args(control, on_change))
 
 
 def _choice(control: Control, on_change) -> str:
     options = list(OPTION_HELP[control.key])
-    value = st.selectbox(options=options, index=options.index(DEFAULTS[control.key]),
+    value = st.selectbox(options=options, index=options.index(control.default),
                          **widget_args(control, on_change))
     st.caption(f"`{value}`: {OPTION_HELP[control.key][value]}")
     return value
 
 
 def _toggle(control: Control, on_change) -> bool:
-    return st.toggle(value=DEFAULTS[control.key], **widget_args(control, on_change))
+    return st.toggle(value=control.default, **widget_args(control, on_change))
+
+
+DROPOUT_CHOICES_MAX, DROPOUT_STEP = 0.95, 0.05
+"""The dropout slider's range (the backend allows any p in [0, 1))."""
+
+
+def _probability(control: Control, on_change) -> float:
+    return st.slider(min_value=0.0, max_value=DROPOUT_CHOICES_MAX, step=DROPOUT_STEP,
+                     value=control.default, **widget_args(control, on_change))
+
+
+def _optional_seed(control: Control, on_change) -> str:
+    return st.text_input(value=control.default, placeholder="same as seed",
+                         **widget_args(control, on_change))
+
+
+def _heads(control: Control, on_change) -> int:
+    return st.number_input(min_value=1, max_value=cfg.MAX_HEADS, step=1, value=control.default,
+                           **widget_args(control, on_change))
+
+
+OUT_PROJ_CHOICES = {"auto": None, "on": True, "off": False}
+"""out_proj widget choices -> config values (None: on when n_heads > 1)."""
+
+
+def _out_proj(control: Control, on_change) -> str:
+    return st.selectbox(options=list(OUT_PROJ_CHOICES), **widget_args(control, on_change))
+
+
+def _parse_out_proj(raw: str) -> bool | None:
+    if raw not in OUT_PROJ_CHOICES:
+        raise cfg.ConfigError("out_proj", f"out_proj must be one of auto, on, off (got {raw!r})")
+    return OUT_PROJ_CHOICES[raw]
+
+
+def _parse_optional_seed(raw: str) -> int | None:
+    return parse_field("dropout_seed", raw) if raw.strip() else None
 
 
 def _choices_help(field: str) -> str:
@@ -102,3 +151,22 @@ ADVANCED: tuple[Control, ...] = (
             _choice),
 )
 """The recipe choices, in the sidebar's "Advanced" section."""
+
+MULTI_HEAD: tuple[Control, ...] = (
+    Control("causal", "causal: mask future tokens",
+            "Each token attends only to itself and earlier tokens (GPT-style).", _toggle),
+    Control("dropout", "dropout p on the attention weights",
+            "Zero each weight with probability p and scale the rest by 1/(1−p), "
+            "as nn.Dropout(p) in training.", _probability),
+    Control("dropout_seed", "dropout_seed",
+            "Seeds the dropout mask's own torch.Generator; empty = the same as seed.",
+            _optional_seed, parse=_parse_optional_seed,
+            to_config=lambda raw: raw if raw.strip() else None, widget_default=""),
+    Control("n_heads", "n_heads", "Number of heads; d_k and d_v must divide by it "
+            "(head_dim = d_k / n_heads).", _heads),
+    Control("out_proj", "out_proj: output projection",
+            "nn.Linear(d_v, d_v) with bias after the heads are concatenated; "
+            "auto = on when n_heads > 1.", _out_proj, parse=_parse_out_proj,
+            to_config=OUT_PROJ_CHOICES.get, widget_default="auto"),
+)
+"""The "Causal & multi-head attention" page's own settings."""

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.presets import SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
+from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
 
 HOME_PAGE = "Home"
 PAGES: dict[str, tuple[str, str]] = {
     HOME_PAGE: ("streamlit_app.py", ":material/home:"),
     SIMPLIFIED_PAGE: ("pages/1_Simplified_attention.py", ":material/looks_one:"),
     SELF_ATTENTION_PAGE: ("pages/2_Self_attention.py", ":material/looks_two:"),
+    MULTI_HEAD_PAGE: ("pages/3_Causal_and_multi_head.py", ":material/looks_3:"),
 }
 """Page label -> (script, icon)."""
 

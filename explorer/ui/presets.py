@@ -9,7 +9,7 @@ from explorer.config import AttentionConfig, ConfigError
 from explorer.presets import PRESETS, Preset, check
 from explorer.trace import Trace
 from explorer.ui import matrices
-from explorer.ui.controls import ADVANCED, BASIC, Control, widget_args
+from explorer.ui.controls import ADVANCED, BASIC, MULTI_HEAD, Control, widget_args
 from explorer.ui.navigation import request_switch
 
 PRESET_KEY = "preset"  # widget key and URL parameter: ?preset=journey
@@ -33,7 +33,7 @@ def _draw(control: Control, on_change) -> str:
 PRESET_CONTROL = Control(
     PRESET_KEY, "Load a notebook's setup",
     "Sets every widget to reproduce one of the seed notebooks; change anything afterwards.",
-    _draw, parse=_parse)
+    _draw, parse=_parse, widget_default="")
 
 
 def apply(preset: Preset) -> None:
@@ -42,6 +42,8 @@ def apply(preset: Preset) -> None:
     for control in (*BASIC, *ADVANCED):
         value = getattr(config, control.key)
         st.session_state[control.key] = str(value) if control.key == "seed" else value
+    for control in MULTI_HEAD:  # every notebook is single-head, not causal, no dropout
+        st.session_state[control.key] = control.default
     for option, fields in GIVEN_MATRICES.items():
         if getattr(config, option) == "given":
             for field in fields:

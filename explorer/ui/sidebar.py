@@ -10,7 +10,7 @@ import streamlit as st
 from explorer.config import AttentionConfig, ConfigError
 from explorer.tokenizer import tokenize
 from explorer.ui import matrices, presets
-from explorer.ui.controls import ADVANCED, BASIC, DEFAULTS, Control
+from explorer.ui.controls import ADVANCED, BASIC, MULTI_HEAD, Control
 from explorer.ui.navigation import follow_requested_switch, page_menu
 from explorer.ui.render import cached_trace
 from explorer.ui.text import plain
@@ -18,21 +18,23 @@ from explorer.ui.text import plain
 SIMPLIFIED = {"weight_init": "identity", "scale": False}
 """Simplified attention (seeds 000, 001, 003): no trainable weights, no scaling."""
 
-CONTROLS: tuple[Control, ...] = (presets.PRESET_CONTROL, *BASIC, *ADVANCED)
+CONTROLS: tuple[Control, ...] = (presets.PRESET_CONTROL, *BASIC, *ADVANCED, *MULTI_HEAD)
 _URL_PROBLEMS_KEY = "_url_problems"
 _MATRIX_TITLES = {"embeddings": "X, the embeddings", "W_query": "W_query", "W_key": "W_key",
                   "W_value": "W_value"}
 
 
-def settings(page: str, simplified: bool = False) -> AttentionConfig | None:
+def settings(page: str, simplified: bool = False,
+             extra: tuple[Control, ...] = ()) -> AttentionConfig | None:
     """Draw the shared settings and return the chosen `AttentionConfig`.
 
     The sidebar holds the page menu, the preset picker, the basic and the
     advanced widgets and a link to this view. The main area gets the messages
     about the input, the tables of hand-entered matrices and, for an unchanged
     preset, the notebook check. ``simplified`` fixes `SIMPLIFIED` and
-    d_k = d_v = d_in (Q = K = V = X). On invalid input shows ``st.error`` with
-    the backend's message and returns None; the page stays usable.
+    d_k = d_v = d_in (Q = K = V = X). ``extra`` adds this page's own settings
+    (e.g. `MULTI_HEAD`). On invalid input shows ``st.error`` with the backend's
+    message and returns None; the page stays usable.
     """
     raw_url = {c.key: st.query_params.get(c.key) for c in CONTROLS}
     _keep_across_pages()
@@ -50,6 +52,9 @@ def settings(page: str, simplified: bool = False) -> AttentionConfig | None:
             if simplified:
                 st.caption("Fixed on this page: weight_init = identity (Q = K = V = X), "
                            "no scaling.")
+        if extra:
+            st.header(page)
+            values.update({c.key: c.draw(c, _forget_url_problems) for c in extra})
         shown = {**values, presets.PRESET_KEY: preset.slug if preset else ""}
         _share_link(shown)
     _note_dropped_url_values(raw_url, shown)
@@ -57,9 +62,10 @@ def settings(page: str, simplified: bool = False) -> AttentionConfig | None:
         st.error(plain(message))
     if simplified:
         values.update(SIMPLIFIED, d_k=values["d_in"], d_v=values["d_in"])
-    values.update(_given_matrices(values))
+    fields = {c.key: c.to_config(values[c.key]) for c in CONTROLS if c.key in values}
+    fields.update(_given_matrices(values))
     try:
-        config = AttentionConfig(**values)
+        config = AttentionConfig(**fields)
     except ConfigError as error:
         st.error(plain(str(error)))
         return None
@@ -69,8 +75,8 @@ def settings(page: str, simplified: bool = False) -> AttentionConfig | None:
 
 
 def url_params(values: dict[str, Any]) -> dict[str, str]:
-    """The settings that differ from their defaults, as URL query parameters."""
-    defaults = {**DEFAULTS, presets.PRESET_KEY: ""}
+    """The widget values that differ from their defaults, as URL query parameters."""
+    defaults = {c.key: c.default for c in CONTROLS}
     return {key: str(value) for key, value in values.items()
             if key in defaults and str(value) != str(defaults[key])}
 

@@ -1,0 +1,41 @@
+"""Causal attention, dropout and multi-head attention (book §3.5 and §3.6)."""
+
+import streamlit as st
+
+from explorer.presets import MULTI_HEAD_PAGE
+from explorer.steps import stages
+from explorer.ui.controls import MULTI_HEAD
+from explorer.ui.render import (cached_trace, causal_second_route, dropout_note, head_picker,
+                                head_split, heads_grid, page_header, step_charts, verification,
+                                visible_steps)
+from explorer.ui.sidebar import settings
+
+page_header(
+    MULTI_HEAD_PAGE,
+    "The attention inside every GPT, step by step (sections 3.5 and 3.6 of *Build a Large "
+    "Language Model (From Scratch)*). A **causal mask** stops each token from looking at "
+    "later ones; **dropout** randomly zeroes attention weights while training; **multiple "
+    "heads** each attend over their own slice of Q, K and V, and an **output projection** "
+    "mixes the concatenated heads. Turn them on in the sidebar.",
+)
+config = settings(MULTI_HEAD_PAGE, extra=MULTI_HEAD)
+if config is not None:
+    trace = cached_trace(config)
+    verification(trace)
+    before, per_head, after = stages(visible_steps(trace))
+
+    st.header("1. Project X, then split into heads")
+    step_charts(trace, before)
+    head_split(trace)
+
+    st.header("2. Attention inside one head")
+    head = head_picker(trace)
+    step_charts(trace, per_head, head=head)
+    causal_second_route(trace, head)
+    dropout_note(trace)
+    if config.n_heads > 1:
+        st.subheader("Every head at a glance")
+        heads_grid(trace)
+
+    st.header("3. Concatenate the heads" + (" and project" if config.has_out_proj else ""))
+    step_charts(trace, after)

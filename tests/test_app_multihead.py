@@ -1,0 +1,108 @@
+"""AppTest: the "Causal & multi-head attention" page."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from explorer import AttentionConfig, compute_trace
+from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
+from explorer.ui.navigation import PAGES
+from tests.test_app import charts, errors, open_page, z_values
+
+PAGE = PAGES[MULTI_HEAD_PAGE][0]
+TWO_HEADS = {"d_in": "4", "d_k": "4", "d_v": "6", "n_heads": "2", "causal": "true",
+             "dropout": "0.2", "dropout_seed": "9"}
+TWO_HEADS_CONFIG = AttentionConfig(d_in=4, d_k=4, d_v=6, n_heads=2, causal=True, dropout=0.2,
+                                   dropout_seed=9)
+
+
+def test_page_loads_by_url_and_its_heatmaps_equal_the_backend():
+    at = open_page(PAGE, TWO_HEADS)
+    assert not at.exception and errors(at) == []
+    trace = compute_trace(TWO_HEADS_CONFIG)
+    shown = charts(at)
+    for name in ("causal_mask", "masked_scores", "attn_weights", "dropout_mask",
+                 "dropped_weights"):
+        expected = trace[name][0] if trace[name].dim() == 3 else trace[name]
+        np.testing.assert_allclose(np.nan_to_num(z_values(shown[name]), nan=-1e9),
+                                   np.nan_to_num(expected.double().numpy(), neginf=-1e9),
+                                   atol=1e-6, err_msg=name)
+    for name in ("context", "W_out", "b_out", "output"):
+        np.testing.assert_allclose(z_values(shown[name]).squeeze(), trace[name].numpy(),
+                                   atol=1e-6, err_msg=name)
+    # −∞ above the diagonal is printed, not hidden
+    masked_text = shown["masked_scores"]["data"][0]["text"]
+    assert masked_text[0][1] == "−∞" and masked_text[1][0] != "−∞"
+    assert any(s.value.startswith("✓ Verified against PyTorch") for s in at.success)
+
+
+def test_switching_the_head_changes_the_heatmaps():
+    at = open_page(PAGE, TWO_HEADS)
+    trace = compute_trace(TWO_HEADS_CONFIG)
+    head0 = z_values(charts(at)["attn_weights"])
+    at.segmented_control(key="head").set_value(1).run()
+    assert not at.exception
+    head1 = z_values(charts(at)["attn_weights"])
+    assert not np.allclose(head0, head1)
+    np.testing.assert_allclose(head1, trace["attn_weights"][1].numpy(), atol=1e-6)
+    assert "head 1" in charts(at)["queries"]["layout"]["title"]["text"]
+
+
+def test_causal_weights_are_zero_above_the_diagonal_on_the_page():
+    at = open_page(PAGE, {"causal": "true"})
+    weights = z_values(charts(at)["attn_weights"])
+    assert np.all(np.triu(weights, k=1) == 0)
+    np.testing.assert_allclose(weights.sum(axis=1), 1, atol=1e-6)
+    # the second route (softmax, zero the future, renormalise) is drawn and agrees
+    second = [e for e in at.get("plotly_chart") if e.proto.id.endswith("causal-second-route")]
+    assert len(second) == 1
+
+
+@pytest.mark.parametrize("query, message", [
+    ({"d_k": "5", "n_heads": "2"}, "d_k=5 is not divisible by n_heads=2"),
+    ({"d_v": "3", "n_heads": "2"}, "d_v=3 is not divisible by n_heads=2"),
+    ({"n_heads": "0"}, "n_heads must be between 1 and 1024 (got 0)"),
+    ({"dropout": "1.5"}, "dropout must be a number in [0, 1) (got '1.5')"),
+    ({"dropout_seed": "abc"}, "dropout_seed must be a whole number"),
+    ({"out_proj": "maybe"}, "out_proj must be one of auto, on, off (got 'maybe')"),
+])
+def test_bad_multi_head_settings_show_an_error_and_no_exception(query, message):
+    at = open_page(PAGE, query)
+    assert not at.exception
+    assert any(message in e for e in errors(at)), errors(at)
+
+
+def test_one_head_without_out_proj_equals_the_self_attention_page():
+    single = open_page(PAGE)
+    plain = open_page(PAGES[SELF_ATTENTION_PAGE][0])
+    for name in ("queries", "attn_weights", "context"):
+        np.testing.assert_allclose(z_values(charts(single)[name]), z_values(charts(plain)[name]))
+    assert "output" not in charts(single)
+
+
+def test_out_proj_switch_adds_the_projection():
+    at = open_page(PAGE, {"out_proj": "on"})
+    trace = compute_trace(AttentionConfig(out_proj=True))
+    np.testing.assert_allclose(z_values(charts(at)["output"]), trace["output"].numpy(),
+                               atol=1e-6)
+
+
+def test_dropout_note_reports_the_kept_fraction():
+    at = open_page(PAGE, {"dropout": "0.5", "dropout_seed": "3"})
+    kept = float(compute_trace(AttentionConfig(dropout=0.5, dropout_seed=3))["dropout_mask"]
+                 .mean())
+    notes = [i.value for i in at.info]
+    assert any(f"{kept:.1%} of the weights were kept" in n for n in notes), notes
+    assert any("another operating system" in n for n in notes)
+
+
+def test_multi_head_settings_stay_on_their_page():
+    at = open_page(PAGE, {"causal": "true", "n_heads": "2"})
+    at.switch_page(PAGES[SELF_ATTENTION_PAGE][0]).run()
+    shown = charts(at)
+    assert "causal_mask" not in shown
+    weights = z_values(shown["attn_weights"])
+    assert not np.all(np.triu(weights, k=1) == 0)  # the plain page is not causal
+    assert torch.equal(torch.tensor(weights.shape), torch.tensor([6, 6]))
