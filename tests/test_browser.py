@@ -147,3 +147,31 @@ def test_preset_by_url_then_edit_a_cell_of_x(fresh_server, page: Page):
     assert cell_texts(page, 7) != scores_before  # the scores heatmap followed
     expect(page.get_by_test_id("stAlertContentInfo")).to_contain_text("You have changed the setup")
     expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+def test_multi_head_page_switches_heads_and_reports_bad_n_heads(fresh_server, page: Page):
+    page.goto(page_url(fresh_server, "Causal_and_multi_head", d_in="4", d_k="4", d_v="4",
+                       n_heads="2", causal="true"))
+    settle(page)
+    chart_count(page)
+    expect(page.get_by_test_id("stAlertContentSuccess")).to_contain_text(
+        "Verified against PyTorch")
+    title = page.locator(".js-plotly-plot .gtitle", has_text="Attention weights")
+    expect(title.first).to_contain_text("head 0")
+    weights_chart = page.locator(".js-plotly-plot", has=page.locator(
+        ".gtitle", has_text="Attention weights: α")).first
+    head0 = weights_chart.locator("g.heatmaplayer text").all_text_contents()
+
+    page.get_by_role("radio", name="head 1", exact=True).click()
+    settle(page)
+    expect(title.first).to_contain_text("head 1")
+    head1 = weights_chart.locator("g.heatmaplayer text").all_text_contents()
+    assert head0 != head1 and len(head1) == 36
+
+    n_heads = page.get_by_role("spinbutton", name="n_heads")
+    n_heads.fill("3")
+    n_heads.press("Enter")
+    settle(page)
+    expect(page.get_by_test_id("stAlertContentError")).to_contain_text(
+        "d_k=4 is not divisible by n_heads=3")
+    expect(page.get_by_test_id("stException")).to_have_count(0)
