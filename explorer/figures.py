@@ -19,7 +19,7 @@ import plotly.graph_objects as go
 import torch
 
 from explorer import explain
-from explorer.steps import DIMS, MASK, STEPS, WEIGHTS, Axis, Step
+from explorer.steps import DIMS, MASK, STEPS, TOKENS, WEIGHTS, Axis, Step
 from explorer.trace import Trace
 
 MAX_TEXT_CELLS = 24
@@ -29,7 +29,10 @@ SIGNED_SCALE = "RdBu_r"
 WEIGHTS_SCALE = "Blues"
 MASK_SCALE = [[0.0, "#f4f4f4"], [1.0, "#5b5b5b"]]
 HIGHLIGHT_COLOUR = "#f59e0b"
+MARK_COLOUR = "#111111"
 HEAD_COLOURS = px.colors.qualitative.Dark2
+MAX_CLICK_CELLS = 64 * 64
+"""Up to this many cells a click on a heatmap explains the cell; above, a picker does."""
 CELL_PX = 56  # pixel size of a cell when values are printed
 PAGE_PX, CHROME_PX, MIN_CELL_PX_4DP = 1000, 150, 48  # rough widths: page, axes+colourbar, "-0.1234"
 
@@ -91,11 +94,13 @@ def _colour_args(step: Step, z: np.ndarray) -> dict:
 
 
 def heatmap(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
-            title: str | None = None, share: int = 1) -> go.Figure:
+            title: str | None = None, share: int = 1,
+            marked_cell: tuple[int, int] | None = None) -> go.Figure:
     """An interactive heatmap of one step of ``trace``.
 
     ``head`` picks the head of a per-head step (shape ``(n_heads, n, m)``).
-    ``highlight_row`` outlines one row (the selected query token). ``share`` is
+    ``highlight_row`` outlines one row (the selected query token) and
+    ``marked_cell`` one cell (the one being explained). ``share`` is
     the number of charts drawn side by side in one row of the page: narrower
     charts get smaller text and, where 4 decimals would not fit, 2. Rows and
     columns carry token or dimension labels; hovering shows row, column and the
@@ -110,9 +115,16 @@ def heatmap(trace: Trace, name: str, head: int = 0, highlight_row: int | None = 
         title = step.title(trace.config, shape)
         if trace[name].dim() == 3:
             title += f", head {head}"
+    if step.rows.labels != TOKENS:  # only token rows can be the query's row
+        highlight_row = None
     fig = matrix_heatmap(values, axis_labels(trace, step.rows, values.shape[0]),
                          axis_labels(trace, step.cols, values.shape[1]), step, title,
                          highlight_row=highlight_row, share=share)
+    if marked_cell is not None and 0 <= marked_cell[0] < values.shape[0] \
+            and 0 <= marked_cell[1] < values.shape[1]:
+        row, col = marked_cell
+        fig.add_shape(type="rect", xref="x", yref="y", x0=col - 0.5, x1=col + 0.5,
+                      y0=row - 0.5, y1=row + 0.5, line={"color": MARK_COLOUR, "width": 3})
     if trace.config.n_heads > 1 and step.head_columns:
         outline_heads(fig, trace.config.n_heads, values.shape[1] // trace.config.n_heads)
     return fig
@@ -144,6 +156,8 @@ def matrix_heatmap(values: np.ndarray, row_labels: list[str], col_labels: list[s
                        f"{_plotly_text(step.cols.title)}: %{{x}}<br>"
                        "value: %{customdata}<extra></extra>"),
     )
+    if n_rows * n_cols <= MAX_CLICK_CELLS:
+        _make_clickable(fig, rows, cols, hover)
     if highlight_row is not None and 0 <= highlight_row < n_rows:
         fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y",
                       y0=highlight_row - 0.5, y1=highlight_row + 0.5,
@@ -160,6 +174,31 @@ def matrix_heatmap(values: np.ndarray, row_labels: list[str], col_labels: list[s
         coloraxis_colorbar={"thickness": 8 if compact else 12},
     )
     return fig
+
+
+def _make_clickable(fig: go.Figure, rows: list[str], cols: list[str], hover: np.ndarray) -> None:
+    """Let a click pick a cell. Plotly heatmaps cannot be selected, so an
+    invisible scatter trace puts one point at every cell centre (one trace, not
+    one annotation per cell); it carries the hover text, and the click selects
+    the nearest centre. Its ``point_index`` is ``row * n_cols + col``."""
+    xs, ys = np.meshgrid(cols, rows)
+    heat = fig.data[0]
+    fig.add_trace(go.Scatter(
+        x=xs.ravel(), y=ys.ravel(), mode="markers", showlegend=False,
+        marker={"size": 12, "opacity": 0, "symbol": "square"},
+        selected={"marker": {"opacity": 0}}, unselected={"marker": {"opacity": 0}},
+        customdata=np.asarray(hover).ravel(), hovertemplate=heat.hovertemplate))
+    heat.hoverinfo = "skip"
+    heat.hovertemplate = None
+    fig.update_layout(hoverdistance=-1, clickmode="event+select", dragmode=False)
+
+
+def selected_cell(points: list[dict], n_cols: int) -> tuple[int, int] | None:
+    """The (row, col) a click selected, from Streamlit's selection points."""
+    for point in reversed(points):
+        if point.get("curve_number") == 1 and "point_index" in point:
+            return divmod(int(point["point_index"]), n_cols)
+    return None
 
 
 def head_colour(head: int) -> str:
@@ -282,4 +321,17 @@ def normalization_table(traces: dict[str, Trace], query: int) -> pd.DataFrame:
     frame = pd.DataFrame({name: trace["attn_weights"][query].to(torch.float64).numpy()
                           for name, trace in traces.items()}, index=labels).T
     frame["row sum"] = frame.sum(axis=1)
+    return frame
+
+
+def terms_table(exp: explain.Explanation) -> pd.DataFrame:
+    """An explanation's terms: what was multiplied, the factors and the product."""
+    width = max(len(t.factors) for t in exp.terms)
+    rows = {t.label: {**{f"factor {i + 1}": f for i, f in enumerate(t.factors)},
+                      "term": t.value} for t in exp.terms}
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    if width == 1:
+        frame = frame.rename(columns={"factor 1": "score s", "term": "exp term"
+                                      if exp.combine == explain.RATIO else "term"})
+    frame.loc["Σ"] = [None] * (frame.shape[1] - 1) + [exp.total]
     return frame

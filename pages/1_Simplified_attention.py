@@ -5,8 +5,8 @@ import streamlit as st
 from explorer import figures
 from explorer.presets import SIMPLIFIED_PAGE
 from explorer.ui.render import (cached_trace, normalization_comparison, number_table,
-                                page_header, softmax_overflow, step_charts, visible_steps)
-from explorer.ui.presets import QUERY_KEY
+                                page_header, query_picker, softmax_overflow, step_charts,
+                                visible_steps)
 from explorer.ui.sidebar import settings
 
 page_header(
@@ -21,9 +21,8 @@ config = settings(SIMPLIFIED_PAGE, simplified=True)
 if config is not None:
     trace = cached_trace(config)
     labels = figures.unique_labels(trace.tokens)
-    query = st.selectbox("Query token: look at one token's attention in detail",
-                         range(trace.n_tokens), index=min(1, trace.n_tokens - 1),
-                         format_func=labels.__getitem__, key=QUERY_KEY)
+    query = query_picker(trace, "Query token: look at one token's attention in detail "
+                                "(or click a row in a chart)", default=min(1, trace.n_tokens - 1))
 
     step_charts(trace, visible_steps(trace, lambda step: not step.projection),
                 highlight_row=query)

@@ -1,8 +1,8 @@
 """Self-attention with trainable weights (seeds 002 and 004)."""
 
 from explorer.presets import SELF_ATTENTION_PAGE
-from explorer.ui.render import (cached_trace, page_header, softmax_overflow, step_charts,
-                                visible_steps)
+from explorer.ui.render import (cached_trace, page_header, query_picker, softmax_overflow,
+                                step_charts, visible_steps)
 from explorer.ui.sidebar import settings
 
 page_header(
@@ -12,10 +12,11 @@ page_header(
     "three weight matrices project the embeddings X into queries Q, keys K and values V; "
     "the scores Q·Kᵀ are divided by √d_k, softmax turns each row into weights, and the "
     "context vectors are the weighted sums of the values. Each matrix below is drawn "
-    "with its formula; hover a cell to read its value.",
+    "with its formula; hover a cell to read its value, click it to see how it was computed.",
 )
 config = settings(SELF_ATTENTION_PAGE)
 if config is not None:
     trace = cached_trace(config)
-    step_charts(trace, visible_steps(trace))
+    query = query_picker(trace, "Highlight a query token in every chart")
+    step_charts(trace, visible_steps(trace), highlight_row=query)
     softmax_overflow(trace)

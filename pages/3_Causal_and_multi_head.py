@@ -6,8 +6,8 @@ from explorer.presets import MULTI_HEAD_PAGE
 from explorer.steps import stages
 from explorer.ui.controls import MULTI_HEAD
 from explorer.ui.render import (cached_trace, causal_second_route, dropout_note, head_picker,
-                                head_split, heads_grid, page_header, step_charts, verification,
-                                visible_steps)
+                                head_split, heads_grid, page_header, query_picker, step_charts,
+                                verification, visible_steps)
 from explorer.ui.sidebar import settings
 
 page_header(
@@ -23,14 +23,15 @@ if config is not None:
     trace = cached_trace(config)
     verification(trace)
     before, per_head, after = stages(visible_steps(trace))
+    query = query_picker(trace, "Highlight a query token in every chart")
 
     st.header("1. Project X, then split into heads")
-    step_charts(trace, before)
+    step_charts(trace, before, highlight_row=query)
     head_split(trace)
 
     st.header("2. Attention inside one head")
     head = head_picker(trace)
-    step_charts(trace, per_head, head=head)
+    step_charts(trace, per_head, head=head, highlight_row=query)
     causal_second_route(trace, head)
     dropout_note(trace)
     if config.n_heads > 1:
@@ -38,4 +39,4 @@ if config is not None:
         heads_grid(trace)
 
     st.header("3. Concatenate the heads" + (" and project" if config.has_out_proj else ""))
-    step_charts(trace, after)
+    step_charts(trace, after, highlight_row=query)

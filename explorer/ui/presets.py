@@ -11,9 +11,9 @@ from explorer.trace import Trace
 from explorer.ui import matrices
 from explorer.ui.controls import ADVANCED, BASIC, MULTI_HEAD, Control, widget_args
 from explorer.ui.navigation import request_switch
+from explorer.ui.render import QUERY_KEY
 
 PRESET_KEY = "preset"  # widget key and URL parameter: ?preset=journey
-QUERY_KEY = "query"    # the query-token picker a preset points at
 _APPLIED_KEY = "_applied_preset"
 GIVEN_MATRICES = {"embedding": ("embeddings",), "weight_init": ("W_query", "W_key", "W_value")}
 """Which matrices each "given" option reads."""

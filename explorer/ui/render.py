@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from typing import Callable
 
+from functools import partial
+
 import streamlit as st
 
 import torch
 
 from explorer import attention as att
-from explorer import figures, recipes, verify
+from explorer import explain, figures, recipes, verify
 from explorer.config import OPTION_HELP, AttentionConfig
-from explorer.steps import STEPS, Step, layout_rows
+from explorer.steps import STEPS, TOKENS, Step, layout_rows
 from explorer.trace import Trace, compute_trace
+from explorer.ui.text import plain
+
+QUERY_KEY = "query"  # the page's query-token picker: widget key and URL parameter
 
 TABLE_CACHE_ENTRIES = 4
 """Embedding tables kept per server: each is up to 64 Mi floats (256 MiB)."""
@@ -43,17 +48,57 @@ def step_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None
                key_prefix: str = "", share: int = 1) -> None:
     """One step: its formula (st.latex), heatmap and a one-line explanation.
 
-    A chart that ``share``s its row with others fills its column; a chart on
-    its own keeps the size its cells need."""
+    Clicking a cell explains it under the chart (`cell_explanation`) and, when
+    the rows are tokens, makes that token the highlighted query on the page. A
+    chart that ``share``s its row with others fills its column; a chart on its
+    own keeps the size its cells need."""
     step = STEPS[name]
     st.latex(step.latex(trace.config))
-    figure = figures.heatmap(trace, name, head=head, highlight_row=highlight_row, share=share)
-    st.plotly_chart(figure, width="stretch" if share > 1 else "content",
-                    key=f"{key_prefix}chart-{name}", config={"displaylogo": False})
+    key = f"{key_prefix}chart-{name}"
+    cell = st.session_state.get(_clicked_key(key))
+    figure = figures.heatmap(trace, name, head=head, highlight_row=highlight_row, share=share,
+                             marked_cell=cell)
+    n_cols = figures.step_matrix(trace, name, head).shape[1]
+    st.plotly_chart(
+        figure, width="stretch" if share > 1 else "content", key=key,
+        config={"displaylogo": False}, on_select=partial(_follow_click, key, step, n_cols),
+        selection_mode="points")
     if step.explain:
         st.caption(step.caption(trace.config))
+    if cell is not None:
+        cell_explanation(trace, name, *cell, head=head)
 
 
+def _clicked_key(chart_key: str) -> str:
+    return f"_clicked:{chart_key}"
+
+
+def _follow_click(key: str, step: Step, n_cols: int) -> None:
+    """Remember the clicked cell (the chart redraws, and Plotly forgets its
+    selection); in a chart whose rows are tokens it also picks the query."""
+    event = st.session_state.get(key)
+    cell = figures.selected_cell(event.selection.points, n_cols) if event else None
+    st.session_state[_clicked_key(key)] = cell
+    if cell is not None and step.rows.labels == TOKENS:
+        st.session_state[QUERY_KEY] = cell[0]
+
+
+def cell_explanation(trace: Trace, name: str, row: int, col: int, head: int = 0) -> None:
+    """How the clicked cell was computed, with its real numbers."""
+    try:
+        exp = explain.explain_cell(trace, name, row, col, head)
+    except IndexError:  # the matrix shrank since the click
+        return
+    with st.container(border=True):
+        st.markdown(f"**{plain(exp.cell)}** = {plain(exp.formula)}")
+        if exp.combine != explain.GIVEN:
+            st.code(exp.written(), language=None, wrap_lines=True)
+        if exp.note:
+            st.caption(plain(exp.note))
+        if name == "context" and trace.config.n_heads == 1:
+            number_table(figures.context_table(trace, row))
+        elif len(exp.terms) > 1:
+            number_table(figures.terms_table(exp))
 def step_charts(trace: Trace, names: list[str], head: int = 0,
                 highlight_row: int | None = None, key_prefix: str = "") -> None:
     """Draw ``names`` in pipeline order, related steps side by side."""
@@ -220,3 +265,14 @@ def verification(trace: Trace) -> None:
 
 VERIFY_TOLERANCE = 1e-4
 """Largest difference from PyTorch still shown as agreement (float32 rounding)."""
+
+
+def query_picker(trace: Trace, label: str, default: int | None = None) -> int | None:
+    """The page's query token: its row is outlined in every heatmap. Clicking a
+    cell in a token-row chart picks it too. ``default=None`` offers "none"."""
+    labels = figures.unique_labels(trace.tokens)
+    options = ([] if default is not None else [None]) + list(range(trace.n_tokens))
+    if st.session_state.get(QUERY_KEY, default) not in options:  # the sentence got shorter
+        st.session_state.pop(QUERY_KEY, None)
+    return st.selectbox(label, options, index=options.index(default), key=QUERY_KEY,
+                        format_func=lambda i: "none" if i is None else f"{i}: {labels[i]}")
