@@ -34,7 +34,8 @@ HEAD_COLOURS = px.colors.qualitative.Dark2
 MAX_CLICK_CELLS = 64 * 64
 """Up to this many cells a click on a heatmap explains the cell; above, a picker does."""
 CELL_PX = 56  # pixel size of a cell when values are printed
-PAGE_PX, CHROME_PX, MIN_CELL_PX_4DP = 1000, 150, 48  # rough widths: page, axes+colourbar, "-0.1234"
+PAGE_PX, CHROME_PX = 1000, 150  # rough widths in pixels: the page, axes + colour bar
+MIN_CELL_PX_4DP, MIN_CELL_PX_2DP = 48, 30  # room "-0.1234" and "-0.12" need
 
 
 def unique_labels(tokens: list[str]) -> list[str]:
@@ -137,11 +138,13 @@ def matrix_heatmap(values: np.ndarray, row_labels: list[str], col_labels: list[s
     rows = [_plotly_text(s) for s in row_labels]
     cols = [_plotly_text(s) for s in col_labels]
     z = np.where(np.isfinite(values), values, np.nan)  # Plotly draws NaN as a gap
-    show_text = n_rows <= MAX_TEXT_CELLS and n_cols <= MAX_TEXT_CELLS
-    # Print 4 decimals where a cell is wide enough for them; hover always gives 4.
+    # Print 4 decimals where a cell is wide enough for them, 2 where those fit,
+    # none in big matrices or narrow cells; hover always gives 4.
     compact = share > 1
     cell_width = (PAGE_PX / share - CHROME_PX) / n_cols
     decimals = 4 if cell_width >= MIN_CELL_PX_4DP else 2
+    show_text = (n_rows <= MAX_TEXT_CELLS and n_cols <= MAX_TEXT_CELLS
+                 and cell_width >= MIN_CELL_PX_2DP)
     fmt = np.vectorize(format_value, otypes=[object])
     text, hover = fmt(values, decimals), fmt(values, 4)
     if step.cell_text:  # a mask: print what it means, not 0.0000 / 1.0000
@@ -162,7 +165,8 @@ def matrix_heatmap(values: np.ndarray, row_labels: list[str], col_labels: list[s
         fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y",
                       y0=highlight_row - 0.5, y1=highlight_row + 0.5,
                       line={"color": HIGHLIGHT_COLOUR, "width": 3})
-    cell = CELL_PX if show_text else max(4, 640 // max(n_rows, n_cols))
+    small = n_rows <= MAX_TEXT_CELLS and n_cols <= MAX_TEXT_CELLS
+    cell = CELL_PX if small else max(4, 640 // max(n_rows, n_cols))
     fig.update_layout(
         title={"text": _plotly_text(title), "font": {"size": 15}},
         xaxis={"title": step.cols.title, "type": "category", "side": "bottom", "tickangle": -40
@@ -335,3 +339,79 @@ def terms_table(exp: explain.Explanation) -> pd.DataFrame:
                                       if exp.combine == explain.RATIO else "term"})
     frame.loc["Σ"] = [None] * (frame.shape[1] - 1) + [exp.total]
     return frame
+
+
+# ---------------------------------------------------------------------------
+# Experiments
+# ---------------------------------------------------------------------------
+def _curve_frame(dims, series: dict[str, tuple[float, ...]]) -> pd.DataFrame:
+    return pd.DataFrame([{"d_k": d, "curve": name, "value": v}
+                         for name, values in series.items() for d, v in zip(dims, values)])
+
+
+def scaling_variance_figure(curves, point) -> go.Figure:
+    """Variance of q·k against d_k (log–log): it grows like d_k; ÷√d_k keeps it near 1.
+    ``point`` (an `experiments.ConfigPoint`) marks the learner's own config."""
+    frame = _curve_frame(curves.dims, {"q·k": curves.variance,
+                                       "q·k / √d_k": curves.variance_scaled})
+    fig = px.line(frame, x="d_k", y="value", color="curve", markers=True, log_x=True,
+                  log_y=True, labels={"value": "variance"},
+                  title="Variance of the scores grows with d_k")
+    fig.add_scatter(x=[point.d_k], y=[max(point.variance, 1e-3)], mode="markers",
+                    marker={"size": 14, "symbol": "star", "color": HIGHLIGHT_COLOUR},
+                    name="your scores (unscaled)")
+    fig.update_layout(height=380, margin={"t": 50, "b": 10, "l": 10, "r": 10}, **_LEGEND_BELOW)
+    return fig
+
+
+_LEGEND_BELOW = {"legend": {"orientation": "h", "y": -0.25, "x": 0, "title": None}}
+
+
+def scaling_softmax_figure(curves, point, measure: str = "entropy") -> go.Figure:
+    """Mean softmax-row entropy (nats) or mean largest weight against d_k, with
+    and without scaling; the learner's config marked on both curves."""
+    raw, scaled = ((curves.entropy, curves.entropy_scaled) if measure == "entropy"
+                   else (curves.max_weight, curves.max_weight_scaled))
+    frame = _curve_frame(curves.dims, {"softmax(q·k)": raw, "softmax(q·k / √d_k)": scaled})
+    label = "mean row entropy (nats)" if measure == "entropy" else "mean largest weight"
+    fig = px.line(frame, x="d_k", y="value", color="curve", markers=True, log_x=True,
+                  labels={"value": label},
+                  title=("Without scaling, softmax rows collapse to one-hot" if measure ==
+                         "entropy" else "Without scaling, one key takes all the weight"))
+    mine = ((point.entropy, point.entropy_scaled) if measure == "entropy"
+            else (point.max_weight, point.max_weight_scaled))
+    fig.add_scatter(x=[point.d_k, point.d_k], y=list(mine), mode="markers",
+                    marker={"size": 14, "symbol": "star", "color": HIGHLIGHT_COLOUR},
+                    name="your config (unscaled, scaled)")
+    if measure == "entropy":
+        fig.add_hline(y=math.log(curves.n_keys), line_dash="dot",
+                      annotation_text=f"uniform over {curves.n_keys} keys: log {curves.n_keys}")
+    fig.update_layout(height=420, margin={"t": 50, "b": 10, "l": 10, "r": 10}, **_LEGEND_BELOW)
+    return fig
+
+
+def row_bars(values, labels: list[str], title: str, y_label: str) -> go.Figure:
+    """One bar per row (e.g. each query's entropy)."""
+    fig = px.bar(x=[_plotly_text(s) for s in labels], y=list(values), title=title,
+                 labels={"x": "query (row)", "y": y_label})
+    fig.update_layout(height=320, margin={"t": 50, "b": 10, "l": 10, "r": 10})
+    fig.update_xaxes(type="category")
+    return fig
+
+
+def labelled_heatmap(values, trace: Trace, like: str, title: str, share: int = 1) -> go.Figure:
+    """Any (n, n) or (n, d) matrix drawn like step ``like`` (labels, colours)."""
+    step = STEPS[like]
+    values = np.asarray(torch.as_tensor(values).to(torch.float64))
+    return matrix_heatmap(values, axis_labels(trace, step.rows, values.shape[0]),
+                          axis_labels(trace, step.cols, values.shape[1]), step, title,
+                          share=share)
+
+
+def sums_table(matrices: dict[str, torch.Tensor]) -> pd.DataFrame:
+    """Row sums and column sums of each matrix, side by side."""
+    frame = {}
+    for name, m in matrices.items():
+        frame[f"{name}: row sums"] = m.sum(dim=1).to(torch.float64).numpy()
+        frame[f"{name}: column sums"] = m.sum(dim=0).to(torch.float64).numpy()
+    return pd.DataFrame(frame)

@@ -19,6 +19,7 @@ from explorer.trace import Trace, compute_trace
 SIMPLIFIED_PAGE = "Simplified attention"
 SELF_ATTENTION_PAGE = "Self-attention"
 MULTI_HEAD_PAGE = "Causal & multi-head attention"
+EXPERIMENTS_PAGE = "Experiments"
 
 
 @dataclass(frozen=True)

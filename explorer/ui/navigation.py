@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
+from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE,
+                              SIMPLIFIED_PAGE)
 
 HOME_PAGE = "Home"
 PAGES: dict[str, tuple[str, str]] = {
@@ -12,6 +13,7 @@ PAGES: dict[str, tuple[str, str]] = {
     SIMPLIFIED_PAGE: ("pages/1_Simplified_attention.py", ":material/looks_one:"),
     SELF_ATTENTION_PAGE: ("pages/2_Self_attention.py", ":material/looks_two:"),
     MULTI_HEAD_PAGE: ("pages/3_Causal_and_multi_head.py", ":material/looks_3:"),
+    EXPERIMENTS_PAGE: ("pages/4_Experiments.py", ":material/science:"),
 }
 """Page label -> (script, icon)."""
 

@@ -1,0 +1,186 @@
+"""The Experiments page's five experiments, each a function of the current trace."""
+
+from __future__ import annotations
+
+import streamlit as st
+import torch
+
+from explorer import experiments as ex
+from explorer import figures
+from explorer.config import OPTION_HELP, AttentionConfig, ConfigError
+from explorer.trace import Trace
+from explorer.ui.render import cached_trace, number_table
+from explorer.ui.text import plain
+
+CHART = {"config": {"displaylogo": False}}
+TEMPERATURES = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+SCALING_KEYS = (4, 16, 64, 256)
+SHUFFLES_KEY = "_exp_shuffles"
+
+
+@st.cache_data(max_entries=16, show_spinner="Sampling random queries and keys…")
+def _curves(seed: int, n_keys: int) -> ex.ScalingCurves:
+    return ex.scaling_curves(seed=seed, n_keys=n_keys)
+
+
+def why_scale(trace: Trace) -> None:
+    """1. Why divide by √d_k: variance, entropy and max weight against d_k."""
+    st.markdown(
+        "Take queries and keys with independent entries of variance 1. Then q·k is a sum of "
+        "d_k such products, so its **variance is d_k**. Large scores push softmax towards a "
+        "one-hot row: one key gets nearly all the weight and the gradients of the others "
+        "vanish. Dividing by √d_k brings the variance back to 1, whatever d_k. The star is "
+        "your own configuration (its query/key width, unscaled and scaled).")
+    choices = sorted({*SCALING_KEYS, trace.n_tokens})
+    n_keys = st.select_slider("keys per query (your sentence has "
+                              f"{trace.n_tokens})", choices, value=trace.n_tokens,
+                              key="exp_scaling_keys")
+    curves = _curves(trace.config.seed % (2**31), n_keys)
+    point = ex.config_point(trace)
+    st.plotly_chart(figures.scaling_variance_figure(curves, point), key="exp-variance", **CHART)
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(figures.scaling_softmax_figure(curves, point, "entropy"),
+                        key="exp-entropy", **CHART)
+    with right:
+        st.plotly_chart(figures.scaling_softmax_figure(curves, point, "max"),
+                        key="exp-max", **CHART)
+
+
+def temperature(trace: Trace) -> None:
+    """2. A temperature on the softmax: the weights and each row's entropy."""
+    st.markdown(
+        "Divide the scores by a temperature T before the softmax. T < 1 sharpens each row "
+        "towards its largest score (entropy → 0); T > 1 flattens it towards uniform "
+        f"(entropy → log n = {torch.log(torch.tensor(float(trace.n_tokens))):.3f}). "
+        "Scaling by √d_k is a temperature of √d_k.")
+    t = st.select_slider("temperature T", TEMPERATURES, value=1.0, key="exp_temperature")
+    scores = trace["scaled_scores"]
+    scores = scores[0] if scores.dim() == 3 else scores
+    if trace.config.causal:
+        scores = scores.masked_fill(trace["causal_mask"], float("-inf"))
+    weights = ex.with_temperature(scores.to(torch.float64), t)
+    entropy = ex.row_entropy(weights)
+    left, right = st.columns([3, 2])
+    with left:
+        st.plotly_chart(figures.labelled_heatmap(
+            weights, trace, "attn_weights", f"softmax(ω̃ / {t:g}) ({trace.n_tokens}×"
+                                            f"{trace.n_tokens})", share=2),
+            key="exp-temperature-weights", **CHART)
+    with right:
+        st.plotly_chart(figures.row_bars(entropy.numpy(), figures.unique_labels(trace.tokens),
+                                         f"Row entropy at T = {t:g}", "entropy (nats)"),
+                        key="exp-temperature-entropy", **CHART)
+    st.caption(f"Mean row entropy: {float(entropy.mean()):.4f} nats.")
+
+
+SYMMETRIC, ASYMMETRIC = "X·Xᵀ (symmetric, as in seed 001)", "Q·Kᵀ (W_query ≠ W_key)"
+
+
+def softmax_dim(trace: Trace) -> None:
+    """3. softmax over dim 0 or dim -1, and seed 001's keepdim trap."""
+    st.markdown(
+        "Seed 001 writes `softmax_naive(x, dim) = exp(x) / exp(x).sum(dim=dim)` (no "
+        "`keepdim=True`) and finds the **same matrix for dim=0 and dim=1** on X·Xᵀ. Why? "
+        "The sum has shape (n,) and broadcasts along the **last** axis, so both calls "
+        "divide column j by one number: the result's columns sum to 1, not its rows. X·Xᵀ "
+        "is symmetric, so its row sums equal its column sums, which hides the bug. "
+        "Attention normalises each query's row over the keys, `torch.softmax(x, dim=-1)`, "
+        "so that every query spreads exactly one unit of attention.")
+    which = st.radio("scores", (SYMMETRIC, ASYMMETRIC), horizontal=True, key="exp_dim_scores")
+    x = trace["embeddings"].to(torch.float64)
+    scores = x @ x.T if which == SYMMETRIC else trace["attn_scores"]
+    scores = scores[0] if scores.dim() == 3 else scores
+    trap = ex.keepdim_trap(scores)
+    verdict = ("the same matrix" if trap.dims_agree else "different matrices")
+    st.markdown(f"On these scores the naive dim=0 and dim=1 give **{verdict}** "
+                f"({'symmetric' if trap.symmetric else 'not symmetric'} scores).")
+    n = trace.n_tokens
+    panels = (("naive, dim=0 (no keepdim)", trap.naive_dim0),
+              ("naive, dim=1 (no keepdim)", trap.naive_dim1),
+              ("torch.softmax(dim=-1)", trap.correct))
+    for column, (title, matrix) in zip(st.columns(3), panels):
+        with column:
+            st.plotly_chart(figures.labelled_heatmap(matrix, trace, "attn_weights",
+                                                     f"{title} ({n}×{n})", share=3),
+                            key=f"exp-dim-{title}", **CHART)
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(figures.labelled_heatmap(trap.difference, trace, "attn_scores",
+                                                 "naive dim=0 − softmax(dim=-1)", share=2),
+                        key="exp-dim-difference", **CHART)
+    with right:
+        number_table(figures.sums_table({"naive dim=0": trap.naive_dim0,
+                                         "softmax(dim=-1)": trap.correct}))
+
+
+def permutation(trace: Trace) -> None:
+    """4. Without positions, shuffling the tokens just shuffles the context rows."""
+    st.markdown(
+        "Self-attention has no notion of order: every score is a dot product between two "
+        "tokens, wherever they stand. Shuffle the tokens (same embeddings, same weights) "
+        "and each context vector moves with its token, unchanged. Add sinusoidal "
+        "positional encodings (Vaswani et al. 2017, §3.5) to X and the symmetry breaks.")
+    shuffles = st.session_state.setdefault(SHUFFLES_KEY, 1)  # seeds the shuffle
+    if st.button("Shuffle the tokens", key="exp_shuffle"):
+        shuffles = st.session_state[SHUFFLES_KEY] = shuffles + 1
+    positions = st.toggle("add sinusoidal positional encodings to X", key="exp_positions")
+    order = ex.permutation(trace.n_tokens, seed=shuffles)
+    original = cached_trace(ex.frozen(trace, positions))
+    shuffled = cached_trace(ex.permuted(trace, order, positions))
+    moved = original["context"][order]
+    diff = shuffled["context"].to(torch.float64) - moved.to(torch.float64)
+    largest = float(diff.abs().max())
+    st.markdown(f"Order: {plain(' '.join(shuffled.tokens))}  \nLargest |shuffled context − "
+                f"original context rows, reordered| = **{largest:.1e}**"
+                + (" (float rounding: the rows just moved)" if largest < 1e-5 else
+                   " (the context changed: position now matters)"))
+    panels = ((original, original["context"], "original context"),
+              (shuffled, shuffled["context"], "context of the shuffled tokens"),
+              (shuffled, diff, "difference (shuffled − original rows)"))
+    for column, (source, matrix, title) in zip(st.columns(3), panels):
+        with column:
+            st.plotly_chart(figures.labelled_heatmap(matrix, source, "context", title, share=3),
+                            key=f"exp-perm-{title}", **CHART)
+
+
+def _side(label: str, base: AttentionConfig, key: str, defaults: dict) -> AttentionConfig | None:
+    st.markdown(f"**{label}**")
+    seed = st.text_input("seed", value=str(defaults["seed"]), key=f"{key}_seed")
+    scale = st.toggle("scale by √d_k", value=defaults["scale"], key=f"{key}_scale")
+    options = list(OPTION_HELP["normalization"])
+    normalization = st.selectbox("normalization", options,
+                                 index=options.index(defaults["normalization"]),
+                                 key=f"{key}_normalization")
+    causal = st.toggle("causal", value=defaults["causal"], key=f"{key}_causal")
+    try:
+        return base.replace(seed=seed, scale=scale, normalization=normalization, causal=causal)
+    except ConfigError as error:
+        st.error(plain(str(error)))
+        return None
+
+
+def compare(trace: Trace) -> None:
+    """5. Two configurations side by side, and where their weights and context differ."""
+    st.markdown("Same sentence and sizes, two settings. The heatmaps show B − A.")
+    base = trace.config
+    a_column, b_column = st.columns(2)
+    with a_column:
+        a = _side("Configuration A", base, "exp_a", {"seed": base.seed, "scale": base.scale,
+                                                     "normalization": base.normalization,
+                                                     "causal": base.causal})
+    with b_column:
+        b = _side("Configuration B", base, "exp_b", {"seed": base.seed, "scale": not base.scale,
+                                                     "normalization": base.normalization,
+                                                     "causal": base.causal})
+    if a is None or b is None:
+        return
+    trace_a, trace_b = cached_trace(a), cached_trace(b)
+    for column, name in zip(st.columns(2), ("attn_weights", "context")):
+        with column:
+            diff = ex.difference(trace_a, trace_b, name)
+            diff = diff[0] if diff.dim() == 3 else diff
+            st.plotly_chart(figures.labelled_heatmap(
+                diff, trace_a, "attn_scores" if name == "attn_weights" else "context",
+                f"{name}: B − A (largest |difference| {float(diff.abs().max()):.4f})", share=2),
+                key=f"exp-compare-{name}", **CHART)

@@ -1,0 +1,123 @@
+"""AppTest: the Experiments page, and explaining a clicked cell."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import torch
+
+from explorer import AttentionConfig, compute_trace
+from explorer import experiments as ex
+from explorer.presets import EXPERIMENTS_PAGE, SELF_ATTENTION_PAGE
+from explorer.ui.navigation import PAGES
+from tests.test_app import errors, open_page, z_values
+
+PAGE = PAGES[EXPERIMENTS_PAGE][0]
+
+
+def chart(at, key: str) -> dict:
+    """The Plotly spec of the chart whose key is ``key``."""
+    found = [e for e in at.get("plotly_chart") if e.proto.id.endswith(key)]
+    assert len(found) == 1, [e.proto.id for e in at.get("plotly_chart")]
+    return json.loads(found[0].proto.spec)
+
+
+def y_values(spec: dict, trace_index: int = 0) -> list[float]:
+    y = spec["data"][trace_index]["y"]
+    if isinstance(y, dict):
+        import base64
+        return np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]).tolist()
+    return list(y)
+
+
+def test_experiments_page_loads():
+    at = open_page(PAGE)
+    assert not at.exception and errors(at) == []
+    assert len(at.tabs) == 5
+
+
+def test_scaling_curves_follow_the_keys_slider():
+    at = open_page(PAGE)
+    before = y_values(chart(at, "exp-entropy"))
+    at.select_slider(key="exp_scaling_keys").set_value(64).run()
+    after = y_values(chart(at, "exp-entropy"))
+    curves = ex.scaling_curves(seed=123, n_keys=64)
+    np.testing.assert_allclose(after, curves.entropy, rtol=1e-9)
+    assert before != after
+    # entropy with scaling stays above entropy without, for d_k >= 2
+    scaled = y_values(chart(at, "exp-entropy"), 1)
+    assert all(s > r for s, r, d in zip(scaled, after, curves.dims) if d >= 2)
+
+
+def test_temperature_slider_changes_the_weights_and_entropy():
+    at = open_page(PAGE)
+    at.select_slider(key="exp_temperature").set_value(0.1).run()
+    sharp = z_values(chart(at, "exp-temperature-weights"))
+    at.select_slider(key="exp_temperature").set_value(10.0).run()
+    flat = z_values(chart(at, "exp-temperature-weights"))
+    trace = compute_trace(AttentionConfig())
+    expected = torch.softmax(trace["scaled_scores"].double() / 10.0, dim=-1)
+    np.testing.assert_allclose(flat, expected.numpy(), atol=1e-9)
+    assert sharp.max(axis=1).mean() > flat.max(axis=1).mean()
+    entropy = y_values(chart(at, "exp-temperature-entropy"))
+    np.testing.assert_allclose(entropy, ex.row_entropy(expected).numpy(), atol=1e-9)
+    assert all(e < math.log(6) + 1e-9 for e in entropy)
+
+
+def test_keepdim_trap_on_symmetric_and_asymmetric_scores():
+    at = open_page(PAGE)
+    dim0 = z_values(chart(at, "exp-dim-naive, dim=0 (no keepdim)"))
+    dim1 = z_values(chart(at, "exp-dim-naive, dim=1 (no keepdim)"))
+    np.testing.assert_array_equal(dim0, dim1)  # X·Xᵀ is symmetric: the bug hides
+    np.testing.assert_allclose(dim0.sum(axis=0), 1, atol=1e-9)  # columns, not rows
+    assert not np.allclose(dim0.sum(axis=1), 1)
+    at.radio(key="exp_dim_scores").set_value(at.radio(key="exp_dim_scores").options[1]).run()
+    dim0 = z_values(chart(at, "exp-dim-naive, dim=0 (no keepdim)"))
+    dim1 = z_values(chart(at, "exp-dim-naive, dim=1 (no keepdim)"))
+    assert not np.allclose(dim0, dim1)  # Q·Kᵀ is not symmetric: the dims differ
+    correct = z_values(chart(at, "exp-dim-torch.softmax(dim=-1)"))
+    np.testing.assert_allclose(correct.sum(axis=1), 1, atol=1e-9)
+
+
+def test_shuffling_permutes_the_context_and_positions_break_it():
+    at = open_page(PAGE)
+    original = chart(at, "exp-perm-original context")
+    shuffled = chart(at, "exp-perm-context of the shuffled tokens")
+    rows = list(original["data"][0]["y"])
+    order = [rows.index(label) for label in shuffled["data"][0]["y"]]
+    assert sorted(order) == list(range(6)) and order != list(range(6))
+    np.testing.assert_allclose(z_values(shuffled), z_values(original)[order], atol=1e-5)
+    at.button(key="exp_shuffle").click().run()
+    reshuffled = chart(at, "exp-perm-context of the shuffled tokens")["data"][0]["y"]
+    assert list(reshuffled) != list(shuffled["data"][0]["y"])
+    at.toggle(key="exp_positions").set_value(True).run()
+    difference = z_values(chart(at, "exp-perm-difference (shuffled − original rows)"))
+    assert np.abs(difference).max() > 1e-3
+
+
+def test_compare_two_configurations():
+    at = open_page(PAGE)
+    scaled = compute_trace(AttentionConfig())
+    unscaled = compute_trace(AttentionConfig(scale=False))
+    diff = z_values(chart(at, "exp-compare-attn_weights"))  # B is unscaled by default
+    np.testing.assert_allclose(diff, (unscaled["attn_weights"] - scaled["attn_weights"])
+                               .double().numpy(), atol=1e-6)
+    at.toggle(key="exp_b_scale").set_value(True).run()
+    assert np.abs(z_values(chart(at, "exp-compare-attn_weights"))).max() == 0
+    at.toggle(key="exp_b_causal").set_value(True).run()
+    assert np.abs(z_values(chart(at, "exp-compare-context"))).max() > 0
+    at.text_input(key="exp_a_seed").set_value("abc").run()
+    assert not at.exception
+    assert any("seed must be a whole number" in e for e in errors(at))
+
+
+def test_a_clicked_score_cell_is_explained_with_its_numbers():
+    at = open_page(PAGES[SELF_ATTENTION_PAGE][0])
+    at.session_state["_clicked:chart-attn_scores"] = (1, 0)  # what a click on (is, Life) stores
+    at.run()
+    written = [c.value for c in at.code if "=" in c.value]
+    assert written == ["(−0.2336)·0.5177 + 1.3464·(−0.3670) = (−0.6150)"]
+    assert any(m.value.replace("\\", "") == "**ω[1, 0]** = q_1 · k_0 = Σ_c Q[1, c] · K[0, c]"
+               for m in at.markdown)
