@@ -20,8 +20,10 @@ SUM, SCALED, RATIO, PRODUCT, GIVEN, MASKED = "sum", "scaled", "ratio", "product"
 
 @dataclass(frozen=True)
 class Term:
-    """One summand: ``label`` says what was multiplied, ``factors`` by what,
-    ``value`` is their product."""
+    """One summand: ``label`` says what it is, ``factors`` the numbers it came
+    from and ``value`` the summand. For products (dot products, α·v) the value
+    is the product of the factors; for a softmax denominator the factor is the
+    score s and the value its exponential, exp(s − m)."""
 
     label: str
     factors: tuple[float, ...]
@@ -68,7 +70,7 @@ class Explanation:
         if self.combine == SCALED:
             return self.total / self.divisor
         if self.combine == RATIO:
-            return self.numerator / self.total
+            return _divide(self.numerator, self.total)
         if self.combine == PRODUCT:
             return self.terms[0].value
         if self.combine == MASKED:
@@ -99,10 +101,19 @@ class Explanation:
         return _num(self.value, decimals)
 
 
+def _divide(a: float, b: float) -> float:
+    """a / b as float32 tensors divide: ±inf for a nonzero over 0, NaN for 0/0 or inf/inf."""
+    if b == 0:
+        return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a)
+    return a / b if not (math.isinf(a) and math.isinf(b)) else math.nan
+
+
 def _num(x: float, decimals: int) -> str:
+    if math.isnan(x):
+        return "NaN"
     if math.isinf(x):
         return "−∞" if x < 0 else "+∞"
-    text = f"{x:.{decimals}f}"
+    text = f"{x:.{decimals}e}" if abs(x) >= 1e6 else f"{x:.{decimals}f}"
     return f"({text.replace('-', '−')})" if x < 0 else text
 
 
@@ -189,7 +200,8 @@ def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explana
                                f"s[{row}, {col}] / Σ_k s[{row}, k]", RATIO, terms, value,
                                numerator=float(shown[col]))
         shift = float(scores.max()) if c.normalization == "softmax" else 0.0
-        exps = torch.exp(scores - shift)
+        # exp in the trace's float32, so that an overflow (naive softmax) shows as inf
+        exps = torch.exp((scores - shift).to(torch.float32)).to(torch.float64)
         terms = tuple(Term(labels[k], (float(scores[k]),), float(exps[k]))
                       for k in range(len(labels)))
         formula = (f"exp(s[{row}, {col}] − m) / Σ_k exp(s[{row}, k] − m), m = row max"
