@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterator, Mapping
 from typing import Callable
 
@@ -49,6 +51,17 @@ class Trace(Mapping):
     @property
     def n_tokens(self) -> int:
         return len(self.tokens)
+
+    def to_json(self) -> str:
+        """Every step as nested lists, with the tokens and the config, as JSON.
+
+        Masked scores hold -inf and an overflowed naive softmax NaN; they are
+        written as ``-Infinity`` / ``NaN``, which Python's ``json`` reads back.
+        """
+        config = {k: v for k, v in dataclasses.asdict(self.config).items()
+                  if v is not None}
+        return json.dumps({"tokens": self.tokens, "config": config,
+                           "steps": {name: t.tolist() for name, t in self._steps.items()}})
 
 
 def _given(matrix) -> Tensor:

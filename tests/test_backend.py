@@ -546,3 +546,16 @@ def test_compute_modules_import_no_ui_libraries():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120, cwd=root)
     assert result.returncode == 0, result.stderr
+
+
+def test_trace_exports_every_step_as_json():
+    import json
+    import math
+    trace = compute_trace(AttentionConfig(causal=True, d_in=4))
+    exported = json.loads(trace.to_json())
+    assert exported["tokens"] == trace.tokens
+    assert exported["config"]["d_in"] == 4 and exported["config"]["causal"] is True
+    assert list(exported["steps"]) == list(trace)
+    for name, values in exported["steps"].items():
+        torch.testing.assert_close(torch.tensor(values, dtype=trace[name].dtype), trace[name])
+    assert math.isinf(exported["steps"]["masked_scores"][0][1])

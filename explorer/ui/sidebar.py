@@ -70,7 +70,12 @@ def settings(page: str, simplified: bool = False,
         st.error(plain(str(error)))
         return None
     follow_requested_switch()
-    presets.show_check(preset, config, cached_trace(config), page)
+    trace = cached_trace(config)
+    with st.sidebar:
+        st.download_button("Download every matrix (JSON)", data=trace.to_json,
+                           file_name="attention_trace.json", mime="application/json",
+                           on_click="ignore", icon=":material/download:")
+    presets.show_check(preset, config, trace, page)
     return config
 
 
