@@ -132,3 +132,36 @@ def test_naive_softmax_overflow_is_shown_not_hidden():
 def _all_charts(at):
     import json
     return [(e.proto.id, json.loads(e.proto.spec)) for e in at.get("plotly_chart")]
+
+
+def _upload(at, field: str, content: bytes) -> None:
+    uploader = next(u for u in at.get("file_uploader") if u.proto.id.endswith(f"upload:{field}"))
+    uploader.upload(f"{field}.csv", content, "text/csv")
+    at.run()
+
+
+def test_importing_a_csv_fills_the_table_and_the_heatmaps():
+    at = open_page(PAGES["Self-attention"][0], {"preset": "illustrated"})
+    _upload(at, "embeddings", b"token,a,b,c,d\nv_1,1,2,3,4\nv_2,0,0,0,1\nv_3,2,2,2,2\n")
+    assert not at.exception and errors(at) == []
+    np.testing.assert_array_equal(z_values(charts(at)["embeddings"]),
+                                  [[1, 2, 3, 4], [0, 0, 0, 1], [2, 2, 2, 2]])
+    expected = compute_trace(PRESETS["illustrated"].config.replace(
+        embeddings=[[1, 2, 3, 4], [0, 0, 0, 1], [2, 2, 2, 2]]))
+    np.testing.assert_allclose(z_values(charts(at)["context"]), expected["context"].numpy(),
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"1,2,3\n4,5,6\n", "embeddings must be 3×4 here (the file holds 2×3 numbers)"),
+    (b"1,2,3,4\n1,2,x,4\n1,2,3,4\n", "row 1, column 2 is not a number (got 'x')"),
+    (b"1,2,3,4\n1,2,inf,4\n1,2,3,4\n", "row 1, column 2 must be a finite number"),
+    (b"\x00\xff\xfe", "not a CSV table of numbers"),
+])
+def test_a_bad_csv_is_refused_with_a_message_and_the_table_kept(content, message):
+    at = open_page(PAGES["Self-attention"][0], {"preset": "illustrated"})
+    before = z_values(charts(at)["embeddings"])
+    _upload(at, "embeddings", content)
+    assert not at.exception
+    assert any(message in e for e in errors(at)), errors(at)
+    np.testing.assert_array_equal(z_values(charts(at)["embeddings"]), before)

@@ -8,12 +8,19 @@ cells with 0.
 
 from __future__ import annotations
 
+import io
+import math
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from explorer.config import MAX_ABS_GIVEN, ConfigError
 from explorer.figures import unique_labels
+from explorer.ui.text import plain
+
+MAX_IMPORT_BYTES = 1_000_000
+_IMPORT_ERROR_KEY = "_import_error"
 
 EDITOR_VERSION_KEY = "_editor_version"
 
@@ -62,5 +69,69 @@ def edit_matrix(field: str, title: str, row_labels: list[str], n_cols: int,
                        for c in frame.columns})
     cells = edited.astype(object).where(edited.notna(), None).values.tolist()
     st.session_state[key] = cells
-    st.caption(f"{title}: {len(row_labels)}×{n_cols}. Click a cell to type a number.")
+    st.caption(f"{title}: {len(row_labels)}×{n_cols}. Click a cell to type a number, or "
+               "import a CSV file of numbers (a header row and a label column are optional).")
+    st.file_uploader(f"Import {title} from CSV", type=["csv", "txt"], key=f"upload:{field}",
+                     on_change=_import, args=(field, (len(row_labels), n_cols)),
+                     label_visibility="collapsed")
+    if error := st.session_state.get(f"{_IMPORT_ERROR_KEY}:{field}"):
+        st.error(plain(error))
     return cells
+
+
+def parse_csv_matrix(data: bytes, shape: tuple[int, int], name: str) -> list[list[float]]:
+    """Numbers from a CSV file, as a ``shape`` matrix.
+
+    A first row or first column that is not numeric is taken as labels and
+    dropped. Raises `ConfigError` (naming the row and column) for a wrong shape,
+    an empty or non-numeric cell, NaN/inf or a file that is not CSV text.
+    """
+    if len(data) > MAX_IMPORT_BYTES:
+        raise ConfigError(name, f"{name}: the file is {len(data):,} bytes; at most "
+                                f"{MAX_IMPORT_BYTES:,} are read")
+    try:
+        frame = pd.read_csv(io.BytesIO(data), header=None, dtype=str, skip_blank_lines=True,
+                            keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise ConfigError(name, f"{name}: not a CSV table of numbers ({error})") from None
+    if frame.shape[0] and not _numeric(frame.iloc[0, -1]):
+        frame = frame.iloc[1:]  # a header row
+    if frame.shape[1] and frame.shape[0] and not _numeric(frame.iloc[0, 0]):
+        frame = frame.iloc[:, 1:]  # a label column
+    if frame.shape != shape:
+        raise ConfigError(name, f"{name} must be {shape[0]}×{shape[1]} here "
+                                f"(the file holds {frame.shape[0]}×{frame.shape[1]} numbers)")
+    values = []
+    for i, row in enumerate(frame.itertuples(index=False)):
+        cells = []
+        for j, cell in enumerate(row):
+            if not _numeric(cell):
+                raise ConfigError(name, f"{name}: the file's row {i}, column {j} is not a "
+                                        f"number (got {cell!r})")
+            number = float(cell)
+            if not math.isfinite(number) or abs(number) > MAX_ABS_GIVEN:
+                raise ConfigError(name, f"{name}: the file's row {i}, column {j} must be a "
+                                        f"finite number up to {MAX_ABS_GIVEN:g} (got {cell!r})")
+            cells.append(number)
+        values.append(cells)
+    return values
+
+
+def _numeric(cell: Any) -> bool:
+    try:
+        float(str(cell).strip())
+    except ValueError:
+        return False
+    return bool(str(cell).strip())
+
+
+def _import(field: str, shape: tuple[int, int]) -> None:
+    """Load an uploaded CSV into the table, or keep the table and say why not."""
+    upload = st.session_state.get(f"upload:{field}")
+    st.session_state.pop(f"{_IMPORT_ERROR_KEY}:{field}", None)
+    if upload is None:
+        return
+    try:
+        set_matrix(field, parse_csv_matrix(upload.getvalue(), shape, field))
+    except ConfigError as error:
+        st.session_state[f"{_IMPORT_ERROR_KEY}:{field}"] = str(error)
