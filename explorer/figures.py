@@ -277,14 +277,6 @@ def token_table(trace: Trace) -> pd.DataFrame:
                          "token id": trace["token_ids"].tolist()}).set_index("position")
 
 
-def matrix_frame(trace: Trace, name: str, head: int = 0) -> pd.DataFrame:
-    """One step as a labelled DataFrame (rows and columns as in its heatmap)."""
-    step = STEPS[name]
-    values = step_matrix(trace, name, head)
-    return pd.DataFrame(values, index=axis_labels(trace, step.rows, values.shape[0]),
-                        columns=axis_labels(trace, step.cols, values.shape[1]))
-
-
 def query_table(trace: Trace, query: int) -> pd.DataFrame:
     """Query ``query``'s attention, key by key: the dot product written out, the
     score, the scaled score and the weight. Single-head traces."""

@@ -4,9 +4,9 @@ import streamlit as st
 
 from explorer import figures
 from explorer.presets import SIMPLIFIED_PAGE
-from explorer.ui.render import (cached_trace, normalization_comparison, number_table,
-                                page_header, query_picker, softmax_overflow, step_charts,
-                                visible_steps)
+from explorer.ui.lessons import normalization_comparison, softmax_overflow
+from explorer.ui.render import (cached_trace, number_table, page_header, query_picker,
+                                step_charts, visible_steps)
 from explorer.ui.sidebar import settings
 
 page_header(

@@ -5,9 +5,9 @@ import streamlit as st
 from explorer.presets import MULTI_HEAD_PAGE
 from explorer.steps import stages
 from explorer.ui.controls import MULTI_HEAD
-from explorer.ui.render import (cached_trace, causal_second_route, dropout_note, head_picker,
-                                head_split, heads_grid, page_header, query_picker, step_charts,
-                                verification, visible_steps)
+from explorer.ui.multihead import (causal_second_route, dropout_note, head_picker, head_split,
+                                   heads_grid, verification)
+from explorer.ui.render import cached_trace, page_header, query_picker, step_charts, visible_steps
 from explorer.ui.sidebar import settings
 
 page_header(

@@ -327,6 +327,7 @@ def test_out_proj_is_nn_linear_drawn_after_w_value():
         nn.Embedding(2000, 3)
         w_query, w_key, w_value = torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 6)
         out_proj = nn.Linear(6, 6)
+    assert torch.equal(trace["W_query"], w_query) and torch.equal(trace["W_key"], w_key)
     assert torch.equal(trace["W_value"], w_value)
     assert torch.equal(trace["W_out"], out_proj.weight.detach().T)
     assert torch.equal(trace["b_out"], out_proj.bias.detach())
@@ -550,7 +551,6 @@ def test_compute_modules_import_no_ui_libraries():
 
 def test_trace_exports_every_step_as_json():
     import json
-    import math
     trace = compute_trace(AttentionConfig(causal=True, d_in=4))
     exported = json.loads(trace.to_json())
     assert exported["tokens"] == trace.tokens

@@ -168,7 +168,7 @@ def test_dropout_zeroes_dropped_and_scales_kept_weights(config, p, dropout_seed)
     assert (dropped[~kept] == 0).all()
     torch.testing.assert_close(dropped[kept], weights[kept] / (1 - p), **TOL)
     # The context is built from the dropped weights.
-    h, n = config.n_heads, len(trace.tokens)
+    n = len(trace.tokens)
     ctx = with_head_axis(dropped) @ with_head_axis(trace["values"])
     torch.testing.assert_close(trace["context"], ctx.transpose(0, 1).reshape(n, config.d_v),
                                **TOL)
