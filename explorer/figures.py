@@ -138,6 +138,8 @@ def matrix_heatmap(values: np.ndarray, row_labels: list[str], col_labels: list[s
     rows = [_plotly_text(s) for s in row_labels]
     cols = [_plotly_text(s) for s in col_labels]
     z = np.where(np.isfinite(values), values, np.nan)  # Plotly draws NaN as a gap
+    if n_rows * n_cols > MAX_CLICK_CELLS:
+        z = z.astype(np.float32)  # half the bytes to send; the trace is float32 anyway
     # Print 4 decimals where a cell is wide enough for them, 2 where those fit,
     # none in big matrices or narrow cells; hover always gives 4.
     compact = share > 1
@@ -145,22 +147,22 @@ def matrix_heatmap(values: np.ndarray, row_labels: list[str], col_labels: list[s
     decimals = 4 if cell_width >= MIN_CELL_PX_4DP else 2
     show_text = (n_rows <= MAX_TEXT_CELLS and n_cols <= MAX_TEXT_CELLS
                  and cell_width >= MIN_CELL_PX_2DP)
-    fmt = np.vectorize(format_value, otypes=[object])
-    text, hover = fmt(values, decimals), fmt(values, 4)
-    if step.cell_text:  # a mask: print what it means, not 0.0000 / 1.0000
-        text = hover = np.where(values > 0.5, step.cell_text[1], step.cell_text[0])
     fig = px.imshow(z, x=cols, y=rows, aspect="auto", **_colour_args(step, values))
-    fig.update_traces(
-        text=text,
-        customdata=hover,
-        texttemplate="%{text}" if show_text else None,
-        textfont={"size": 10 if compact or max(n_rows, n_cols) > 10 else 12},
-        hovertemplate=(f"{_plotly_text(step.rows.title)}: %{{y}}<br>"
-                       f"{_plotly_text(step.cols.title)}: %{{x}}<br>"
-                       "value: %{customdata}<extra></extra>"),
-    )
+    where = (f"{_plotly_text(step.rows.title)}: %{{y}}<br>"
+             f"{_plotly_text(step.cols.title)}: %{{x}}<br>")
     if n_rows * n_cols <= MAX_CLICK_CELLS:
+        # Cell text and hover from formatted strings, so that −∞ and NaN read as such.
+        fmt = np.vectorize(format_value, otypes=[object])
+        text, hover = fmt(values, decimals), fmt(values, 4)
+        if step.cell_text:  # a mask: print what it means, not 0.0000 / 1.0000
+            text = hover = np.where(values > 0.5, step.cell_text[1], step.cell_text[0])
+        fig.update_traces(
+            text=text, customdata=hover, texttemplate="%{text}" if show_text else None,
+            textfont={"size": 10 if compact or max(n_rows, n_cols) > 10 else 12},
+            hovertemplate=where + "value: %{customdata}<extra></extra>")
         _make_clickable(fig, rows, cols, hover)
+    else:  # big: no per-cell strings (millions of them would be slow to build and send)
+        fig.update_traces(hovertemplate=where + "value: %{z:.4f}<extra></extra>")
     if highlight_row is not None and 0 <= highlight_row < n_rows:
         fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y",
                       y0=highlight_row - 0.5, y1=highlight_row + 0.5,

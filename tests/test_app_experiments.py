@@ -10,6 +10,7 @@ import torch
 
 from explorer import AttentionConfig, compute_trace
 from explorer import experiments as ex
+from explorer.explain import explain_cell
 from explorer.presets import EXPERIMENTS_PAGE, SELF_ATTENTION_PAGE
 from explorer.ui.navigation import PAGES
 from tests.test_app import errors, open_page, z_values
@@ -121,3 +122,17 @@ def test_a_clicked_score_cell_is_explained_with_its_numbers():
     assert written == ["(−0.2336)·0.5177 + 1.3464·(−0.3670) = (−0.6150)"]
     assert any(m.value.replace("\\", "") == "**ω[1, 0]** = q_1 · k_0 = Σ_c Q[1, c] · K[0, c]"
                for m in at.markdown)
+
+
+def test_big_matrices_explain_a_cell_picked_by_number():
+    at = open_page(PAGES[SELF_ATTENTION_PAGE][0],
+                   {"sentence": " ".join(f"w{i}" for i in range(70)), "d_in": "8"})
+    assert not at.exception
+    at.number_input(key="chart-attn_scores-row").set_value(3)
+    at.number_input(key="chart-attn_scores-col").set_value(65)
+    at.button(key="chart-attn_scores-explain").click().run()
+    trace = compute_trace(AttentionConfig(sentence=" ".join(f"w{i}" for i in range(70)), d_in=8))
+    written = [c.value for c in at.code if "·" in c.value]
+    assert written == [explain_cell(trace, "attn_scores", 3, 65).written()]
+    value = float(trace["attn_scores"][3, 65])
+    assert written[0].endswith(f"{abs(value):.4f}" + (")" if value < 0 else ""))

@@ -62,8 +62,24 @@ def step_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None
         selection_mode="points")
     if step.explain:
         st.caption(step.caption(trace.config))
+    n_rows = figures.step_matrix(trace, name, head).shape[0]
+    if n_rows * n_cols > figures.MAX_CLICK_CELLS:
+        _cell_picker(key, n_rows, n_cols)
     if cell is not None:
         cell_explanation(trace, name, *cell, head=head)
+
+
+def _cell_picker(key: str, n_rows: int, n_cols: int) -> None:
+    """For matrices too big to click: pick the cell to explain by number."""
+    with st.popover("Explain a cell", icon=":material/calculate:"):
+        st.number_input("row", 0, n_rows - 1, key=f"{key}-row")
+        st.number_input("column", 0, n_cols - 1, key=f"{key}-col")
+        st.button("Explain", key=f"{key}-explain", on_click=_pick_cell, args=(key,))
+
+
+def _pick_cell(key: str) -> None:
+    st.session_state[_clicked_key(key)] = (st.session_state[f"{key}-row"],
+                                           st.session_state[f"{key}-col"])
 
 
 def _clicked_key(chart_key: str) -> str:
