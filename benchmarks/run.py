@@ -16,7 +16,8 @@ from typing import Callable
 
 import torch
 
-from explorer import AttentionConfig, compute_trace, figures, recipes
+from explorer import AttentionConfig, compute_trace, experiments, figures, recipes
+from explorer.explain import explain_cell
 
 RESULTS = Path(__file__).parent / "results"
 LONG_SENTENCE = " ".join(f"w{i}" for i in range(512))
@@ -27,13 +28,14 @@ def _cached_table():
     return lambda seed, vocab_size, d_in: table
 
 
-def _app_page_seconds(page: str) -> Callable[[], None]:
+def _app_page_seconds(page: str, **query: str) -> Callable[[], None]:
     from streamlit.testing.v1 import AppTest
 
     root = Path(__file__).resolve().parent.parent
 
     def run() -> None:
-        at = AppTest.from_file(str(root / "streamlit_app.py"), default_timeout=120)
+        at = AppTest.from_file(str(root / "streamlit_app.py"), default_timeout=300)
+        at.query_params.update(query)
         at.run()
         if page != "streamlit_app.py":
             at.switch_page(page).run()
@@ -58,7 +60,19 @@ def cases() -> dict[str, tuple[Callable[[], object], int]]:
         "trace, 512 tokens, d=1024": (lambda: compute_trace(big), 3),
         "heatmap figure 6×6": (lambda: figures.heatmap(small_trace, "attn_weights"), 20),
         "heatmap figure 512×512": (lambda: figures.heatmap(big_trace, "attn_weights"), 2),
-        "page: Self-attention (AppTest run)": (_app_page_seconds("pages/2_Self_attention.py"), 1),
+        "heatmap figure 1024×1024 (W_query), to JSON":
+            (lambda: figures.heatmap(big_trace, "W_query").to_json(), 2),
+        "explain one context cell, 512 tokens": (lambda: explain_cell(big_trace, "context", 7, 9), 5),
+        "scaling curves (d_k 1..1024)": (lambda: experiments.scaling_curves(seed=1), 2),
+        "page: Self-attention, defaults (AppTest)":
+            (_app_page_seconds("pages/2_Self_attention.py"), 1),
+        "page: Causal & multi-head, 4 heads (AppTest)":
+            (_app_page_seconds("pages/3_Causal_and_multi_head.py", d_in="8", d_k="8", d_v="8",
+                               n_heads="4", causal="true", dropout="0.1"), 1),
+        "page: Experiments, defaults (AppTest)": (_app_page_seconds("pages/4_Experiments.py"), 1),
+        "page: Self-attention, 512 tokens, d=256 (AppTest)":
+            (_app_page_seconds("pages/2_Self_attention.py", sentence=LONG_SENTENCE, d_in="256",
+                               d_k="256", d_v="256", embedding="uniform"), 1),
     }
 
 
@@ -67,7 +81,7 @@ def main() -> None:
     results = {}
     print(f"{'case':45s} {'best ms':>10s} {'median ms':>10s}")
     for name, (func, number) in cases().items():
-        times = timeit.repeat(func, number=number, repeat=5)
+        times = timeit.repeat(func, number=number, repeat=3 if "page" in name else 5)
         per_call = [t / number * 1000 for t in times]
         results[name] = {"best_ms": min(per_call), "median_ms": statistics.median(per_call)}
         print(f"{name:45s} {min(per_call):10.2f} {statistics.median(per_call):10.2f}")
