@@ -23,8 +23,13 @@ st.markdown(
 2. Open a page from the sidebar:
    - **Simplified attention**: no trainable weights, scores are X·Xᵀ (book section 3.3).
    - **Self-attention**: W_query, W_key and W_value, scaled by √d_k (section 3.4).
-3. Hover any cell to read its value. The settings stay as you move between pages,
-   and the link in the sidebar reproduces exactly what you see.
+   - **Causal & multi-head attention**: the causal mask, dropout, several heads and
+     the output projection, checked against PyTorch (sections 3.5 and 3.6).
+   - **Experiments**: why √d_k, temperature, softmax's dim, permutation, and two
+     configurations compared.
+3. Hover any cell to read its value; **click it to see how it was computed**. The
+   settings stay as you move between pages, and the link in the sidebar reproduces
+   exactly what you see.
 
 With the defaults ("Life is short, eat dessert first", d_in=3, d_k=2, d_v=4,
 seed=123) the numbers equal what `torch.manual_seed(123)` and the book's code print.

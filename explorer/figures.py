@@ -128,6 +128,9 @@ def heatmap(trace: Trace, name: str, head: int = 0, highlight_row: int | None = 
                       y0=row - 0.5, y1=row + 0.5, line={"color": MARK_COLOUR, "width": 3})
     if trace.config.n_heads > 1 and step.head_columns:
         outline_heads(fig, trace.config.n_heads, values.shape[1] // trace.config.n_heads)
+    if trace[name].dim() == 3:  # one head's matrix: framed in that head's colour
+        fig.add_shape(type="rect", xref="paper", yref="paper", x0=0, x1=1, y0=0, y1=1,
+                      line={"color": head_colour(head), "width": 3})
     return fig
 
 
@@ -258,8 +261,10 @@ def heads_grid(trace: Trace, name: str = "attn_weights", columns: int = 4) -> go
                     facet_col=0, facet_col_wrap=min(columns, n_heads), aspect="auto",
                     facet_col_spacing=0.04, facet_row_spacing=0.08,
                     **_colour_args(step, values))
-    for annotation in fig.layout.annotations:  # "facet_col=1" -> "head 1"
-        annotation.text = "head " + annotation.text.split("=")[-1]
+    for annotation in fig.layout.annotations:  # "facet_col=1" -> "head 1", in its colour
+        head = int(annotation.text.split("=")[-1])
+        annotation.text = f"head {head}"
+        annotation.font = {"color": head_colour(head), "size": 13}
     fig.update_traces(hovertemplate="query: %{y}<br>key: %{x}<br>weight: %{z:.4f}<extra></extra>")
     if n <= 8:
         fig.update_traces(texttemplate="%{z:.2f}", textfont={"size": 9})
