@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from explorer import AttentionConfig, compute_trace
 from explorer import experiments as ex
 from explorer.explain import GIVEN, MASKED, PRODUCT, RATIO, SCALED, SUM, Explanation, explain_cell
+from tests.test_seeds import CONFIG_001, EMBEDDED_002, NAIVE_DIM_001, OMEGA_1_002, SCORES_001
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -27,33 +28,9 @@ MINUS = "\u2212"  # the minus sign `written()` uses, not the ASCII hyphen
 WORDS = ["Life", "is", "short,", "eat", "dessert", "first", "the", "cat", "sat", "on",
          "mat.", "can't", "(why)", "Your", "journey", "starts", "with", "one", "step!"]
 
-# 002_8c91a21803773e04.txt, cell 9: embedded_sentence (the default config's X)
-X_002 = [[0.3374, -0.1778, -0.3035],
-         [0.1794, 1.8951, 0.4954],
-         [0.2692, -0.0770, -1.0205],
-         [-0.2196, -0.3792, 0.7671],
-         [-0.5880, 0.3486, 0.6603],
-         [-1.1925, 0.6984, -1.4097]]
-# 002_8c91a21803773e04.txt, cell 16: omega_1 = query_1 @ keys.T (unscaled, d_k = 2)
-OMEGA_1 = [-0.6150, 2.4277, -0.9584, 0.2260, 1.2082, 0.5242]
-
-# 001_c475e8729ba8e095.txt: torch.manual_seed(123); inputs = torch.rand(6, 3); X Xᵀ
-SEED_001 = AttentionConfig(sentence="Your journey starts with one step", d_in=3, d_k=3, d_v=3,
-                           embedding="uniform", weight_init="identity", scale=False)
-# 001_c475e8729ba8e095.txt, cell 15: attn_scores = inputs @ inputs.T
-SCORES_001 = [[0.4179, 0.4602, 0.1397, 0.5509, 0.2036, 0.3884],
-              [0.4602, 1.2304, 0.2611, 1.1189, 0.3408, 1.0023],
-              [0.1397, 0.2611, 0.0630, 0.2580, 0.0887, 0.2193],
-              [0.5509, 1.1189, 0.2580, 1.0992, 0.3343, 0.8977],
-              [0.2036, 0.3408, 0.0887, 0.3343, 0.1445, 0.3155],
-              [0.3884, 1.0023, 0.2193, 0.8977, 0.3155, 0.8600]]
-# 001_c475e8729ba8e095.txt, cell 20: softmax_naive(attn_scores, dim=1), no keepdim
-NAIVE_001 = [[0.1748, 0.1174, 0.1609, 0.1340, 0.1603, 0.1268],
-             [0.1824, 0.2536, 0.1817, 0.2365, 0.1838, 0.2342],
-             [0.1324, 0.0962, 0.1490, 0.1000, 0.1429, 0.1070],
-             [0.1997, 0.2268, 0.1811, 0.2319, 0.1827, 0.2110],
-             [0.1411, 0.1042, 0.1529, 0.1079, 0.1511, 0.1179],
-             [0.1697, 0.2019, 0.1743, 0.1896, 0.1793, 0.2032]]
+# The seed notebooks' printed numbers, kept once, in the golden tests.
+X_002, OMEGA_1 = EMBEDDED_002, OMEGA_1_002
+SEED_001, NAIVE_001 = CONFIG_001, NAIVE_DIM_001
 PRINTED = 5e-5 + 1e-6  # half a unit in the 4th decimal, plus float32 noise
 
 

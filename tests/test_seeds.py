@@ -371,22 +371,28 @@ def test_002_token_ids(trace_002):
     assert_printed(trace_002["token_ids"], [0, 4, 5, 2, 1, 3], None)
 
 
+EMBEDDED_002 = [[0.3374, -0.1778, -0.3035],
+                [0.1794, 1.8951, 0.4954],
+                [0.2692, -0.0770, -1.0205],
+                [-0.2196, -0.3792, 0.7671],
+                [-0.5880, 0.3486, 0.6603],
+                [-1.1925, 0.6984, -1.4097]]
+"""002_8c91a21803773e04.txt, cell 9: embedded_sentence (the default config's X)."""
+
+OMEGA_1_002 = [-0.6150, 2.4277, -0.9584, 0.2260, 1.2082, 0.5242]
+"""002_8c91a21803773e04.txt, cell 16: omega_1 = query_1 @ keys.T (unscaled, d_k = 2)."""
+
+
 def test_002_embedded_sentence(trace_002):
     # 002_8c91a21803773e04.txt, cell 9: embedded_sentence
-    assert_printed(trace_002["embeddings"], [[0.3374, -0.1778, -0.3035],
-                                             [0.1794, 1.8951, 0.4954],
-                                             [0.2692, -0.0770, -1.0205],
-                                             [-0.2196, -0.3792, 0.7671],
-                                             [-0.5880, 0.3486, 0.6603],
-                                             [-1.1925, 0.6984, -1.4097]], 4)
+    assert_printed(trace_002["embeddings"], EMBEDDED_002, 4)
     # 002_8c91a21803773e04.txt, cell 10 (the first of two "In [10]"): embedded_sentence.shape
     assert trace_002["embeddings"].shape == (6, 3)
 
 
 def test_002_omega_1(trace_002):
     # 002_8c91a21803773e04.txt, cell 16: omega_1 = query_1 @ keys.T (query x_1, the second token)
-    assert_printed(trace_002["attn_scores"][1],
-                   [-0.6150, 2.4277, -0.9584, 0.2260, 1.2082, 0.5242], 4)
+    assert_printed(trace_002["attn_scores"][1], OMEGA_1_002, 4)
 
 
 def test_002_shapes(trace_002):
