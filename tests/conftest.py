@@ -20,9 +20,15 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
 HOME = PAGES[HOME_PAGE][0]
-PAGE_FILES = {("Home" if path == HOME else Path(path).stem.split("_", 1)[1]): path
-              for path, _ in PAGES.values()}
-"""URL path of each page (Streamlit drops the number prefix) -> its script."""
+
+
+def url_path(script: str) -> str:
+    """A page's URL path: its file name without the number prefix ("Home" for the entry)."""
+    return "Home" if script == HOME else Path(script).stem.split("_", 1)[1]
+
+
+PAGE_FILES = {url_path(path): path for path, _ in PAGES.values()}
+"""URL path of each page -> its script."""
 
 
 def _free_port() -> int:
@@ -67,6 +73,15 @@ class Server:
 def fresh_server():
     """A server started for this test alone, so the first page opened is the
     first session it ever serves."""
+    server = Server()
+    yield server
+    log = server.stop()
+    assert "Traceback" not in log, f"the server logged an exception:\n{log}"
+
+
+@pytest.fixture(scope="module")
+def shared_server():
+    """One server for a module's tests that need no fresh start."""
     server = Server()
     yield server
     log = server.stop()

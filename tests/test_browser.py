@@ -7,7 +7,9 @@ import urllib.parse
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.conftest import PAGE_FILES
+from explorer.presets import PRESETS
+from explorer.ui.navigation import PAGES
+from tests.conftest import PAGE_FILES, url_path
 
 pytestmark = pytest.mark.browser
 
@@ -195,4 +197,15 @@ def test_click_a_score_cell_to_see_how_it_was_computed(fresh_server, page: Page)
     explanation = page.get_by_test_id("stCode").filter(has_text="1.3464")
     expect(explanation).to_have_text("(−0.2336)·0.5177 + 1.3464·(−0.3670) = (−0.6150)")
     expect(page.get_by_text("ω[1, 0]", exact=True)).to_be_visible()
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+@pytest.mark.parametrize("slug", list(PRESETS))
+def test_every_preset_matches_its_notebook_in_the_browser(shared_server, page: Page, slug):
+    preset = PRESETS[slug]
+    page.goto(page_url(shared_server, url_path(PAGES[preset.page][0]), preset=slug))
+    settle(page)
+    chart_count(page)
+    expect(page.get_by_test_id("stAlertContentSuccess").filter(
+        has_text="Matches the notebook")).to_contain_text(preset.seed_file)
     expect(page.get_by_test_id("stException")).to_have_count(0)
