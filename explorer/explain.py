@@ -80,7 +80,7 @@ class Explanation:
     def written(self, decimals: int = 4) -> str:
         """The computation as a learner writes it, e.g.
         ``"0.3374·(−0.1000) + 0.5000·0.2000 = 0.0663"``."""
-        total = " + ".join("·".join(_num(f, decimals) for f in t.factors) for t in self.terms)
+        total = written_sum(self.terms, decimals)
         if self.combine == SUM:
             if self.offset:
                 total += f" + {_num(self.offset, decimals)}"

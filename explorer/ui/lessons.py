@@ -25,7 +25,7 @@ OVERFLOW_FACTORS = (1, 2, 5, 10, 20, 50)
 """Multipliers of X offered by the overflow demo (scores grow with their square)."""
 
 
-def softmax_overflow(trace: Trace, key_prefix: str = "") -> None:
+def softmax_overflow(trace: Trace) -> None:
     """Why the stable softmax subtracts the row max: multiply X until exp()
     overflows, and compare the naive and the stable weights."""
     weights = trace["attn_weights"]
@@ -42,7 +42,7 @@ def softmax_overflow(trace: Trace, key_prefix: str = "") -> None:
             "number (the factor exp(−m) cancels), but every exponent is now ≤ 0, so "
             "nothing overflows. Multiply the embeddings X by c: the scores grow like c².")
         factor = st.select_slider("c: multiply X by", OVERFLOW_FACTORS, value=1,
-                                  key=f"{key_prefix}overflow_factor")
+                                  key="overflow_factor")
         scaled_x = (trace["embeddings"] * factor).tolist()
         base = trace.config.replace(embedding="given", embeddings=scaled_x)
         naive = cached_trace(base.replace(normalization="naive_softmax"))
@@ -54,4 +54,4 @@ def softmax_overflow(trace: Trace, key_prefix: str = "") -> None:
             with column:
                 st.plotly_chart(figures.heatmap(shown, "attn_weights", share=2,
                                                 title=f"{name}, X × {factor}"),
-                                width="stretch", key=f"{key_prefix}overflow-demo-{name.replace(' ', '-')}")
+                                width="stretch", key=f"overflow-demo-{name.replace(' ', '-')}")

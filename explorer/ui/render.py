@@ -42,7 +42,7 @@ def visible_steps(trace: Trace, keep: Callable[[Step], bool] = lambda step: True
 
 
 def step_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
-               key_prefix: str = "", share: int = 1) -> None:
+               share: int = 1) -> None:
     """One step: its formula (st.latex), heatmap and a one-line explanation.
 
     Clicking a cell explains it under the chart (`cell_explanation`) and, when
@@ -51,18 +51,17 @@ def step_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None
     own keeps the size its cells need."""
     step = STEPS[name]
     st.latex(step.latex(trace.config))
-    key = f"{key_prefix}chart-{name}"
+    key = f"chart-{name}"
     cell = st.session_state.get(_clicked_key(key))
     figure = figures.heatmap(trace, name, head=head, highlight_row=highlight_row, share=share,
                              marked_cell=cell)
-    n_cols = figures.step_matrix(trace, name, head).shape[1]
+    n_rows, n_cols = figures.step_matrix(trace, name, head).shape
     st.plotly_chart(
         figure, width="stretch" if share > 1 else "content", key=key,
         config={"displaylogo": False}, on_select=partial(_follow_click, key, step, n_cols),
         selection_mode="points")
     if step.explain:
         st.caption(step.caption(trace.config))
-    n_rows = figures.step_matrix(trace, name, head).shape[0]
     if n_rows * n_cols > figures.MAX_CLICK_CELLS:
         _cell_picker(key, n_rows, n_cols)
     if cell is not None:
@@ -112,14 +111,16 @@ def cell_explanation(trace: Trace, name: str, row: int, col: int, head: int = 0)
             number_table(figures.context_table(trace, row))
         elif len(exp.terms) > 1:
             number_table(figures.terms_table(exp))
+
+
 def step_charts(trace: Trace, names: list[str], head: int = 0,
-                highlight_row: int | None = None, key_prefix: str = "") -> None:
+                highlight_row: int | None = None) -> None:
     """Draw ``names`` in pipeline order, related steps side by side."""
     for row in layout_rows(names):
         columns = st.columns(len(row)) if len(row) > 1 else [st.container()]
         for column, name in zip(columns, row):
             with column:
-                step_chart(trace, name, head, highlight_row, key_prefix, share=len(row))
+                step_chart(trace, name, head, highlight_row, share=len(row))
 
 
 def number_table(frame) -> None:
