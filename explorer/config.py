@@ -58,6 +58,12 @@ OPTION_HELP: dict[str, dict[str, str]] = {
 }
 """One line per option saying which reference code it matches (UI help texts)."""
 
+GIVEN_MATRICES: dict[str, tuple[str, ...]] = {
+    "embedding": ("embeddings",),
+    "weight_init": ("W_query", "W_key", "W_value"),
+}
+"""The hand-entered matrix fields each option reads when it is "given"."""
+
 Matrix = tuple[tuple[float, ...], ...]
 """A hand-entered matrix, stored as nested tuples so that a config is hashable."""
 
@@ -292,7 +298,7 @@ class AttentionConfig:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("embeddings", "W_query", "W_key", "W_value"):
+            if f.name in GIVEN_MATRICES["embedding"] + GIVEN_MATRICES["weight_init"]:
                 continue
             if value is None and f.name in ("dropout_seed", "out_proj"):
                 continue

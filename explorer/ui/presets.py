@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.config import AttentionConfig, ConfigError
+from explorer.config import GIVEN_MATRICES, AttentionConfig, ConfigError
 from explorer.presets import PRESETS, Preset, check
 from explorer.trace import Trace
 from explorer.ui import matrices
@@ -15,8 +15,6 @@ from explorer.ui.render import QUERY_KEY
 
 PRESET_KEY = "preset"  # widget key and URL parameter: ?preset=journey
 _APPLIED_KEY = "_applied_preset"
-GIVEN_MATRICES = {"embedding": ("embeddings",), "weight_init": ("W_query", "W_key", "W_value")}
-"""Which matrices each "given" option reads."""
 
 
 def _parse(raw: str) -> str:

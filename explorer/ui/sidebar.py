@@ -7,7 +7,7 @@ from typing import Any
 
 import streamlit as st
 
-from explorer.config import AttentionConfig, ConfigError
+from explorer.config import GIVEN_MATRICES, AttentionConfig, ConfigError
 from explorer.tokenizer import tokenize
 from explorer.ui import matrices, presets
 from explorer.ui.controls import ADVANCED, BASIC, MULTI_HEAD, Control
@@ -134,7 +134,7 @@ def _note_dropped_url_values(raw_url: dict[str, str | None], values: dict[str, A
 def _given_matrices(values: dict[str, Any]) -> dict[str, Any]:
     """Tables for the matrices the learner types in (embedding or weight_init
     "given"), drawn at the top of the page; returns them as config fields."""
-    wanted = [f for option, fields in presets.GIVEN_MATRICES.items()
+    wanted = [f for option, fields in GIVEN_MATRICES.items()
               if values.get(option) == "given" for f in fields]
     if not wanted:
         return {}
@@ -165,4 +165,4 @@ def _starting_point(values: dict[str, Any]) -> dict[str, Any]:
                                                 "weight_init": "randn"}))
     except ConfigError:
         return {}
-    return {name: drawn[name].tolist() for name in ("embeddings", "W_query", "W_key", "W_value")}
+    return {name: drawn[name].tolist() for fields in GIVEN_MATRICES.values() for name in fields}
