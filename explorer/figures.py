@@ -20,6 +20,7 @@ import torch
 
 from explorer import explain
 from explorer.steps import DIMS, MASK, STEPS, TOKENS, WEIGHTS, Axis, Step
+from explorer.tokenizer import token_labels
 from explorer.trace import Trace
 
 MAX_TEXT_CELLS = 24
@@ -38,18 +39,6 @@ PAGE_PX, CHROME_PX = 1000, 150  # rough widths in pixels: the page, axes + colou
 MIN_CELL_PX_4DP, MIN_CELL_PX_2DP = 48, 30  # room "-0.1234" and "-0.12" need
 
 
-def unique_labels(tokens: list[str]) -> list[str]:
-    """Axis labels for tokens: repeated tokens get a position suffix, so that
-    "the cat saw the dog" labels its rows ``the``, ``cat``, ``saw``, ``the (4)``, ``dog``.
-    Plotly would otherwise merge equal category labels into one row."""
-    seen: set[str] = set()
-    labels = []
-    for i, token in enumerate(tokens):
-        labels.append(token if token not in seen else f"{token} ({i + 1})")
-        seen.add(token)
-    return labels
-
-
 def _plotly_text(label: str) -> str:
     """Escape a visitor's text for Plotly, which renders a subset of HTML in
     labels: ``<img ...>`` must show as the literal characters."""
@@ -60,7 +49,7 @@ def axis_labels(trace: Trace, axis: Axis, size: int) -> list[str]:
     """The tick labels of ``axis``: the (unique) tokens, or ``0 .. size-1``."""
     if axis.labels == DIMS:
         return [str(i) for i in range(size)]
-    return unique_labels(trace.tokens)
+    return token_labels(trace.tokens)
 
 
 def step_matrix(trace: Trace, name: str, head: int = 0) -> np.ndarray:
@@ -256,7 +245,7 @@ def heads_grid(trace: Trace, name: str = "attn_weights", columns: int = 4) -> go
     values = trace[name]
     values = (values if values.dim() == 3 else values[None]).to(torch.float64).numpy()
     n_heads, n, _ = values.shape
-    labels = [_plotly_text(s) for s in unique_labels(trace.tokens)]
+    labels = [_plotly_text(s) for s in token_labels(trace.tokens)]
     fig = px.imshow(np.where(np.isfinite(values), values, np.nan), x=labels, y=labels,
                     facet_col=0, facet_col_wrap=min(columns, n_heads), aspect="auto",
                     facet_col_spacing=0.04, facet_row_spacing=0.08,
@@ -287,7 +276,7 @@ def token_table(trace: Trace) -> pd.DataFrame:
 def query_table(trace: Trace, query: int) -> pd.DataFrame:
     """Query ``query``'s attention, key by key: the dot product written out, the
     score, the scaled score and the weight. Single-head traces."""
-    labels = unique_labels(trace.tokens)
+    labels = token_labels(trace.tokens)
     rows = []
     for j in range(trace.n_tokens):
         terms = explain.score_terms(trace, query, j)
@@ -305,7 +294,7 @@ def context_table(trace: Trace, query: int) -> pd.DataFrame:
     """z_query = Σ_j α_qj · v_j as a table: one weighted value vector per key and
     their sum in the last row. Single-head traces."""
     terms = explain.context_terms(trace, query)
-    labels = unique_labels(trace.tokens)
+    labels = token_labels(trace.tokens)
     vector = "x" if trace.config.weight_init == "identity" else "v"
     frame = pd.DataFrame(explain.stacked(terms).to(torch.float64).numpy(),
                          index=[f"α={w:.4f} × {vector}[{labels[j]}]"
@@ -320,7 +309,7 @@ def normalization_table(traces: dict[str, Trace], query: int) -> pd.DataFrame:
     one row per normalisation name in ``traces``, one column per key, and the
     row sum."""
     first = next(iter(traces.values()))
-    labels = unique_labels(first.tokens)
+    labels = token_labels(first.tokens)
     frame = pd.DataFrame({name: trace["attn_weights"][query].to(torch.float64).numpy()
                           for name, trace in traces.items()}, index=labels).T
     frame["row sum"] = frame.sum(axis=1)

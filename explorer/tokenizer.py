@@ -23,6 +23,22 @@ def tokenize(sentence: str, tokenizer: str = "words") -> list[str]:
     return [p for p in pieces if p]
 
 
+def token_labels(tokens: list[str]) -> list[str]:
+    """One label per token, unique, used wherever a token names a row or column.
+
+    A token that appeared earlier gets its 0-based position in brackets, so
+    "the cat saw the dog" is labelled ``the``, ``cat``, ``saw``, ``the (3)``,
+    ``dog``. Tokens never hold whitespace, so a label cannot equal another token.
+    Charts need this: Plotly merges equal category labels into one row.
+    """
+    seen: set[str] = set()
+    labels = []
+    for i, token in enumerate(tokens):
+        labels.append(f"{token} ({i})" if token in seen else token)
+        seen.add(token)
+    return labels
+
+
 def build_vocab(tokens: list[str]) -> list[str]:
     """The vocabulary: the sorted unique tokens (Python string order, so
     capitals sort before lower case). A token's id is its index here."""

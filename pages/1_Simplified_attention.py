@@ -4,6 +4,7 @@ import streamlit as st
 
 from explorer import figures
 from explorer.presets import SIMPLIFIED_PAGE
+from explorer.tokenizer import token_labels
 from explorer.ui.lessons import normalization_comparison, softmax_overflow
 from explorer.ui.render import (cached_trace, number_table, page_header, query_picker,
                                 step_charts, visible_steps)
@@ -20,7 +21,7 @@ page_header(
 config = settings(SIMPLIFIED_PAGE, simplified=True)
 if config is not None:
     trace = cached_trace(config)
-    labels = figures.unique_labels(trace.tokens)
+    labels = token_labels(trace.tokens)
     query = query_picker(trace, "Query token: look at one token's attention in detail "
                                 "(or click a row in a chart)", default=min(1, trace.n_tokens - 1))
 

@@ -118,7 +118,7 @@ def test_typing_a_sentence_relabels_the_heatmaps():
     at.text_input(key="sentence").set_value("the cat sat on the mat").run()
     assert not at.exception
     labels = list(charts(at)["attn_weights"]["data"][0]["x"])
-    assert labels == ["the", "cat", "sat", "on", "the (5)", "mat"]
+    assert labels == ["the", "cat", "sat", "on", "the (4)", "mat"]
 
 
 def test_settings_persist_across_pages():

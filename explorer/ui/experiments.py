@@ -8,6 +8,7 @@ import torch
 from explorer import experiments as ex
 from explorer import figures
 from explorer.config import OPTION_HELP, AttentionConfig, ConfigError
+from explorer.tokenizer import token_labels
 from explorer.trace import Trace
 from explorer.ui.render import cached_trace, number_table
 from explorer.ui.text import plain
@@ -68,7 +69,7 @@ def temperature(trace: Trace) -> None:
                                             f"{trace.n_tokens})", share=2),
             key="exp-temperature-weights", **CHART)
     with right:
-        st.plotly_chart(figures.row_bars(entropy.numpy(), figures.unique_labels(trace.tokens),
+        st.plotly_chart(figures.row_bars(entropy.numpy(), token_labels(trace.tokens),
                                          f"Row entropy at T = {t:g}", "entropy (nats)"),
                         key="exp-temperature-entropy", **CHART)
     st.caption(f"Mean row entropy: {float(entropy.mean()):.4f} nats.")

@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from explorer.config import MAX_ABS_GIVEN, ConfigError
-from explorer.figures import unique_labels
+from explorer.tokenizer import token_labels
 from explorer.ui.text import plain
 
 MAX_IMPORT_BYTES = 1_000_000
@@ -59,7 +59,7 @@ def edit_matrix(field: str, title: str, row_labels: list[str], n_cols: int,
     if key not in st.session_state:
         st.session_state[key] = [list(row) for row in start]
     values = resized(st.session_state[key], len(row_labels), n_cols)
-    frame = pd.DataFrame(values, index=unique_labels(row_labels),
+    frame = pd.DataFrame(values, index=token_labels(row_labels),
                          columns=[f"dim {j}" for j in range(n_cols)], dtype="float64")
     version = st.session_state.get(EDITOR_VERSION_KEY, 0)
     edited = st.data_editor(

@@ -10,6 +10,7 @@ import torch
 from explorer import attention as att
 from explorer import figures, verify
 from explorer.steps import STEPS
+from explorer.tokenizer import token_labels
 from explorer.trace import Trace
 
 VERIFY_TOLERANCE = 1e-4
@@ -67,7 +68,7 @@ def causal_second_route(trace: Trace, head: int) -> None:
         f"**{difference:.1e}** over all heads.")
     step = STEPS["attn_weights"]
     values = (rerouted[head] if rerouted.dim() == 3 else rerouted).to(torch.float64).numpy()
-    labels = figures.unique_labels(trace.tokens)
+    labels = token_labels(trace.tokens)
     st.plotly_chart(figures.matrix_heatmap(
         values, labels, labels, step,
         f"softmax(ω̃), future zeroed, rows renormalised ({len(labels)}×{len(labels)})"),

@@ -11,6 +11,7 @@ import streamlit as st
 from explorer import explain, figures, recipes
 from explorer.config import AttentionConfig
 from explorer.steps import STEPS, TOKENS, Step, layout_rows
+from explorer.tokenizer import token_labels
 from explorer.trace import Trace, compute_trace
 from explorer.ui.text import plain
 
@@ -146,9 +147,9 @@ def page_header(title: str, intro: str) -> None:
 def query_picker(trace: Trace, label: str, default: int | None = None) -> int | None:
     """The page's query token: its row is outlined in every heatmap. Clicking a
     cell in a token-row chart picks it too. ``default=None`` offers "none"."""
-    labels = figures.unique_labels(trace.tokens)
+    labels = token_labels(trace.tokens)
     options = ([] if default is not None else [None]) + list(range(trace.n_tokens))
     if st.session_state.get(QUERY_KEY, default) not in options:  # the sentence got shorter
         st.session_state.pop(QUERY_KEY, None)
     return st.selectbox(label, options, index=options.index(default), key=QUERY_KEY,
-                        format_func=lambda i: "none" if i is None else f"{i}: {labels[i]}")
+                        format_func=lambda i: "none" if i is None else labels[i])
