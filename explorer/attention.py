@@ -103,7 +103,8 @@ def sum_normalize(scores: Tensor) -> Tensor:
     """Divide each row by its sum, as ``001_c475e8729ba8e095.txt`` cell 14 does.
 
     Masked (-inf) scores count as 0. Rows sum to 1, but negative scores give
-    negative "weights": one reason attention uses softmax instead.
+    negative "weights", and a row whose scores sum to 0 divides by zero (±inf,
+    or NaN for 0/0): reasons attention uses softmax instead.
     scores: (..., n, n) -> (..., n, n).
     """
     scores = scores.masked_fill(scores == float("-inf"), 0.0)

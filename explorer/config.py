@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -26,6 +27,9 @@ MAX_TABLE_ELEMENTS = 64 * 2**20  # vocab_size * d_in, i.e. 256 MiB of float32
 MIN_SEED, MAX_SEED = 0, 2**63 - 1
 MAX_HEADS = MAX_DIM
 MAX_ABS_GIVEN = 1e6  # hand-entered matrix entries
+MAX_ATTENTION_CELLS = 2**22
+"""n_heads × n_tokens², the size of every per-head (n, n) step: 16 MiB of
+float32 each. 512 tokens allow 16 heads; 64 tokens allow all 1,024."""
 
 EMBEDDINGS = ("table", "uniform", "given")
 WEIGHT_INITS = ("randn", "rand", "linear", "identity", "given")
@@ -53,7 +57,8 @@ OPTION_HELP: dict[str, dict[str, str]] = {
         "softmax": "torch.softmax(scores, dim=-1), made stable by subtracting each row's max",
         "naive_softmax": "exp(x) / exp(x).sum(dim=-1, keepdim=True): overflows to inf/NaN for "
                          "large scores (seed 001)",
-        "sum": "x / x.sum(dim=-1, keepdim=True), the first normalisation in seed 001",
+        "sum": "x / x.sum(dim=-1, keepdim=True), the first normalisation in seed 001; "
+               "a row summing to 0 divides by zero (±inf or NaN)",
     },
 }
 """One line per option saying which reference code it matches (UI help texts)."""
@@ -64,8 +69,9 @@ GIVEN_MATRICES: dict[str, tuple[str, ...]] = {
 }
 """The hand-entered matrix fields each option reads when it is "given"."""
 
-Matrix = tuple[tuple[float, ...], ...]
-"""A hand-entered matrix, stored as nested tuples so that a config is hashable."""
+def head_choices(d_k: int, d_v: int) -> list[int]:
+    """The valid ``n_heads`` for these widths: the common divisors of d_k and d_v."""
+    return [h for h in range(1, min(d_k, d_v) + 1) if d_k % h == 0 and d_v % h == 0]
 
 
 class ConfigError(ValueError):
@@ -83,35 +89,60 @@ class ConfigError(ValueError):
 # ---------------------------------------------------------------------------
 # Field-level checks, shared by the dataclass and by URL/widget parsing
 # ---------------------------------------------------------------------------
+MAX_SHOWN_CHARS = 60
+"""A bad value is quoted in a message up to this many characters."""
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for a message, cut to `MAX_SHOWN_CHARS` with its length
+    said, so that a 20,000-character sentence does not fill the error box."""
+    text = repr(value) if not isinstance(value, str) or len(value) <= MAX_SHOWN_CHARS \
+        else repr(value[:MAX_SHOWN_CHARS])
+    if isinstance(value, str) and len(value) > MAX_SHOWN_CHARS:
+        return f"{text[:-1]}…{text[-1]} ({len(value):,} characters)"
+    return text if len(text) <= MAX_SHOWN_CHARS + 2 else f"{text[:MAX_SHOWN_CHARS]}…"
+
+
+def _is_bool(value: Any) -> bool:
+    """A Python, numpy or torch boolean (not a number, though ``int(True)`` is 1)."""
+    return isinstance(value, bool) or str(getattr(value, "dtype", "")) in ("bool", "torch.bool")
+
+
 def _int_field(name: str, value: Any, low: int, high: int) -> int:
-    """Return ``value`` as an int in ``[low, high]`` or raise `ConfigError`."""
-    if isinstance(value, bool):
-        raise ConfigError(name, f"{name} must be a whole number (got {value!r})")
+    """Return ``value`` as an int in ``[low, high]`` or raise `ConfigError`.
+
+    Accepts ints, integral floats, numeric text (``"12"``) and numpy / torch
+    scalars. Rejects booleans, fractions, NaN, infinities and text that is not
+    a whole number, always with `ConfigError`, never ``OverflowError``.
+    """
+    whole = f"{name} must be a whole number between {low} and {high} (got {shown(value)})"
+    if _is_bool(value):
+        raise ConfigError(name, whole)
     if isinstance(value, str):
         try:
             value = int(value.strip())
-        except ValueError:
-            raise ConfigError(
-                name, f"{name} must be a whole number between {low} and {high} (got {value!r})"
-            ) from None
-    elif isinstance(value, float):
-        if not value.is_integer():
-            raise ConfigError(name, f"{name} must be a whole number (got {value!r})")
-        value = int(value)
-    elif not isinstance(value, int):
+        except ValueError:  # also digit strings past Python's conversion limit
+            raise ConfigError(name, whole) from None
+    else:
         try:
-            value = int(value)  # numpy / torch integer scalars
-        except (TypeError, ValueError):
-            raise ConfigError(name, f"{name} must be a whole number (got {value!r})") from None
+            value = operator.index(value)  # int, numpy / torch integer scalars
+        except TypeError:
+            try:
+                number = float(value)  # floats, numpy / torch float scalars
+            except (TypeError, ValueError, OverflowError):
+                raise ConfigError(name, whole) from None
+            if not number.is_integer():  # also NaN and ±inf
+                raise ConfigError(name, whole)
+            value = int(number)
     if not low <= value <= high:
-        raise ConfigError(name, f"{name} must be between {low} and {high} (got {value})")
+        raise ConfigError(name, f"{name} must be between {low} and {high} (got {shown(value)})")
     return value
 
 
 def _choice_field(name: str, value: Any, choices: Sequence[str]) -> str:
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         allowed = ", ".join(repr(c) for c in choices)
-        raise ConfigError(name, f"{name} must be one of {allowed} (got {value!r})")
+        raise ConfigError(name, f"{name} must be one of {allowed} (got {shown(value)})")
     return value
 
 
@@ -120,20 +151,23 @@ _BOOL_WORDS = {"true": True, "1": True, "yes": True, "on": True,
 
 
 def _bool_field(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
+    if _is_bool(value) and getattr(value, "ndim", 0) == 0:
+        return bool(value)
     if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
         return _BOOL_WORDS[value.strip().lower()]
-    raise ConfigError(name, f"{name} must be true or false (got {value!r})")
+    raise ConfigError(name, f"{name} must be true or false (got {shown(value)})")
 
 
 def _probability_field(name: str, value: Any) -> float:
+    message = f"{name} must be a number in [0, 1) (got {shown(value)})"
+    if _is_bool(value):
+        raise ConfigError(name, message)
     try:
         p = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(name, f"{name} must be a number in [0, 1) (got {value!r})") from None
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(name, message) from None
     if not 0.0 <= p < 1.0:  # also rejects nan
-        raise ConfigError(name, f"{name} must be a number in [0, 1) (got {value!r})")
+        raise ConfigError(name, message)
     return p
 
 
@@ -160,8 +194,9 @@ def parse_field(name: str, value: Any) -> Any:
 
     ``value`` may be a string, as it arrives from a URL query parameter
     (``"0"``, ``"abc"``, ``"true"``). Raises `ConfigError` naming the field, the
-    allowed range and the value given. Cross-field rules (token count,
-    divisibility by ``n_heads``, matrix shapes) are checked by `AttentionConfig`.
+    allowed range and the value given, for any input at all. Cross-field rules
+    (token count, divisibility by ``n_heads``, matrix shapes, the size of the
+    work) are checked by `AttentionConfig`.
     """
     if name in _INT_LIMITS:
         return _int_field(name, value, *_INT_LIMITS[name])
@@ -179,20 +214,68 @@ def parse_field(name: str, value: Any) -> Any:
                 name, f"sentence must be at most {MAX_SENTENCE_CHARS:,} characters "
                       f"(got {len(value):,})")
         return value
-    raise ConfigError(name, f"unknown setting {name!r}")
+    raise ConfigError(name, f"unknown setting {shown(name)}")
 
 
 def _is_sequence(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
-def _as_matrix(name: str, value: Any, shape: tuple[int, int], row_labels: Sequence[str],
-               col_label: str) -> Matrix:
+class Matrix(tuple):
+    """A validated hand-entered matrix: a tuple of rows, each a tuple of finite
+    floats. Immutable, so a config holding it stays hashable; its hash is
+    computed once (a 512×1024 matrix would otherwise be rehashed on every cache
+    look-up). Only `matrix_field` makes one, so holding a `Matrix` means its
+    cells were checked."""
+
+    _hash: int
+
+    def __hash__(self) -> int:
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash = tuple.__hash__(self)
+            return self._hash
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(rows, columns)``."""
+        return len(self), len(self[0]) if self else 0
+
+
+def matrix_cell(name: str, where: str, cell: Any) -> float:
+    """One hand-entered cell as a float, or `ConfigError` saying ``where`` it is
+    (e.g. ``"embeddings row 1 ('is'), dim 0"``) and what is wrong: empty, not a
+    number, not finite or beyond ±`MAX_ABS_GIVEN`. Used by `AttentionConfig`
+    and by the CSV importer, so both say the same."""
+    if cell is None or (isinstance(cell, str) and not cell.strip()):
+        raise ConfigError(name, f"{where} is empty: type a number")
+    if _is_bool(cell):
+        raise ConfigError(name, f"{where} must be a number (got {shown(cell)})")
+    try:
+        number = float(cell)
+    except (TypeError, ValueError):
+        raise ConfigError(name, f"{where} must be a number (got {shown(cell)})") from None
+    except OverflowError:  # an int too large for a float
+        number = math.inf
+    if not math.isfinite(number):
+        raise ConfigError(name, f"{where} must be a finite number (got {shown(cell)})")
+    if abs(number) > MAX_ABS_GIVEN:
+        raise ConfigError(name, f"{where} must be between {-MAX_ABS_GIVEN:g} and "
+                                f"{MAX_ABS_GIVEN:g} (got {number:g})")
+    return number
+
+
+def matrix_field(name: str, value: Any, shape: tuple[int, int], row_labels: Sequence[str],
+                 col_label: str) -> Matrix:
     """Convert a nested sequence / array / tensor to a `Matrix` of finite floats.
 
     Raises `ConfigError` if the shape is not ``shape`` or a cell is empty,
-    non-numeric, NaN or infinite; the message names the cell.
+    non-numeric, NaN or infinite; the message names the cell. A `Matrix` of the
+    right shape is returned as it is: it was checked when it was made.
     """
+    if isinstance(value, Matrix) and value.shape == shape:
+        return value
     if value is None:
         raise ConfigError(name, f"{name} is required when it is 'given' (shape {shape[0]}×{shape[1]})")
     if hasattr(value, "tolist"):
@@ -208,26 +291,12 @@ def _as_matrix(name: str, value: Any, shape: tuple[int, int], row_labels: Sequen
         row = list(row)
         if len(row) != shape[1]:
             raise ConfigError(
-                name, f"{name} row {i} ({row_labels[i]!r}) must have {shape[1]} columns "
+                name, f"{name} row {i} ({shown(row_labels[i])}) must have {shape[1]} columns "
                       f"(got {len(row)})")
-        cells = []
-        for j, cell in enumerate(row):
-            where = f"{name} row {i} ({row_labels[i]!r}), {col_label} {j}"
-            if cell is None or (isinstance(cell, str) and not cell.strip()):
-                raise ConfigError(name, f"{where} is empty: type a number")
-            try:
-                number = float(cell)
-            except (TypeError, ValueError):
-                raise ConfigError(name, f"{where} must be a number (got {cell!r})") from None
-            if not math.isfinite(number):
-                raise ConfigError(name, f"{where} must be a finite number (got {cell!r})")
-            if abs(number) > MAX_ABS_GIVEN:
-                raise ConfigError(
-                    name, f"{where} must be between {-MAX_ABS_GIVEN:g} and {MAX_ABS_GIVEN:g} "
-                          f"(got {number:g})")
-            cells.append(number)
-        out.append(tuple(cells))
-    return tuple(out)
+        out.append(tuple(matrix_cell(name, f"{name} row {i} ({shown(row_labels[i])}), "
+                                           f"{col_label} {j}", cell)
+                         for j, cell in enumerate(row)))
+    return Matrix(out)
 
 
 # ---------------------------------------------------------------------------
@@ -309,11 +378,18 @@ class AttentionConfig:
             raise ConfigError(
                 "sentence", f"sentence must have between {MIN_TOKENS} and {MAX_TOKENS} tokens "
                             f"(got {len(tokens)})")
-        for dim in ("d_k", "d_v"):
-            if getattr(self, dim) % self.n_heads:
-                raise ConfigError(
-                    "n_heads", f"{dim}={getattr(self, dim)} is not divisible by "
-                               f"n_heads={self.n_heads}")
+        if self.d_k % self.n_heads or self.d_v % self.n_heads:
+            raise ConfigError(
+                "n_heads", f"n_heads must divide both d_k={self.d_k} and d_v={self.d_v}; "
+                           f"choose one of {', '.join(map(str, head_choices(self.d_k, self.d_v)))} "
+                           f"(got {self.n_heads})")
+        if self.n_heads * len(tokens) ** 2 > MAX_ATTENTION_CELLS:
+            most = max(1, MAX_ATTENTION_CELLS // len(tokens) ** 2)
+            raise ConfigError(
+                "n_heads", f"n_heads × n_tokens² must be at most {MAX_ATTENTION_CELLS:,} "
+                           f"(got {self.n_heads} × {len(tokens)}² = "
+                           f"{self.n_heads * len(tokens) ** 2:,}); with {len(tokens)} tokens "
+                           f"use at most {most} heads")
         if self.embedding == "table":
             n_vocab = len(build_vocab(tokens))
             if not n_vocab <= self.vocab_size <= MAX_VOCAB_SIZE:
@@ -332,12 +408,12 @@ class AttentionConfig:
 
         dims = [str(c) for c in range(max(self.d_in, 1))]
         if self.embedding == "given":
-            set_("embeddings", _as_matrix("embeddings", self.embeddings,
+            set_("embeddings", matrix_field("embeddings", self.embeddings,
                                           (len(tokens), self.d_in), tokens, "dim"))
         if self.weight_init == "given":
             for name, d_out in (("W_query", self.d_k), ("W_key", self.d_k),
                                 ("W_value", self.d_v)):
-                set_(name, _as_matrix(name, getattr(self, name), (self.d_in, d_out),
+                set_(name, matrix_field(name, getattr(self, name), (self.d_in, d_out),
                                       dims, "column"))
 
     @property

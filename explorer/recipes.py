@@ -14,24 +14,48 @@ import math
 import torch
 from torch import Tensor
 
+from explorer.config import MAX_TOKENS
+
 
 def seeded_generator(seed: int) -> torch.Generator:
     """A fresh CPU generator, ``torch.Generator().manual_seed(seed)``."""
     return torch.Generator().manual_seed(seed)
 
 
-def embedding_table(seed: int, vocab_size: int, d_in: int) -> tuple[Tensor, Tensor]:
-    """The weight of ``nn.Embedding(vocab_size, d_in)`` after ``torch.manual_seed(seed)``.
+TABLE_CHUNK = 1 << 20
+"""Table values drawn at a time (4 MiB of float32); a multiple of 16."""
 
-    Returns ``(table, rng_state)``: the table, shape ``(vocab_size, d_in)``, drawn
-    N(0, 1) as ``nn.Embedding`` does, and the generator state after the draw, so the
-    weights can be drawn next without drawing the table again. Costs
-    O(vocab_size * d_in); the app caches it per ``(seed, vocab_size, d_in)``.
+
+def embedding_table(seed: int, vocab_size: int, d_in: int,
+                    n_rows: int | None = None) -> tuple[Tensor, Tensor]:
+    """The first rows of ``nn.Embedding(vocab_size, d_in)``'s weight after
+    ``torch.manual_seed(seed)``, and the generator state after the whole table.
+
+    Returns ``(rows, rng_state)``: ``rows`` has shape ``(n_rows, d_in)``, drawn
+    N(0, 1) as ``nn.Embedding`` does; ``n_rows`` defaults to
+    ``min(vocab_size, MAX_TOKENS)``, all a sentence can use, since token ids
+    index the sorted vocabulary of at most `MAX_TOKENS` distinct tokens. The
+    state lets the weights be drawn next without drawing the table again.
     Reproduces ``002_8c91a21803773e04.txt`` cell 7.
+
+    The table is drawn in chunks of `TABLE_CHUNK` values and only the rows kept,
+    so memory is O(n_rows · d_in) while time stays O(vocab_size · d_in). The
+    numbers are exactly those of one ``torch.randn(vocab_size, d_in)``: the CPU
+    kernel fills blocks of 16 values and redraws the last 16 of a tensor whose
+    size is not a multiple of 16, and chunks of a multiple of 16, ending in one
+    of at least 16 values, do the same (``tests/test_backend.py`` checks it).
     """
+    n_rows = min(vocab_size, MAX_TOKENS) if n_rows is None else n_rows
     rng = seeded_generator(seed)
-    table = torch.randn(vocab_size, d_in, generator=rng)  # (vocab_size, d_in)
-    return table, rng.get_state()
+    total, keep = vocab_size * d_in, n_rows * d_in
+    kept, drawn = [], 0
+    while drawn < total:
+        size = total - drawn if total - drawn < TABLE_CHUNK + 16 else TABLE_CHUNK
+        chunk = torch.randn(size, generator=rng)
+        if drawn < keep:
+            kept.append(chunk[: keep - drawn].clone())
+        drawn += size
+    return torch.cat(kept).view(n_rows, d_in), rng.get_state()
 
 
 def uniform_embeddings(n_tokens: int, d_in: int, rng: torch.Generator) -> Tensor:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from collections.abc import Iterator, Mapping
 from typing import Callable
 
@@ -16,7 +17,8 @@ from explorer.config import AttentionConfig
 from explorer.tokenizer import token_ids as ids_of
 
 EmbeddingTable = Callable[[int, int, int], tuple[Tensor, Tensor]]
-"""``(seed, vocab_size, d_in) -> (table, rng_state_after)``, see `recipes.embedding_table`."""
+"""``(seed, vocab_size, d_in) -> (first rows of the table, rng_state_after)``,
+see `recipes.embedding_table`."""
 
 
 class Trace(Mapping):
@@ -52,16 +54,58 @@ class Trace(Mapping):
     def n_tokens(self) -> int:
         return len(self.tokens)
 
-    def to_json(self) -> str:
-        """Every step as nested lists, with the tokens and the config, as JSON.
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the step tensors (what a cache of traces pays)."""
+        return sum(t.element_size() * t.nelement() for t in self._steps.values())
 
-        Masked scores hold -inf and an overflowed naive softmax NaN; they are
-        written as ``-Infinity`` / ``NaN``, which Python's ``json`` reads back.
+    def to_json(self) -> str:
+        """Every step as nested lists, with the tokens and the config, as strict JSON.
+
+        RFC 8259 JSON has no infinities or NaN, so a masked score (−∞) is written
+        as the string ``"-Infinity"`` and an overflowed naive softmax (NaN) as
+        ``"NaN"`` (``"Infinity"`` for +∞): every parser accepts them, and
+        ``float(s)`` in Python or ``Number(s)`` in JavaScript reads them back.
+        `read_json` returns the steps as tensors. Finite values keep float32's
+        precision (they read back to 1e-6 and better).
         """
-        config = {k: v for k, v in dataclasses.asdict(self.config).items()
-                  if v is not None}
-        return json.dumps({"tokens": self.tokens, "config": config,
-                           "steps": {name: t.tolist() for name, t in self._steps.items()}})
+        config = {k: v for k, v in dataclasses.asdict(self.config).items() if v is not None}
+        return json.dumps({"tokens": self.tokens, "config": _json_safe(config),
+                           "steps": {name: _json_safe(t.tolist())
+                                     for name, t in self._steps.items()}},
+                          allow_nan=False)
+
+
+_NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
+
+
+def _json_safe(value):
+    """``value`` with every non-finite float replaced by its JSON string."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else _NON_FINITE[value]
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def read_json(text: str) -> dict[str, Tensor]:
+    """The steps of a `Trace.to_json` document as tensors: booleans (masks) as
+    bool, token ids as int64, everything else float32, with ``"-Infinity"``,
+    ``"Infinity"`` and ``"NaN"`` read back as those floats."""
+    def numbers(value):
+        if isinstance(value, list):
+            return [numbers(v) for v in value]
+        return float(value) if isinstance(value, str) else value
+
+    steps = json.loads(text)["steps"]
+    out = {}
+    for name, value in steps.items():
+        dtype = (torch.long if name == "token_ids" else
+                 torch.bool if name == "causal_mask" else torch.float32)
+        out[name] = torch.tensor(numbers(value), dtype=dtype)
+    return out
 
 
 def _given(matrix) -> Tensor:

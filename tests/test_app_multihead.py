@@ -61,8 +61,8 @@ def test_causal_weights_are_zero_above_the_diagonal_on_the_page():
 
 
 @pytest.mark.parametrize("query, message", [
-    ({"d_k": "5", "n_heads": "2"}, "d_k=5 is not divisible by n_heads=2"),
-    ({"d_v": "3", "n_heads": "2"}, "d_v=3 is not divisible by n_heads=2"),
+    ({"d_k": "5", "n_heads": "2"}, "n_heads must divide both d_k=5 and d_v=4; choose one of 1 (got 2)"),
+    ({"d_v": "3", "n_heads": "2"}, "n_heads must divide both d_k=2 and d_v=3; choose one of 1 (got 2)"),
     ({"n_heads": "0"}, "n_heads must be between 1 and 1024 (got 0)"),
     ({"dropout": "1.5"}, "dropout must be a number in [0, 1) (got '1.5')"),
     ({"dropout_seed": "abc"}, "dropout_seed must be a whole number"),

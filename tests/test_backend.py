@@ -17,8 +17,9 @@ import pytest
 import torch
 from torch import nn
 
-from explorer import STEPS, AttentionConfig, ConfigError, compute_trace
+from explorer import STEPS, AttentionConfig, ConfigError, compute_trace, recipes
 from explorer.tokenizer import build_vocab, token_ids, tokenize
+from explorer.trace import read_json
 
 SENTENCE = "Life is short, eat dessert first"
 TOKENS = ["Life", "is", "short", "eat", "dessert", "first"]
@@ -137,9 +138,9 @@ BAD_CONFIGS = [
     pytest.param(dict(normalization="max"), "normalization",
                  ["normalization", "'softmax'", "'naive_softmax'", "'sum'", "'max'"],
                  id="unknown-normalization"),
-    pytest.param(dict(n_heads=2, d_k=5), "n_heads", ["d_k=5 is not divisible by n_heads=2"],
+    pytest.param(dict(n_heads=2, d_k=5), "n_heads", ["n_heads must divide both d_k=5 and d_v=4; choose one of 1 (got 2)"],
                  id="d_k-not-divisible"),
-    pytest.param(dict(n_heads=3, d_k=3, d_v=4), "n_heads", ["d_v=4 is not divisible by n_heads=3"],
+    pytest.param(dict(n_heads=3, d_k=3, d_v=4), "n_heads", ["n_heads must divide both d_k=3 and d_v=4; choose one of 1 (got 3)"],
                  id="d_v-not-divisible"),
     pytest.param(dict(dropout=1.0), "dropout", ["dropout", "[0, 1)", "1.0"], id="dropout=1"),
     pytest.param(dict(dropout=-0.1), "dropout", ["dropout", "[0, 1)", "-0.1"], id="dropout<0"),
@@ -246,6 +247,26 @@ def test_default_reproduces_embedding_table_then_randn_weights():
     assert torch.equal(trace["W_query"], w_query)
     assert torch.equal(trace["W_key"], w_key)
     assert torch.equal(trace["W_value"], w_value)
+
+
+@pytest.mark.parametrize("vocab_size, d_in, chunk", [
+    (50_000, 3, recipes.TABLE_CHUNK), (1, 1, 16), (1, 15, 16), (1, 17, 16), (5, 3, 16),
+    (33, 17, 16), (33, 17, 32), (4096, 256, recipes.TABLE_CHUNK), (4097, 256, recipes.TABLE_CHUNK),
+    (700, 3, 1024),
+])
+def test_table_drawn_in_chunks_equals_one_nn_embedding(monkeypatch, vocab_size, d_in, chunk):
+    # 002_8c91a21803773e04.txt, cell 7: nn.Embedding(vocab_size, d_in) after torch.manual_seed,
+    # then randn draws from the same stream. Chunk sizes cross the 16-value blocks and
+    # the final redraw of a tensor whose size is not a multiple of 16.
+    monkeypatch.setattr(recipes, "TABLE_CHUNK", chunk)
+    rows, state = recipes.embedding_table(7, vocab_size, d_in)
+    with torch.random.fork_rng():
+        torch.manual_seed(7)
+        table = nn.Embedding(vocab_size, d_in).weight.detach()
+        after = torch.randn(5)
+    assert rows.shape == (min(vocab_size, 512), d_in)
+    assert torch.equal(rows, table[: rows.shape[0]])
+    assert torch.equal(torch.randn(5, generator=torch.Generator().set_state(state)), after)
 
 
 def test_uniform_embeddings_are_torch_rand():
@@ -549,13 +570,35 @@ def test_compute_modules_import_no_ui_libraries():
     assert result.returncode == 0, result.stderr
 
 
-def test_trace_exports_every_step_as_json():
+def _strict_json(text: str):
+    """Parse as RFC 8259 JSON: Python's json would otherwise accept NaN and Infinity."""
     import json
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_trace_exports_every_step_as_strict_json():
     trace = compute_trace(AttentionConfig(causal=True, d_in=4))
-    exported = json.loads(trace.to_json())
+    exported = _strict_json(trace.to_json())
     assert exported["tokens"] == trace.tokens
     assert exported["config"]["d_in"] == 4 and exported["config"]["causal"] is True
     assert list(exported["steps"]) == list(trace)
-    for name, values in exported["steps"].items():
-        torch.testing.assert_close(torch.tensor(values, dtype=trace[name].dtype), trace[name])
-    assert math.isinf(exported["steps"]["masked_scores"][0][1])
+    assert exported["steps"]["masked_scores"][0][1] == "-Infinity"  # the causal mask
+    back = read_json(trace.to_json())
+    for name in trace:
+        assert back[name].dtype == trace[name].dtype, name
+        torch.testing.assert_close(back[name], trace[name], rtol=0, atol=1e-6)
+
+
+def test_overflowed_naive_softmax_is_strict_json_and_reads_back_as_nan():
+    # Scores of 30,000: exp overflows float32, inf / inf = NaN (seed 001's naive softmax).
+    config = AttentionConfig(embedding="given", embeddings=[[100.0] * 3] * 6,
+                             normalization="naive_softmax")
+    trace = compute_trace(config)
+    assert trace["attn_weights"].isnan().all()
+    exported = _strict_json(trace.to_json())
+    assert exported["steps"]["attn_weights"][0][0] == "NaN"
+    assert exported["config"]["embeddings"][0] == [100.0, 100.0, 100.0]
+    assert read_json(trace.to_json())["attn_weights"].isnan().all()

@@ -179,7 +179,7 @@ def test_multi_head_page_switches_heads_and_reports_bad_n_heads(fresh_server, pa
     n_heads.press("Enter")
     settle(page)
     expect(page.get_by_test_id("stAlertContentError")).to_contain_text(
-        "d_k=4 is not divisible by n_heads=3")
+        "n_heads must divide both d_k=4 and d_v=4; choose one of 1, 2, 4 (got 3)")
     expect(page.get_by_test_id("stException")).to_have_count(0)
 
 

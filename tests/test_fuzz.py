@@ -1,0 +1,57 @@
+"""Fuzzing in `make test`: the backend with 2,000 hostile configs (see `tests.fuzzing`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from explorer import AttentionConfig, ConfigError
+from explorer.config import MAX_SHOWN_CHARS
+from tests.fuzzing import BUILT, CLEAN_ERROR, CRASH, NAN_UNDOCUMENTED, classify, fuzz_backend
+
+BACKEND_EXAMPLES = 2_000
+
+
+def test_backend_fuzz_raises_only_config_errors_and_no_unexplained_nan():
+    counts, problems = fuzz_backend(BACKEND_EXAMPLES)
+    assert problems == []
+    assert counts[CRASH] == 0 and counts[NAN_UNDOCUMENTED] == 0
+    # The strategy reaches both outcomes: otherwise it would test nothing.
+    assert counts[BUILT] > 100 and counts[CLEAN_ERROR] > 100
+    assert sum(counts.values()) >= BACKEND_EXAMPLES
+
+
+@pytest.mark.parametrize("field, value", [
+    ("d_v", float("inf")), ("d_k", np.float32("inf")), ("d_in", -math.inf), ("seed", 1e309),
+    ("vocab_size", 10**400), ("n_heads", np.float64("nan")), ("d_in", True),
+    ("d_in", np.bool_(True)), ("dropout", 10**400), ("dropout", True), ("seed", "9" * 5000),
+    ("embedding", np.array(["table"])), ("scale", "maybe"), ("causal", torch.tensor([1, 0])),
+])
+def test_every_bad_field_is_a_config_error(field, value):
+    # Findings of the hosted-demo probe: these raised OverflowError or TypeError.
+    with pytest.raises(ConfigError) as info:
+        AttentionConfig(**{field: value})
+    assert info.value.field == field
+    assert len(str(info.value)) < 2 * MAX_SHOWN_CHARS + 120  # the value is shortened
+
+
+def test_numpy_and_torch_scalars_are_accepted_as_numbers():
+    config = AttentionConfig(d_in=np.int64(5), seed=torch.tensor(7), scale=np.bool_(False),
+                             dropout=np.float32(0.25), d_k=np.float64(4.0))
+    assert (config.d_in, config.seed, config.scale, config.d_k) == (5, 7, False, 4)
+    assert type(config.d_in) is int and type(config.scale) is bool
+
+
+def test_huge_integer_in_a_given_matrix_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"embeddings row 0 \('Life'\), dim 0 must be a finite"):
+        AttentionConfig(embedding="given", embeddings=[[10**400, 1, 2]] + [[0, 0, 0]] * 5)
+
+
+def test_classify_tells_a_crash_from_a_clean_error():
+    # The fuzz counts are only as good as this: a non-ConfigError must count as a crash.
+    assert classify({"d_in": 0}).kind == CLEAN_ERROR
+    assert classify({}).kind == BUILT
+    assert classify({"nonexistent_field": 1}).kind == CRASH  # TypeError from the dataclass
