@@ -9,10 +9,13 @@ or a notebook call.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import operator
 from dataclasses import dataclass, field
 from typing import Any, Sequence
+
+import torch
 
 from explorer.tokenizer import build_vocab, tokenize
 
@@ -221,26 +224,68 @@ def _is_sequence(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
 
-class Matrix(tuple):
-    """A validated hand-entered matrix: a tuple of rows, each a tuple of finite
-    floats. Immutable, so a config holding it stays hashable; its hash is
-    computed once (a 512×1024 matrix would otherwise be rehashed on every cache
-    look-up). Only `matrix_field` makes one, so holding a `Matrix` means its
-    cells were checked."""
+class Matrix(Sequence):
+    """A validated hand-entered matrix, held as a read-only float32 tensor.
 
-    _hash: int
+    float32 is what the trace computes with, so a config holds exactly the
+    numbers it draws. A `Matrix` is immutable, compares by value, hashes once
+    (a 512×1024 matrix is not rehashed on every cache look-up) and costs 4
+    bytes a cell, not a Python float's 32. It reads like a list of rows:
+    ``len``, indexing, iteration and ``tolist()`` give floats. Only
+    `matrix_field` makes one, so holding a `Matrix` means its cells were checked.
+    """
 
-    def __hash__(self) -> int:
-        try:
-            return self._hash
-        except AttributeError:
-            self._hash = tuple.__hash__(self)
-            return self._hash
+    __slots__ = ("_values", "_hash")
+
+    def __init__(self, values: torch.Tensor):
+        self._values = values.to(torch.float32).contiguous()
+        self._hash: int | None = None
 
     @property
     def shape(self) -> tuple[int, int]:
         """``(rows, columns)``."""
-        return len(self), len(self[0]) if self else 0
+        return tuple(self._values.shape)
+
+    def tensor(self) -> torch.Tensor:
+        """A fresh float32 copy, shape ``(rows, columns)``."""
+        return self._values.clone()
+
+    def tolist(self) -> list[list[float]]:
+        return self._values.tolist()
+
+    def __len__(self) -> int:
+        return self._values.shape[0]
+
+    def __getitem__(self, index):
+        rows = self._values[index].tolist()
+        return tuple(rows) if isinstance(index, int) else tuple(tuple(r) for r in rows)
+
+    def __iter__(self):
+        return (tuple(row) for row in self._values.tolist())
+
+    def __array__(self, dtype=None, copy=None):
+        array = self._values.numpy()
+        return array.astype(dtype) if dtype is not None else array.copy()
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, Matrix):
+            return self.shape == other.shape and torch.equal(self._values, other._values)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            digest = hashlib.blake2b(self._values.numpy().tobytes(), digest_size=16).digest()
+            self._hash = hash((self.shape, digest))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Matrix({self.shape[0]}×{self.shape[1]})"
+
+    def __deepcopy__(self, memo) -> "Matrix":
+        return self  # immutable (dataclasses.asdict deep-copies fields)
+
+    def __reduce__(self):
+        return Matrix, (self._values,)
 
 
 def matrix_cell(name: str, where: str, cell: Any) -> float:
@@ -250,8 +295,6 @@ def matrix_cell(name: str, where: str, cell: Any) -> float:
     and by the CSV importer, so both say the same."""
     if cell is None or (isinstance(cell, str) and not cell.strip()):
         raise ConfigError(name, f"{where} is empty: type a number")
-    if _is_bool(cell):
-        raise ConfigError(name, f"{where} must be a number (got {shown(cell)})")
     try:
         number = float(cell)
     except (TypeError, ValueError):
@@ -278,6 +321,10 @@ def matrix_field(name: str, value: Any, shape: tuple[int, int], row_labels: Sequ
         return value
     if value is None:
         raise ConfigError(name, f"{name} is required when it is 'given' (shape {shape[0]}×{shape[1]})")
+    fast = _as_float_tensor(value)
+    if fast is not None and tuple(fast.shape) == shape and bool(torch.isfinite(fast).all()) \
+            and (fast.numel() == 0 or float(fast.abs().max()) <= MAX_ABS_GIVEN):
+        return Matrix(fast)
     if hasattr(value, "tolist"):
         value = value.tolist()
     if not _is_sequence(value) or not all(_is_sequence(row) for row in value):
@@ -293,10 +340,23 @@ def matrix_field(name: str, value: Any, shape: tuple[int, int], row_labels: Sequ
             raise ConfigError(
                 name, f"{name} row {i} ({shown(row_labels[i])}) must have {shape[1]} columns "
                       f"(got {len(row)})")
-        out.append(tuple(matrix_cell(name, f"{name} row {i} ({shown(row_labels[i])}), "
-                                           f"{col_label} {j}", cell)
-                         for j, cell in enumerate(row)))
-    return Matrix(out)
+        out.append([matrix_cell(name, f"{name} row {i} ({shown(row_labels[i])}), "
+                                      f"{col_label} {j}", cell)
+                    for j, cell in enumerate(row)])
+    return Matrix(torch.tensor(out, dtype=torch.float64).reshape(shape))
+
+
+def _as_float_tensor(value: Any) -> torch.Tensor | None:
+    """``value`` as a float64 tensor if it converts cleanly (a tensor, an array,
+    rows of numbers), else None, and the cell-by-cell check finds what is wrong."""
+    try:
+        tensor = torch.as_tensor(value)  # tensors and arrays without a copy
+        if tensor.is_complex():
+            return None
+        tensor = tensor.to(torch.float64)
+    except Exception:  # noqa: BLE001 - any failure means "check it cell by cell"
+        return None
+    return tensor if tensor.dim() == 2 else None
 
 
 # ---------------------------------------------------------------------------

@@ -167,9 +167,8 @@ def frozen(trace: Trace, positions: bool = False) -> AttentionConfig:
     if positions:
         x = x + sinusoidal_positions(*x.shape)
     return trace.config.replace(
-        embedding="given", embeddings=x.tolist(), weight_init="given",
-        W_query=trace["W_query"].tolist(), W_key=trace["W_key"].tolist(),
-        W_value=trace["W_value"].tolist())
+        embedding="given", embeddings=x, weight_init="given",
+        W_query=trace["W_query"], W_key=trace["W_key"], W_value=trace["W_value"])
 
 
 def permuted(trace: Trace, order: list[int], positions: bool = False) -> AttentionConfig:
@@ -180,7 +179,7 @@ def permuted(trace: Trace, order: list[int], positions: bool = False) -> Attenti
     if positions:
         x = x + sinusoidal_positions(*x.shape)
     base = frozen(trace)
-    return base.replace(sentence=" ".join(trace.tokens[i] for i in order), embeddings=x.tolist())
+    return base.replace(sentence=" ".join(trace.tokens[i] for i in order), embeddings=x)
 
 
 def difference(a: Trace, b: Trace, name: str) -> Tensor:

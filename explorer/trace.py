@@ -83,6 +83,8 @@ def _json_safe(value):
     """``value`` with every non-finite float replaced by its JSON string."""
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else _NON_FINITE[value]
+    if hasattr(value, "tolist"):  # a hand-entered Matrix
+        return _json_safe(value.tolist())
     if isinstance(value, dict):
         return {k: _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -109,7 +111,8 @@ def read_json(text: str) -> dict[str, Tensor]:
 
 
 def _given(matrix) -> Tensor:
-    return torch.tensor(matrix, dtype=torch.float32)
+    """A hand-entered `explorer.config.Matrix` as a fresh float32 tensor."""
+    return matrix.tensor()
 
 
 def compute_trace(config: AttentionConfig,

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from explorer import STEPS, AttentionConfig, ConfigError, compute_trace, recipes
+from explorer.config import Matrix
 from explorer.tokenizer import build_vocab, token_ids, tokenize
 from explorer.trace import read_json
 
@@ -602,3 +603,24 @@ def test_overflowed_naive_softmax_is_strict_json_and_reads_back_as_nan():
     assert exported["steps"]["attn_weights"][0][0] == "NaN"
     assert exported["config"]["embeddings"][0] == [100.0, 100.0, 100.0]
     assert read_json(trace.to_json())["attn_weights"].isnan().all()
+
+
+def test_a_given_matrix_is_kept_as_float32_and_never_checked_twice():
+    rows = [[0.43, 0.15, 0.89]] * 6
+    config = AttentionConfig(embedding="given", embeddings=rows)
+    assert isinstance(config.embeddings, Matrix) and config.embeddings.shape == (6, 3)
+    # Lists, tensors and arrays of the same numbers make equal configs with equal hashes.
+    from_tensor = AttentionConfig(embedding="given", embeddings=torch.tensor(rows))
+    assert from_tensor == config and hash(from_tensor) == hash(config)
+    assert config.embeddings[0] == tuple(torch.tensor(rows[0]).tolist())  # float32 values
+    # A changed copy shares the checked matrix instead of validating it again.
+    assert config.replace(seed=1).embeddings is config.embeddings
+    assert AttentionConfig(embedding="given", embeddings=[[0.43, 0.15, 0.5]] * 6) != config
+
+
+def test_a_big_given_config_costs_float32_bytes_not_python_floats():
+    x = torch.rand(512, 1024)
+    config = AttentionConfig(sentence=" ".join(f"w{i}" for i in range(512)), d_in=1024,
+                             embedding="given", embeddings=x)
+    assert torch.equal(config.embeddings.tensor(), x)
+    assert config.embeddings.tensor().element_size() == 4
