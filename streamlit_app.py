@@ -2,9 +2,10 @@
 
 import streamlit as st
 
+from explorer.ui.cache import cached_trace
 from explorer.ui.navigation import HOME_PAGE
 from explorer.ui.presets import gallery
-from explorer.ui.render import cached_trace, page_header, token_table
+from explorer.ui.render import page_header, token_table
 from explorer.ui.sidebar import settings
 
 page_header(

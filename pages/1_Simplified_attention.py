@@ -5,8 +5,9 @@ import streamlit as st
 from explorer import figures
 from explorer.presets import SIMPLIFIED_PAGE
 from explorer.tokenizer import token_labels
+from explorer.ui.cache import cached_trace
 from explorer.ui.lessons import normalization_comparison, softmax_overflow
-from explorer.ui.render import (cached_trace, number_table, page_header, query_picker,
+from explorer.ui.render import (number_table, page_header, query_picker,
                                 step_charts, visible_steps)
 from explorer.ui.sidebar import settings
 

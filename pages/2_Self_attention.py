@@ -1,8 +1,9 @@
 """Self-attention with trainable weights (seeds 002 and 004)."""
 
 from explorer.presets import SELF_ATTENTION_PAGE
+from explorer.ui.cache import cached_trace
 from explorer.ui.lessons import softmax_overflow
-from explorer.ui.render import cached_trace, page_header, query_picker, step_charts, visible_steps
+from explorer.ui.render import page_header, query_picker, step_charts, visible_steps
 from explorer.ui.sidebar import settings
 
 page_header(

@@ -4,10 +4,11 @@ import streamlit as st
 
 from explorer.presets import MULTI_HEAD_PAGE
 from explorer.steps import stages
+from explorer.ui.cache import cached_trace
 from explorer.ui.controls import MULTI_HEAD
 from explorer.ui.multihead import (causal_second_route, dropout_note, head_picker, head_split,
                                    heads_grid, verification)
-from explorer.ui.render import cached_trace, page_header, query_picker, step_charts, visible_steps
+from explorer.ui.render import page_header, query_picker, step_charts, visible_steps
 from explorer.ui.sidebar import settings
 
 page_header(

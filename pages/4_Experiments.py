@@ -4,7 +4,8 @@ import streamlit as st
 
 from explorer.presets import EXPERIMENTS_PAGE
 from explorer.ui import experiments
-from explorer.ui.render import cached_trace, page_header
+from explorer.ui.cache import cached_trace
+from explorer.ui.render import page_header
 from explorer.ui.sidebar import settings
 
 page_header(

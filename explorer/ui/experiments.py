@@ -10,7 +10,8 @@ from explorer import figures
 from explorer.config import OPTION_HELP, AttentionConfig, ConfigError
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
-from explorer.ui.render import cached_trace, number_table
+from explorer.ui.cache import cached_trace
+from explorer.ui.render import number_table
 from explorer.ui.text import plain
 
 CHART = {"config": {"displaylogo": False}}

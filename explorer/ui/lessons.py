@@ -9,7 +9,8 @@ import torch
 from explorer import figures
 from explorer.config import OPTION_HELP, AttentionConfig
 from explorer.trace import Trace
-from explorer.ui.render import cached_trace, number_table
+from explorer.ui.cache import cached_trace
+from explorer.ui.render import number_table
 
 
 def normalization_comparison(config: AttentionConfig, query: int) -> None:

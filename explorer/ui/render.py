@@ -8,33 +8,13 @@ from typing import Callable
 
 import streamlit as st
 
-from explorer import explain, figures, recipes
-from explorer.config import AttentionConfig
+from explorer import explain, figures
 from explorer.steps import STEPS, TOKENS, Step, layout_rows
 from explorer.tokenizer import token_labels
-from explorer.trace import Trace, compute_trace
+from explorer.trace import Trace
 from explorer.ui.text import plain
 
 QUERY_KEY = "query"  # the page's query-token picker: widget key and URL parameter
-
-TABLE_CACHE_ENTRIES = 4
-"""Embedding tables kept per server: each is up to 64 Mi floats (256 MiB)."""
-TRACE_CACHE_ENTRIES = 64
-
-
-@st.cache_resource(max_entries=TABLE_CACHE_ENTRIES, show_spinner="Drawing the embedding table…")
-def cached_embedding_table(seed: int, vocab_size: int, d_in: int):
-    """`recipes.embedding_table`, cached per (seed, vocab_size, d_in) so that
-    editing the sentence does not redraw the table. A shared resource, not
-    copied per call: the trace only reads (indexes) it."""
-    return recipes.embedding_table(seed, vocab_size, d_in)
-
-
-@st.cache_data(max_entries=TRACE_CACHE_ENTRIES, show_spinner=False)
-def cached_trace(config: AttentionConfig) -> Trace:
-    """`compute_trace` with the cached embedding table, memoised per config."""
-    return compute_trace(config, embedding_table=cached_embedding_table)
-
 
 def visible_steps(trace: Trace, keep: Callable[[Step], bool] = lambda step: True) -> list[str]:
     """The trace's heatmap steps, in pipeline order, that ``keep`` accepts."""

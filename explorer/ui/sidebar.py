@@ -10,9 +10,9 @@ import streamlit as st
 from explorer.config import GIVEN_MATRICES, AttentionConfig, ConfigError
 from explorer.tokenizer import tokenize
 from explorer.ui import matrices, presets
+from explorer.ui.cache import cached_trace
 from explorer.ui.controls import ADVANCED, BASIC, MULTI_HEAD, Control
 from explorer.ui.navigation import follow_requested_switch, page_menu
-from explorer.ui.render import cached_trace
 from explorer.ui.text import plain
 
 SIMPLIFIED = {"weight_init": "identity", "scale": False}

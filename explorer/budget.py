@@ -1,0 +1,110 @@
+"""The server's memory budget, in one place.
+
+A hosted demo gets about 1 GB of memory, and one visitor must not be able to
+use it up. ``EXPLORER_MEMORY_BUDGET_MB`` (default 1024) is the resident memory
+the whole server may use; every other figure here is a share of it:
+
+- `TRACE_CACHE_BYTES`: finished traces kept for reuse across sessions;
+- `TABLE_CACHE_BYTES`: embedding-table rows kept per (seed, vocab_size, d_in);
+- `WORK_BYTES`: tensors being computed at the same time, across all sessions;
+  a trace that alone needs more is refused with a message, and concurrent
+  ones wait their turn.
+
+The rest is the baseline of Python, torch, Streamlit and the charts being
+sent. The byte counts are exact for tensors (`trace_bytes`), so a cache never
+holds more than its share, whatever visitors ask for.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from explorer.config import AttentionConfig, ConfigError
+
+MIB = 2**20
+MEMORY_BUDGET_BYTES = int(float(os.environ.get("EXPLORER_MEMORY_BUDGET_MB", "1024")) * MIB)
+"""The whole server's resident-memory budget, ``EXPLORER_MEMORY_BUDGET_MB`` (default 1024)."""
+
+TRACE_CACHE_BYTES = MEMORY_BUDGET_BYTES * 15 // 100
+TABLE_CACHE_BYTES = MEMORY_BUDGET_BYTES * 3 // 100
+WORK_BYTES = MEMORY_BUDGET_BYTES * 25 // 100
+WORK_FACTOR = 1.5
+"""A trace's peak while being computed, as a multiple of its finished size
+(softmax's exponentials and the like exist for a moment)."""
+WAIT_SECONDS = 30.0
+
+
+class BudgetError(ConfigError):
+    """A request this server cannot serve within its memory budget. The message
+    says how much it needs and how much the server allows."""
+
+    def __init__(self, message: str):
+        super().__init__("budget", message)
+
+
+def trace_bytes(config: AttentionConfig) -> int:
+    """The bytes `explorer.trace.compute_trace` will hold for ``config``, exactly.
+
+    Per step (n tokens, h heads; float32 = 4 bytes, ids 8, the causal mask 1):
+    X (n, d_in); W_query, W_key (d_in, d_k); W_value (d_in, d_v); Q, K (n, d_k);
+    V (n, d_v); scores, scaled scores and weights (h, n, n), plus the masked
+    scores when causal and the dropout mask and dropped weights with dropout;
+    the context (n, d_v); out_proj's W (d_v, d_v), b (d_v) and output (n, d_v).
+    """
+    c = config
+    n, h = len(c.tokens), c.n_heads
+    per_head_steps = 3 + (1 if c.causal else 0) + (2 if c.dropout > 0 else 0)
+    elements = (n * c.d_in + 2 * c.d_in * c.d_k + c.d_in * c.d_v
+                + 2 * n * c.d_k + n * c.d_v + per_head_steps * h * n * n + n * c.d_v)
+    if c.has_out_proj:
+        elements += c.d_v * c.d_v + c.d_v + n * c.d_v
+    return 4 * elements + 8 * n + (n * n if c.causal else 0)
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / MIB:,.0f} MB"
+
+
+class WorkBudget:
+    """Bytes of tensors being computed at once, shared by every session.
+
+    `reserve` blocks while the others' reservations leave too little room, and
+    refuses a request larger than the whole allowance with a `BudgetError`, so
+    that many visitors at once cannot push the server past its budget.
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.in_use = 0
+        self._free = threading.Condition()
+
+    @contextmanager
+    def reserve(self, nbytes: int, what: str = "this configuration",
+                timeout: float = WAIT_SECONDS) -> Iterator[None]:
+        """Hold ``nbytes`` of the allowance for the duration of the ``with``.
+
+        Raises `BudgetError` if ``nbytes`` exceeds the allowance, or if the
+        server stays too busy for ``timeout`` seconds.
+        """
+        if nbytes > self.limit:
+            raise BudgetError(
+                f"{what} needs about {_mb(nbytes)} of memory; this server allows "
+                f"{_mb(self.limit)} at a time. Use fewer tokens, heads or dimensions.")
+        with self._free:
+            if not self._free.wait_for(lambda: self.in_use + nbytes <= self.limit, timeout):
+                raise BudgetError("The server is busy with other visitors' large "
+                                  "configurations; try again in a moment.")
+            self.in_use += nbytes
+        try:
+            yield
+        finally:
+            with self._free:
+                self.in_use -= nbytes
+                self._free.notify_all()
+
+
+WORK = WorkBudget(WORK_BYTES)
+"""The server's one work allowance."""

@@ -1,0 +1,84 @@
+"""The memory budget: exact trace sizes, the shared work allowance, byte-bounded caches."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import cachetools
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from explorer import AttentionConfig, compute_trace
+from explorer.budget import BudgetError, WorkBudget, trace_bytes
+from explorer.ui import cache
+
+
+@settings(max_examples=60, deadline=None)
+@given(n_tokens=st.integers(1, 12), d_in=st.integers(1, 6), head_dim=st.integers(1, 3),
+       head_dim_v=st.integers(1, 3), n_heads=st.integers(1, 3), causal=st.booleans(),
+       dropout=st.sampled_from([0.0, 0.2]), out_proj=st.sampled_from([None, True, False]))
+def test_trace_bytes_is_exactly_what_compute_trace_holds(n_tokens, d_in, head_dim, head_dim_v,
+                                                          n_heads, causal, dropout, out_proj):
+    config = AttentionConfig(sentence=" ".join(f"t{i}" for i in range(n_tokens)), d_in=d_in,
+                             d_k=head_dim * n_heads, d_v=head_dim_v * n_heads, n_heads=n_heads,
+                             causal=causal, dropout=dropout, out_proj=out_proj, vocab_size=50)
+    assert trace_bytes(config) == compute_trace(config).nbytes
+
+
+def test_a_request_larger_than_the_allowance_is_refused_with_the_figures():
+    work = WorkBudget(limit=100 * 2**20)
+    with pytest.raises(BudgetError, match=r"needs about 300 MB of memory; this server allows "
+                                          r"100 MB at a time"):
+        with work.reserve(300 * 2**20):
+            pass
+    assert work.in_use == 0
+
+
+def test_concurrent_requests_wait_for_room_and_never_exceed_the_allowance():
+    work = WorkBudget(limit=100)
+    peak, lock = [0], threading.Lock()
+
+    def job():
+        with work.reserve(60):
+            with lock:
+                peak[0] = max(peak[0], work.in_use)
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=job) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert peak[0] == 60  # two 60-byte jobs never ran together
+    assert work.in_use == 0
+
+
+def test_a_busy_server_says_so_after_the_timeout():
+    work = WorkBudget(limit=100)
+    with work.reserve(80):
+        with pytest.raises(BudgetError, match="busy"):
+            with work.reserve(50, timeout=0.05):
+                pass
+
+
+def test_the_trace_cache_never_holds_more_bytes_than_its_share(monkeypatch):
+    small = cachetools.LRUCache(maxsize=3 * trace_bytes(AttentionConfig()),
+                                getsizeof=cache._traces.getsizeof)
+    monkeypatch.setattr(cache, "_traces", small)
+    for seed in range(20):
+        cache.cached_trace(AttentionConfig(seed=seed))
+        assert cache.cache_bytes()["traces"] <= cache._traces.maxsize
+    assert len(cache._traces) == 3
+    # The most recent configs are the ones kept, and a hit returns the same object.
+    assert cache.cached_trace(AttentionConfig(seed=19)) is cache.cached_trace(
+        AttentionConfig(seed=19))
+
+
+def test_a_cached_trace_equals_a_fresh_one():
+    config = AttentionConfig(seed=3, causal=True, d_k=4, d_v=4, n_heads=2)
+    cached, fresh = cache.cached_trace(config), compute_trace(config)
+    assert list(cached) == list(fresh)
+    for name in fresh:
+        assert (cached[name] == fresh[name]).all(), name
