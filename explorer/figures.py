@@ -9,7 +9,7 @@ scale for attention weights, and shows -inf / NaN / inf honestly.
 
 from __future__ import annotations
 
-import html
+from explorer import literal
 import math
 
 import numpy as np
@@ -37,12 +37,6 @@ MAX_CLICK_CELLS = 64 * 64
 CELL_PX = 56  # pixel size of a cell when values are printed
 PAGE_PX, CHROME_PX = 1000, 150  # rough widths in pixels: the page, axes + colour bar
 MIN_CELL_PX_4DP, MIN_CELL_PX_2DP = 48, 30  # room "-0.1234" and "-0.12" need
-
-
-def _plotly_text(label: str) -> str:
-    """Escape a visitor's text for Plotly, which renders a subset of HTML in
-    labels: ``<img ...>`` must show as the literal characters."""
-    return html.escape(label, quote=False)
 
 
 def axis_labels(trace: Trace, axis: Axis, size: int) -> list[str]:
@@ -127,8 +121,8 @@ def matrix_heatmap(values: np.ndarray, row_labels: list[str], col_labels: list[s
                    title: str, highlight_row: int | None = None, share: int = 1) -> go.Figure:
     """The heatmap behind `heatmap`, for any 2-D ``values`` drawn as ``step``."""
     n_rows, n_cols = values.shape
-    rows = [_plotly_text(s) for s in row_labels]
-    cols = [_plotly_text(s) for s in col_labels]
+    rows = [literal.plotly(s) for s in row_labels]
+    cols = [literal.plotly(s) for s in col_labels]
     z = np.where(np.isfinite(values), values, np.nan)  # Plotly draws NaN as a gap
     if n_rows * n_cols > MAX_CLICK_CELLS:
         z = z.astype(np.float32)  # half the bytes to send; the trace is float32 anyway
@@ -140,8 +134,8 @@ def matrix_heatmap(values: np.ndarray, row_labels: list[str], col_labels: list[s
     show_text = (n_rows <= MAX_TEXT_CELLS and n_cols <= MAX_TEXT_CELLS
                  and cell_width >= MIN_CELL_PX_2DP)
     fig = px.imshow(z, x=cols, y=rows, aspect="auto", **_colour_args(step, values))
-    where = (f"{_plotly_text(step.rows.title)}: %{{y}}<br>"
-             f"{_plotly_text(step.cols.title)}: %{{x}}<br>")
+    where = (f"{literal.plotly(step.rows.title)}: %{{y}}<br>"
+             f"{literal.plotly(step.cols.title)}: %{{x}}<br>")
     if n_rows * n_cols <= MAX_CLICK_CELLS:
         # Cell text and hover from formatted strings, so that −∞ and NaN read as such.
         fmt = np.vectorize(format_value, otypes=[object])
@@ -162,7 +156,7 @@ def matrix_heatmap(values: np.ndarray, row_labels: list[str], col_labels: list[s
     small = n_rows <= MAX_TEXT_CELLS and n_cols <= MAX_TEXT_CELLS
     cell = CELL_PX if small else max(4, 640 // max(n_rows, n_cols))
     fig.update_layout(
-        title={"text": _plotly_text(title), "font": {"size": 15}},
+        title={"text": literal.plotly(title), "font": {"size": 15}},
         xaxis={"title": step.cols.title, "type": "category", "side": "bottom", "tickangle": -40
                if step.cols.labels != DIMS else 0},
         yaxis={"title": step.rows.title, "type": "category", "autorange": "reversed"},
@@ -245,7 +239,7 @@ def heads_grid(trace: Trace, name: str = "attn_weights", columns: int = 4) -> go
     values = trace[name]
     values = (values if values.dim() == 3 else values[None]).to(torch.float64).numpy()
     n_heads, n, _ = values.shape
-    labels = [_plotly_text(s) for s in token_labels(trace.tokens)]
+    labels = [literal.plotly(s) for s in token_labels(trace.tokens)]
     fig = px.imshow(np.where(np.isfinite(values), values, np.nan), x=labels, y=labels,
                     facet_col=0, facet_col_wrap=min(columns, n_heads), aspect="auto",
                     facet_col_spacing=0.04, facet_row_spacing=0.08,
@@ -380,7 +374,7 @@ def scaling_softmax_figure(curves, point, measure: str = "entropy") -> go.Figure
 
 def row_bars(values, labels: list[str], title: str, y_label: str) -> go.Figure:
     """One bar per row (e.g. each query's entropy)."""
-    fig = px.bar(x=[_plotly_text(s) for s in labels], y=list(values), title=title,
+    fig = px.bar(x=[literal.plotly(s) for s in labels], y=list(values), title=title,
                  labels={"x": "query (row)", "y": y_label})
     fig.update_layout(height=320, margin={"t": 50, "b": 10, "l": 10, "r": 10})
     fig.update_xaxes(type="category")

@@ -47,7 +47,7 @@ def z_values(spec: dict) -> np.ndarray:
 
 
 def errors(at: AppTest) -> list[str]:
-    """The error boxes' text, with the markdown escapes (see explorer.ui.text.plain) undone."""
+    """The error boxes' text, with the markdown escapes (see explorer.literal.markdown) undone."""
     return [e.value.replace("\\", "") for e in at.error]
 
 

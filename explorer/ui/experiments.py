@@ -12,7 +12,7 @@ from explorer.tokenizer import token_labels
 from explorer.trace import Trace
 from explorer.ui.cache import cached_trace
 from explorer.ui.render import number_table
-from explorer.ui.text import plain
+from explorer import literal
 
 CHART = {"config": {"displaylogo": False}}
 TEMPERATURES = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -133,7 +133,7 @@ def permutation(trace: Trace) -> None:
     moved = original["context"][order]
     diff = shuffled["context"].to(torch.float64) - moved.to(torch.float64)
     largest = float(diff.abs().max())
-    st.markdown(f"Order: {plain(' '.join(shuffled.tokens))}  \nLargest |shuffled context − "
+    st.markdown(f"Order: {literal.markdown(' '.join(shuffled.tokens))}  \nLargest |shuffled context − "
                 f"original context rows, reordered| = **{largest:.1e}**"
                 + (" (float rounding: the rows just moved)" if largest < 1e-5 else
                    " (the context changed: position now matters)"))
@@ -158,7 +158,7 @@ def _side(label: str, base: AttentionConfig, key: str, defaults: dict) -> Attent
     try:
         return base.replace(seed=seed, scale=scale, normalization=normalization, causal=causal)
     except ConfigError as error:
-        st.error(plain(str(error)))
+        st.error(literal.markdown(str(error)))
         return None
 
 

@@ -17,7 +17,7 @@ import streamlit as st
 
 from explorer.config import MAX_ABS_GIVEN, ConfigError
 from explorer.tokenizer import token_labels
-from explorer.ui.text import plain
+from explorer import literal
 
 MAX_IMPORT_BYTES = 1_000_000
 _IMPORT_ERROR_KEY = "_import_error"
@@ -75,7 +75,7 @@ def edit_matrix(field: str, title: str, row_labels: list[str], n_cols: int,
                      on_change=_import, args=(field, (len(row_labels), n_cols)),
                      label_visibility="collapsed")
     if error := st.session_state.get(f"{_IMPORT_ERROR_KEY}:{field}"):
-        st.error(plain(error))
+        st.error(literal.markdown(error))
     return cells
 
 

@@ -12,7 +12,7 @@ from explorer import explain, figures
 from explorer.steps import STEPS, TOKENS, Step, layout_rows
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
-from explorer.ui.text import plain
+from explorer import literal
 
 QUERY_KEY = "query"  # the page's query-token picker: widget key and URL parameter
 
@@ -83,11 +83,11 @@ def cell_explanation(trace: Trace, name: str, row: int, col: int, head: int = 0)
     except IndexError:  # the matrix shrank since the click
         return
     with st.container(border=True):
-        st.markdown(f"**{plain(exp.cell)}** = {plain(exp.formula)}")
+        st.markdown(f"**{literal.markdown(exp.cell)}** = {literal.markdown(exp.formula)}")
         if exp.combine != explain.GIVEN:
             st.code(exp.written(), language=None, wrap_lines=True)
         if exp.note:
-            st.caption(plain(exp.note))
+            st.caption(literal.markdown(exp.note))
         if name == "context" and trace.config.n_heads == 1:
             number_table(figures.context_table(trace, row))
         elif len(exp.terms) > 1:

@@ -13,7 +13,7 @@ from explorer.ui import matrices, presets
 from explorer.ui.cache import cached_trace
 from explorer.ui.controls import ADVANCED, BASIC, MULTI_HEAD, Control
 from explorer.ui.navigation import follow_requested_switch, page_menu
-from explorer.ui.text import plain
+from explorer import literal
 
 SIMPLIFIED = {"weight_init": "identity", "scale": False}
 """Simplified attention (seeds 000, 001, 003): no trainable weights, no scaling."""
@@ -59,7 +59,7 @@ def settings(page: str, simplified: bool = False,
         _share_link(shown)
     _note_dropped_url_values(raw_url, shown)
     for message in st.session_state.get(_URL_PROBLEMS_KEY, {}).values():
-        st.error(plain(message))
+        st.error(literal.markdown(message))
     if simplified:
         values.update(SIMPLIFIED, d_k=values["d_in"], d_v=values["d_in"])
     fields = {c.key: c.to_config(values[c.key]) for c in CONTROLS if c.key in values}
@@ -67,7 +67,7 @@ def settings(page: str, simplified: bool = False,
     try:
         config = AttentionConfig(**fields)
     except ConfigError as error:
-        st.error(plain(str(error)))
+        st.error(literal.markdown(str(error)))
         return None
     follow_requested_switch()
     trace = cached_trace(config)

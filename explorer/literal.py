@@ -1,0 +1,45 @@
+"""Visitor text shown as text: the one place that escapes it, per output.
+
+Anything a visitor controls (the sentence, its tokens, CSV cells, file names,
+URL values echoed in messages) reaches three renderers that would otherwise
+read it as markup:
+
+- Streamlit Markdown (``st.markdown``, headings, captions, ``st.error``...):
+  Markdown, ``:red[...]`` directives, ``:material/...:`` icons, ``$math$``;
+- Plotly text (titles, tick labels, hover, cell text): pseudo-HTML such as
+  ``<b>``, ``<a href>``, ``<br>`` and entities;
+- HTML (the standalone report).
+
+Each function returns text that renders as exactly the characters given.
+Every caller goes through this module, never its own escaping.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import re
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'^%@/])")
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]+")
+
+
+def markdown(text: str) -> str:
+    """``text`` for Streamlit Markdown, shown literally on one line.
+
+    Every ASCII punctuation mark that Markdown, a Streamlit directive, an
+    emoji or icon short code or LaTeX could read gets a backslash (CommonMark
+    turns ``\\x`` back into ``x``), and line breaks become spaces, so a
+    visitor's text can start no heading, list or code block.
+    """
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", str(text)))
+
+
+def plotly(text: str) -> str:
+    """``text`` for Plotly, which renders a subset of HTML in every label:
+    ``<b>``, ``<a href=...>`` and ``&amp;`` must show as those characters."""
+    return _html.escape(str(text), quote=False)
+
+
+def html(text: str) -> str:
+    """``text`` for an HTML page, element content or a quoted attribute."""
+    return _html.escape(str(text), quote=True)
