@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from explorer.ui.cache import cached_trace
 from explorer.ui.navigation import HOME_PAGE
 from explorer.ui.presets import gallery
 from explorer.ui.render import page_header, token_table
@@ -36,15 +35,15 @@ With the defaults ("Life is short, eat dessert first", d_in=3, d_k=2, d_v=4,
 seed=123) the numbers equal what `torch.manual_seed(123)` and the book's code print.
 """
 )
-config = settings(HOME_PAGE)
+view = settings(HOME_PAGE)
 
-st.subheader("Start from a notebook")
-st.caption("Each preset loads a seed notebook's exact setup; while you leave it unchanged, "
-           "the page checks every number the notebook prints.")
+st.subheader("Start from a worked example")
+st.caption("Each example loads the exact setup of a book section or teaching notebook; "
+           "while you leave it unchanged, the page checks every number it prints.")
 gallery()
 
-if config is not None:
-    trace = cached_trace(config)
+if view is not None:
+    trace = view.trace
     st.subheader("Tokens and ids")
     st.caption("The sentence is split on whitespace and punctuation at word ends is "
                "stripped. A token's id is its position in the sorted vocabulary.")

@@ -42,13 +42,17 @@ class Reference:
 
 @dataclass(frozen=True)
 class Preset:
-    """One notebook's setup: ``config`` reproduces it; ``page`` is where it is
-    shown; ``query`` is the token the notebook looks at; ``references`` are the
-    numbers it prints."""
+    """One worked example's setup: ``config`` reproduces it; ``title`` names it
+    by its content; ``source`` says where a learner finds it (book section,
+    teaching notebook); ``seed_file`` is the notebook in ``shared/seeds`` it
+    comes from (None for the book's own code); ``page`` is where it is shown;
+    ``query`` is the token it looks at; ``references`` are the numbers it
+    prints."""
 
     slug: str
     title: str
-    seed_file: str
+    source: str
+    seed_file: str | None
     description: str
     page: str
     config: AttentionConfig
@@ -87,7 +91,7 @@ def check(preset: Preset, trace: Trace) -> Check:
         if float(diff.max()) >= max_diff:
             max_diff = float(diff.max())
             where = f"[{ref.row}]" if ref.row is not None else ""
-            worst = f"{ref.step}{where} ({ref.cell})"
+            worst = f"{ref.step}{where}, {ref.cell}"
         ok &= bool((diff <= 0.5 * 10.0 ** -ref.decimals + 1e-9).all())
     return Check(ok, max_diff, n_values, worst)
 
@@ -105,7 +109,8 @@ _LIGHT_X = ((0.21, 0.47, 0.91), (0.52, 0.11, 0.65), (0.03, 0.85, 0.19),
 PRESETS: dict[str, Preset] = {p.slug: p for p in [
     Preset(
         slug="journey",
-        title="Your journey starts with one step",
+        title="Your journey starts with one step: hand-picked vectors",
+        source="the book’s §3.3.1 and the teaching notebook “A simple self-attention”",
         seed_file="000_28fcb52aab540c90.txt",
         description="The book's hand-picked 3-d vectors; simplified attention: "
                     "scores X·Xᵀ, softmax, context A·X.",
@@ -114,28 +119,53 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
                                d_v=3, embedding="given", embeddings=_JOURNEY_X, **_SIMPLIFIED),
         query=1,
         references=(
-            Reference("attn_scores", cell="cell 13", values=(
+            Reference("attn_scores", cell="notebook cell 13", values=(
                 (0.9995, 0.9544, 0.9422, 0.4753, 0.4576, 0.6310),
                 (0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865),
                 (0.9422, 1.4754, 1.4570, 0.8296, 0.7154, 1.0605),
                 (0.4753, 0.8434, 0.8296, 0.4937, 0.3474, 0.6565),
                 (0.4576, 0.7070, 0.7154, 0.3474, 0.6654, 0.2935),
                 (0.6310, 1.0865, 1.0605, 0.6565, 0.2935, 0.9450))),
-            Reference("attn_weights", cell="cell 14", values=(
+            Reference("attn_weights", cell="notebook cell 14", values=(
                 (0.2098, 0.2006, 0.1981, 0.1242, 0.1220, 0.1452),
                 (0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581),
                 (0.1390, 0.2369, 0.2326, 0.1242, 0.1108, 0.1565),
                 (0.1435, 0.2074, 0.2046, 0.1462, 0.1263, 0.1720),
                 (0.1526, 0.1958, 0.1975, 0.1367, 0.1879, 0.1295),
                 (0.1385, 0.2184, 0.2128, 0.1420, 0.0988, 0.1896))),
-            Reference("context", cell="cell 15", values=(
+            Reference("context", cell="notebook cell 15", values=(
                 (0.4421, 0.5931, 0.5790), (0.4419, 0.6515, 0.5683),
                 (0.4431, 0.6496, 0.5671), (0.4304, 0.6298, 0.5510),
                 (0.4671, 0.5910, 0.5266), (0.4177, 0.6503, 0.5645))),
         )),
     Preset(
+        slug="self-attention-v1",
+        title="Your journey starts with one step: SelfAttention_v1, the chapter's running example",
+        source="the book’s §3.4.1 and Listing 3.1 (torch.manual_seed(123), d_out = 2)",
+        seed_file=None,
+        description="The hand-picked 3-d vectors with trainable weights drawn by "
+                    "torch.rand(d_in, d_out) after torch.manual_seed(123), d_k = d_v = 2; "
+                    "scores scaled by √d_k.",
+        page=SELF_ATTENTION_PAGE,
+        config=AttentionConfig(sentence="Your journey starts with one step", d_in=3, d_k=2,
+                               d_v=2, seed=123, embedding="given", embeddings=_JOURNEY_X,
+                               weight_init="rand"),
+        query=1,
+        references=(
+            Reference("queries", row=1, cell="§3.4.1 query_2", values=(0.4306, 1.4551)),
+            Reference("attn_scores", row=1, cell="§3.4.1 attn_scores_2",
+                      values=(1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440)),
+            Reference("attn_weights", row=1, cell="§3.4.1 attn_weights_2",
+                      values=(0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820)),
+            Reference("context", cell="Listing 3.1, sa_v1(inputs)", values=(
+                (0.2996, 0.8053), (0.3061, 0.8210), (0.3058, 0.8203),
+                (0.2948, 0.7939), (0.2927, 0.7891), (0.2990, 0.8040))),
+        )),
+    Preset(
         slug="torch-rand-seed-123",
-        title="torch.rand, seed 123",
+        title="Random inputs from torch.rand(6, 3): three ways to normalise",
+        source="the teaching notebook “Your journey starts with one step” "
+               "(torch.manual_seed(123))",
         seed_file="001_c475e8729ba8e095.txt",
         description="torch.manual_seed(123); torch.rand(6, 3) as the embeddings; query x_2 "
                     "normalised three ways: by the sum, naive softmax, softmax.",
@@ -144,27 +174,28 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
                                d_v=3, seed=123, embedding="uniform", **_SIMPLIFIED),
         query=1,
         references=(
-            Reference("embeddings", row=0, cell="cell 8", values=(0.2961, 0.5166, 0.2517)),
-            Reference("embeddings", row=1, cell="cell 9", values=(0.6886, 0.0740, 0.8665)),
-            Reference("attn_scores", cell="cell 15", values=(
+            Reference("embeddings", row=0, cell="notebook cell 8", values=(0.2961, 0.5166, 0.2517)),
+            Reference("embeddings", row=1, cell="notebook cell 9", values=(0.6886, 0.0740, 0.8665)),
+            Reference("attn_scores", cell="notebook cell 15", values=(
                 (0.4179, 0.4602, 0.1397, 0.5509, 0.2036, 0.3884),
                 (0.4602, 1.2304, 0.2611, 1.1189, 0.3408, 1.0023),
                 (0.1397, 0.2611, 0.0630, 0.2580, 0.0887, 0.2193),
                 (0.5509, 1.1189, 0.2580, 1.0992, 0.3343, 0.8977),
                 (0.2036, 0.3408, 0.0887, 0.3343, 0.1445, 0.3155),
                 (0.3884, 1.0023, 0.2193, 0.8977, 0.3155, 0.8600))),
-            Reference("attn_weights", row=1, cell="cell 14", changes={"normalization": "sum"},
+            Reference("attn_weights", row=1, cell="notebook cell 14", changes={"normalization": "sum"},
                       values=(0.1043, 0.2788, 0.0592, 0.2535, 0.0772, 0.2271)),
-            Reference("attn_weights", row=1, cell="cell 19",
+            Reference("attn_weights", row=1, cell="notebook cell 19",
                       changes={"normalization": "naive_softmax"},
                       values=(0.1174, 0.2536, 0.0962, 0.2268, 0.1042, 0.2019)),
-            Reference("attn_weights", row=1, cell="cell 34",
+            Reference("attn_weights", row=1, cell="notebook cell 34",
                       values=(0.1174, 0.2536, 0.0962, 0.2268, 0.1042, 0.2019)),
-            Reference("context", row=1, cell="cells 37 and 39", values=(0.4762, 0.2052, 0.6228)),
+            Reference("context", row=1, cell="notebook cells 37 and 39", values=(0.4762, 0.2052, 0.6228)),
         )),
     Preset(
         slug="life-is-short",
-        title="Life is short, eat dessert first",
+        title="Life is short, eat dessert first: an embedding table and random weights",
+        source="the teaching notebook “Embedding an input sentence” (torch.manual_seed(123))",
         seed_file="002_8c91a21803773e04.txt",
         description="nn.Embedding(50000, 3) after torch.manual_seed(123), then "
                     "torch.randn weights (d_k = 2, d_v = 4); scaled dot-product attention.",
@@ -172,16 +203,17 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
         config=AttentionConfig(),
         query=1,
         references=(
-            Reference("embeddings", cell="cell 9", values=(
+            Reference("embeddings", cell="notebook cell 9", values=(
                 (0.3374, -0.1778, -0.3035), (0.1794, 1.8951, 0.4954),
                 (0.2692, -0.0770, -1.0205), (-0.2196, -0.3792, 0.7671),
                 (-0.5880, 0.3486, 0.6603), (-1.1925, 0.6984, -1.4097))),
-            Reference("attn_scores", row=1, cell="cell 16 (omega_1)",
+            Reference("attn_scores", row=1, cell="notebook cell 16 (omega_1)",
                       values=(-0.6150, 2.4277, -0.9584, 0.2260, 1.2082, 0.5242)),
         )),
     Preset(
         slug="light-switch",
-        title="I can't find the light switch",
+        title="I can't find the light switch: hand-picked vectors, the query “light”",
+        source="the teaching notebook “Self-Attention”",
         seed_file="003_5dc6ea26df512a1c.txt",
         description="Hand-picked 3-d vectors; simplified attention; the query \"light\".",
         page=SIMPLIFIED_PAGE,
@@ -189,31 +221,33 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
                                embedding="given", embeddings=_LIGHT_X, **_SIMPLIFIED),
         query=4,
         references=(
-            Reference("attn_scores", cell="cell 32", values=(
+            Reference("attn_scores", cell="notebook cell 32", values=(
                 (1.0931, 0.7524, 0.5787, 0.8090, 0.9046, 0.4809),
                 (0.7524, 0.7050, 0.2326, 0.7035, 0.5701, 0.2511),
                 (0.5787, 0.2326, 0.7595, 0.6400, 0.6006, 0.6763),
                 (0.8090, 0.7035, 0.6400, 1.0946, 0.7121, 0.6846),
                 (0.9046, 0.5701, 0.6006, 0.7121, 0.7818, 0.5065),
                 (0.4809, 0.2511, 0.6763, 0.6846, 0.5065, 0.6477))),
-            Reference("attn_weights", cell="cell 33", values=(
+            Reference("attn_weights", cell="notebook cell 33", values=(
                 (0.2256, 0.1605, 0.1349, 0.1698, 0.1869, 0.1223),
                 (0.2024, 0.1931, 0.1204, 0.1928, 0.1687, 0.1226),
                 (0.1641, 0.1161, 0.1966, 0.1745, 0.1677, 0.1809),
                 (0.1705, 0.1534, 0.1440, 0.2268, 0.1547, 0.1505),
                 (0.2068, 0.1480, 0.1526, 0.1706, 0.1829, 0.1389),
                 (0.1552, 0.1233, 0.1887, 0.1902, 0.1592, 0.1834))),
-            Reference("context", cell="cell 35", values=(
+            Reference("context", cell="notebook cell 35", values=(
                 (0.3101, 0.5440, 0.5383), (0.3362, 0.5293, 0.5323),
                 (0.2897, 0.6003, 0.4588), (0.3387, 0.5656, 0.4880),
                 (0.3039, 0.5600, 0.5155), (0.3023, 0.5974, 0.4544))),
-            Reference("attn_scores", row=4, cell="cell 3",
+            Reference("attn_scores", row=4, cell="notebook cell 3",
                       values=(0.9046, 0.5701, 0.6006, 0.7121, 0.7818, 0.5065)),
-            Reference("context", row=4, cell="cell 15", values=(0.3039, 0.5600, 0.5155)),
+            Reference("context", row=4, cell="notebook cell 15", values=(0.3039, 0.5600, 0.5155)),
         )),
     Preset(
         slug="illustrated",
-        title="Illustrated self-attention",
+        title="Illustrated self-attention: whole-number inputs and weights",
+        source="the teaching notebook “Attention”, example 2 (after “Illustrated: "
+               "Self-Attention”)",
         seed_file="004_d4886b04eb600938.txt",
         description="Integer inputs X (3×4) and integer W_key, W_query, W_value (4×3); "
                     "scores without scaling, and their softmax.",
@@ -226,14 +260,14 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
             W_value=((0, 2, 0), (0, 3, 0), (1, 0, 3), (1, 1, 0)), scale=False),
         query=0,
         references=(
-            Reference("keys", cell="cell 182", decimals=0,
+            Reference("keys", cell="notebook cell 182", decimals=0,
                       values=((0, 1, 1), (4, 4, 0), (2, 3, 1))),
-            Reference("queries", cell="cell 181", decimals=0,
+            Reference("queries", cell="notebook cell 181", decimals=0,
                       values=((1, 0, 2), (2, 2, 2), (2, 1, 3))),
-            Reference("values", cell="cell 118", decimals=0,
+            Reference("values", cell="notebook cell 118", decimals=0,
                       values=((1, 2, 3), (2, 8, 0), (2, 6, 3))),
-            Reference("attn_scores", row=0, cell="cell 154", decimals=0, values=(2, 4, 4)),
-            Reference("attn_weights", row=0, cell="cell 157", values=(0.0634, 0.4683, 0.4683)),
+            Reference("attn_scores", row=0, cell="notebook cell 154", decimals=0, values=(2, 4, 4)),
+            Reference("attn_weights", row=0, cell="notebook cell 157", values=(0.0634, 0.4683, 0.4683)),
         )),
 ]}
 """Every preset, by slug (the ``?preset=`` URL value)."""

@@ -268,3 +268,12 @@ def stages(names: list[str]) -> tuple[list[str], list[str], list[str]]:
         return names, [], []
     first, last = inside[0], inside[-1]
     return names[:first], names[first:last + 1], names[last + 1:]
+
+
+def split_after(names: list[str], last: str) -> tuple[list[str], list[str]]:
+    """``names`` up to and including ``last``, and the rest (all of them first
+    when ``last`` is absent)."""
+    if last not in names:
+        return names, []
+    cut = names.index(last) + 1
+    return names[:cut], names[cut:]

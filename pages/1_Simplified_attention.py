@@ -2,13 +2,14 @@
 
 import streamlit as st
 
-from explorer import figures
+from explorer import figures, literal
 from explorer.presets import SIMPLIFIED_PAGE
 from explorer.tokenizer import token_labels
-from explorer.ui.cache import cached_trace
+from explorer.ui import urlstate
 from explorer.ui.lessons import normalization_comparison, softmax_overflow
-from explorer.ui.render import (number_table, page_header, query_picker,
-                                step_charts, visible_steps)
+from explorer.ui.presets import requested_query
+from explorer.ui.render import (number_table, page_header, query_picker, step_charts,
+                                visible_steps)
 from explorer.ui.sidebar import settings
 
 page_header(
@@ -16,20 +17,19 @@ page_header(
     "Attention with **no trainable weights**: every token's embedding is its own query, "
     "key and value (Q = K = V = X). The scores are plain dot products X·Xᵀ, softmax "
     "turns each row into weights, and each context vector is a weighted average of the "
-    "embeddings. This is section 3.3 of *Build a Large Language Model (From Scratch)*. "
-    "d_k and d_v are not used here: they equal d_in.",
+    "embeddings. This is section 3.3 of *Build a Large Language Model (From Scratch)*.",
 )
-config = settings(SIMPLIFIED_PAGE, simplified=True)
-if config is not None:
-    trace = cached_trace(config)
-    labels = token_labels(trace.tokens)
+view = settings(SIMPLIFIED_PAGE, simplified=True, view=(urlstate.QUERY,))
+if view is not None:
+    trace = view.trace
     query = query_picker(trace, "Query token: look at one token's attention in detail "
-                                "(or click a row in a chart)", default=min(1, trace.n_tokens - 1))
+                                "(or click a row in a chart)",
+                         default=min(1, trace.n_tokens - 1), preset_query=requested_query())
 
     step_charts(trace, visible_steps(trace, lambda step: not step.projection),
                 highlight_row=query)
 
-    st.header(f"One query, written out: “{labels[query]}”")
+    st.header(f"One query, written out: “{literal.markdown(token_labels(trace.tokens)[query])}”")
     st.markdown("Its score with every key is a dot product; normalising the row gives "
                 "the weights; the context vector is the weighted sum of the inputs.")
     number_table(figures.query_table(trace, query))
@@ -37,7 +37,8 @@ if config is not None:
 
     st.subheader("Three ways to turn the scores into weights")
     st.markdown("Dividing by the row sum, the naive softmax and the stable softmax, for "
-                "this query (seed 001 compares them). Each row sums to 1; only softmax "
-                "keeps every weight positive whatever the sign of the scores.")
-    normalization_comparison(config, query)
+                "this query (seed 001 compares them). Each row sums to 1. Both softmaxes "
+                "keep every weight positive whatever the sign of the scores; dividing by the "
+                "row sum does not, and breaks when a row sums to 0.")
+    normalization_comparison(view.config, query)
     softmax_overflow(trace)

@@ -1,8 +1,9 @@
-"""Self-attention with trainable weights (seeds 002 and 004)."""
+"""Self-attention with trainable weights (seeds 002 and 004, book §3.4)."""
 
 from explorer.presets import SELF_ATTENTION_PAGE
-from explorer.ui.cache import cached_trace
+from explorer.ui import urlstate
 from explorer.ui.lessons import softmax_overflow
+from explorer.ui.presets import requested_query
 from explorer.ui.render import page_header, query_picker, step_charts, visible_steps
 from explorer.ui.sidebar import settings
 
@@ -15,9 +16,9 @@ page_header(
     "context vectors are the weighted sums of the values. Each matrix below is drawn "
     "with its formula; hover a cell to read its value, click it to see how it was computed.",
 )
-config = settings(SELF_ATTENTION_PAGE)
-if config is not None:
-    trace = cached_trace(config)
-    query = query_picker(trace, "Highlight a query token in every chart")
-    step_charts(trace, visible_steps(trace), highlight_row=query)
-    softmax_overflow(trace)
+view = settings(SELF_ATTENTION_PAGE, view=(urlstate.QUERY,))
+if view is not None:
+    query = query_picker(view.trace, "Highlight a query token in every chart",
+                         preset_query=requested_query())
+    step_charts(view.trace, visible_steps(view.trace), highlight_row=query)
+    softmax_overflow(view.trace)

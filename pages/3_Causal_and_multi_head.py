@@ -3,11 +3,12 @@
 import streamlit as st
 
 from explorer.presets import MULTI_HEAD_PAGE
-from explorer.steps import stages
-from explorer.ui.cache import cached_trace
+from explorer.steps import split_after, stages
+from explorer.ui import urlstate
 from explorer.ui.controls import MULTI_HEAD
 from explorer.ui.multihead import (causal_second_route, dropout_note, head_picker, head_split,
                                    heads_grid, verification)
+from explorer.ui.presets import requested_query
 from explorer.ui.render import page_header, query_picker, step_charts, visible_steps
 from explorer.ui.sidebar import settings
 
@@ -17,27 +18,33 @@ page_header(
     "Language Model (From Scratch)*). A **causal mask** stops each token from looking at "
     "later ones; **dropout** randomly zeroes attention weights while training; **multiple "
     "heads** each attend over their own slice of Q, K and V, and an **output projection** "
-    "mixes the concatenated heads. Turn them on in the sidebar.",
+    "mixes the concatenated heads. The page opens with the mask on and two heads; change "
+    "them at the top of the sidebar.",
 )
-config = settings(MULTI_HEAD_PAGE, extra=MULTI_HEAD)
-if config is not None:
-    trace = cached_trace(config)
-    verification(trace)
+view = settings(MULTI_HEAD_PAGE, extra=MULTI_HEAD, view=(urlstate.QUERY, urlstate.HEAD))
+if view is not None:
+    trace = view.trace
     before, per_head, after = stages(visible_steps(trace))
-    query = query_picker(trace, "Highlight a query token in every chart")
+    query = query_picker(trace, "Highlight a query token in every chart",
+                         preset_query=requested_query())
 
     st.header("1. Project X, then split into heads")
     step_charts(trace, before, highlight_row=query)
-    head_split(trace)
+    if not view.before_heads_only:
+        verification(trace)
+        head_split(trace)
 
-    st.header("2. Attention inside one head")
-    head = head_picker(trace)
-    step_charts(trace, per_head, head=head, highlight_row=query)
-    causal_second_route(trace, head)
-    dropout_note(trace)
-    if config.n_heads > 1:
-        st.subheader("Every head at a glance")
-        heads_grid(trace)
+        st.header("2. Attention inside one head")
+        head = head_picker(trace)
+        weights, dropout = split_after(per_head, "attn_weights")
+        step_charts(trace, weights, head=head, highlight_row=query)
+        causal_second_route(trace, head)
+        step_charts(trace, dropout, head=head, highlight_row=query)
+        dropout_note(trace)
+        if view.config.n_heads > 1:
+            st.subheader("Every head at a glance")
+            heads_grid(trace)
 
-    st.header("3. Concatenate the heads" + (" and project" if config.has_out_proj else ""))
-    step_charts(trace, after, highlight_row=query)
+        st.header("3. Concatenate the heads" + (" and project" if view.config.has_out_proj
+                                                 else ""))
+        step_charts(trace, after, highlight_row=query)

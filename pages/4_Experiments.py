@@ -4,7 +4,6 @@ import streamlit as st
 
 from explorer.presets import EXPERIMENTS_PAGE
 from explorer.ui import experiments
-from explorer.ui.cache import cached_trace
 from explorer.ui.render import page_header
 from explorer.ui.sidebar import settings
 
@@ -13,13 +12,12 @@ page_header(
     "Poke at attention and watch what changes. Each tab asks one question learners ask "
     "most, using the sentence and sizes from the sidebar.",
 )
-config = settings(EXPERIMENTS_PAGE)
-if config is not None:
-    trace = cached_trace(config)
+view = settings(EXPERIMENTS_PAGE)
+if view is not None:
     tabs = st.tabs(["Why divide by √d_k", "Temperature", "softmax dim & keepdim",
                     "Permutation", "Compare two configurations"])
     for tab, experiment in zip(tabs, (experiments.why_scale, experiments.temperature,
                                       experiments.softmax_dim, experiments.permutation,
                                       experiments.compare)):
         with tab:
-            experiment(trace)
+            experiment(view.trace)

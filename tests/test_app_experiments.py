@@ -116,9 +116,9 @@ def test_compare_two_configurations():
 
 def test_a_clicked_score_cell_is_explained_with_its_numbers():
     at = open_page(PAGES[SELF_ATTENTION_PAGE][0])
-    at.session_state["_clicked:chart-attn_scores"] = (1, 0)  # what a click on (is, Life) stores
+    at.session_state["cell"] = ("attn_scores", 1, 0, 0)  # what a click on (is, Life) stores
     at.run()
-    written = [c.value for c in at.code if "=" in c.value]
+    written = [c.value for c in at.code if "·" in c.value]
     assert written == ["(−0.2336)·0.5177 + 1.3464·(−0.3670) = (−0.6150)"]
     assert any(m.value.replace("\\", "") == "**ω[1, 0]** = q_1 · k_0 = Σ_c Q[1, c] · K[0, c]"
                for m in at.markdown)

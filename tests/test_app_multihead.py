@@ -74,8 +74,32 @@ def test_bad_multi_head_settings_show_an_error_and_no_exception(query, message):
     assert any(message in e for e in errors(at)), errors(at)
 
 
+PAGE_DEFAULTS = AttentionConfig(causal=True, n_heads=2)
+
+
+def test_the_page_opens_with_the_causal_mask_and_two_heads():
+    at = open_page(PAGE)
+    assert at.toggle(key="causal").value is True
+    assert at.number_input(key="n_heads").value == 2
+    trace = compute_trace(PAGE_DEFAULTS)
+    np.testing.assert_allclose(z_values(charts(at)["attn_weights"]),
+                               trace["attn_weights"][0].numpy(), atol=1e-6)
+    # Its own settings come first in the sidebar, before the shared ones.
+    keys = [w.key for w in at.sidebar if getattr(w, "key", None) in ("causal", "sentence")]
+    assert keys == ["causal", "sentence"]
+
+
+def test_the_url_or_the_visitor_overrides_the_page_defaults():
+    at = open_page(PAGE, {"causal": "false", "n_heads": "1"})
+    assert at.toggle(key="causal").value is False and at.number_input(key="n_heads").value == 1
+    at.number_input(key="n_heads").set_value(2).run()
+    at.switch_page(PAGES[SELF_ATTENTION_PAGE][0]).run()
+    at.switch_page(PAGE).run()
+    assert at.number_input(key="n_heads").value == 2 and at.toggle(key="causal").value is False
+
+
 def test_one_head_without_out_proj_equals_the_self_attention_page():
-    single = open_page(PAGE)
+    single = open_page(PAGE, {"causal": "false", "n_heads": "1"})
     plain = open_page(PAGES[SELF_ATTENTION_PAGE][0])
     for name in ("queries", "attn_weights", "context"):
         np.testing.assert_allclose(z_values(charts(single)[name]), z_values(charts(plain)[name]))
@@ -83,16 +107,16 @@ def test_one_head_without_out_proj_equals_the_self_attention_page():
 
 
 def test_out_proj_switch_adds_the_projection():
-    at = open_page(PAGE, {"out_proj": "on"})
-    trace = compute_trace(AttentionConfig(out_proj=True))
+    at = open_page(PAGE, {"out_proj": "on", "n_heads": "1"})
+    trace = compute_trace(AttentionConfig(out_proj=True, causal=True))
     np.testing.assert_allclose(z_values(charts(at)["output"]), trace["output"].numpy(),
                                atol=1e-6)
 
 
 def test_dropout_note_reports_the_kept_fraction():
     at = open_page(PAGE, {"dropout": "0.5", "dropout_seed": "3"})
-    kept = float(compute_trace(AttentionConfig(dropout=0.5, dropout_seed=3))["dropout_mask"]
-                 .mean())
+    kept = float(compute_trace(PAGE_DEFAULTS.replace(dropout=0.5, dropout_seed=3))
+                 ["dropout_mask"].mean())
     notes = [i.value for i in at.info]
     assert any(f"{kept:.1%} of the weights were kept" in n for n in notes), notes
     assert any("another operating system" in n for n in notes)

@@ -9,6 +9,7 @@ import torch
 from explorer import AttentionConfig, compute_trace
 from explorer.presets import PRESETS
 from explorer.ui.navigation import PAGES
+from explorer.ui.presets import PICKER_KEY
 from tests.conftest import HOME
 from tests.test_app import charts, errors, open_page, z_values
 
@@ -23,7 +24,7 @@ def test_each_preset_url_loads_its_setup_and_matches_the_notebook(slug):
     at = open_page(PAGES[preset.page][0], {"preset": slug})
     assert not at.exception
     assert errors(at) == []
-    assert any(s.startswith("✓ Matches the notebook") and preset.seed_file in s
+    assert any(s.startswith(f"✓ Matches the numbers printed in {preset.source}")
                for s in successes(at)), successes(at)
     assert at.text_input(key="sentence").value == preset.config.sentence
     assert at.selectbox(key="embedding").value == preset.config.embedding
@@ -47,7 +48,7 @@ def test_open_button_on_home_loads_the_preset_and_its_page():
     at.button(key="open-preset-illustrated").click().run()
     assert not at.exception
     assert at.title[0].value == "Self-attention"
-    assert at.selectbox(key="preset").value == "illustrated"
+    assert at.selectbox(key=PICKER_KEY).value == "illustrated"
     assert any(s.startswith("✓") for s in successes(at))
 
 
@@ -135,7 +136,7 @@ def _all_charts(at):
 
 
 def _upload(at, field: str, content: bytes) -> None:
-    uploader = next(u for u in at.get("file_uploader") if u.proto.id.endswith(f"upload:{field}"))
+    uploader = next(u for u in at.get("file_uploader") if f"upload:{field}:" in u.proto.id)
     uploader.upload(f"{field}.csv", content, "text/csv")
     at.run()
 
@@ -154,7 +155,7 @@ def test_importing_a_csv_fills_the_table_and_the_heatmaps():
 
 @pytest.mark.parametrize("content, message", [
     (b"1,2,3\n4,5,6\n", "embeddings must be 3×4 here (the file holds 2×3 numbers)"),
-    (b"1,2,3,4\n1,2,x,4\n1,2,3,4\n", "row 1, column 2 is not a number (got 'x')"),
+    (b"1,2,3,4\n1,2,x,4\n1,2,3,4\n", "row 1, column 2 must be a number (got 'x')"),
     (b"1,2,3,4\n1,2,inf,4\n1,2,3,4\n", "row 1, column 2 must be a finite number"),
     (b"\x00\xff\xfe", "not a CSV table of numbers"),
 ])

@@ -132,7 +132,7 @@ def test_preset_by_url_then_edit_a_cell_of_x(fresh_server, page: Page):
     settle(page)
     chart_count(page)
     expect(page.get_by_test_id("stAlertContentSuccess")).to_contain_text(
-        "Matches the notebook 004_d4886b04eb600938.txt")
+        f"Matches the numbers printed in {PRESETS['illustrated'].source}")
     assert cell_texts(page, 0)[:4] == ["1.0000", "0.0000", "1.0000", "0.0000"]  # X row v_1
     scores_before = cell_texts(page, 7)
 
@@ -207,5 +207,5 @@ def test_every_preset_matches_its_notebook_in_the_browser(shared_server, page: P
     settle(page)
     chart_count(page)
     expect(page.get_by_test_id("stAlertContentSuccess").filter(
-        has_text="Matches the notebook")).to_contain_text(preset.seed_file)
+        has_text="Matches the numbers printed in")).to_contain_text(preset.source)
     expect(page.get_by_test_id("stException")).to_have_count(0)

@@ -3,25 +3,30 @@
 The numbers live in session state under `store_key(field)` as nested lists. A
 table is labelled with tokens (X rows) and dims; when the sentence or a dim
 changes it is resized, keeping the values that still fit and filling new
-cells with 0.
+cells with 0. A CSV file can replace a table; one written by
+`explorer.export.matrix_csv` reads back exactly.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
-import math
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from explorer.config import MAX_ABS_GIVEN, ConfigError
-from explorer.tokenizer import token_labels
 from explorer import literal
+from explorer.config import ConfigError, matrix_cell
+from explorer.tokenizer import token_labels
+from explorer.ui import urlstate
 
-MAX_IMPORT_BYTES = 1_000_000
+MAX_IMPORT_MB = 1
+"""The largest CSV file read, in MB; `.streamlit/config.toml`'s
+``server.maxUploadSize`` says the same (a test checks)."""
+MAX_IMPORT_BYTES = MAX_IMPORT_MB * 2**20
 _IMPORT_ERROR_KEY = "_import_error"
-
+_LINK_READ_KEY = "_link_matrices_read"
 EDITOR_VERSION_KEY = "_editor_version"
 
 
@@ -43,8 +48,15 @@ def set_matrix(field: str, matrix: Any) -> None:
     st.session_state[EDITOR_VERSION_KEY] = st.session_state.get(EDITOR_VERSION_KEY, 0) + 1
 
 
-def has_matrix(field: str) -> bool:
-    return store_key(field) in st.session_state
+def apply_link_matrices() -> None:
+    """On a session's first run, load the matrices a link carries
+    (`urlstate.MATRICES`, already checked by `urlstate.clean`)."""
+    if st.session_state.get(_LINK_READ_KEY):
+        return
+    st.session_state[_LINK_READ_KEY] = True
+    for field in urlstate.MATRICES:
+        if (text := urlstate.param(field)) is not None:
+            set_matrix(field, urlstate.decode_matrix(field, text))
 
 
 def edit_matrix(field: str, title: str, row_labels: list[str], n_cols: int,
@@ -53,7 +65,8 @@ def edit_matrix(field: str, title: str, row_labels: list[str], n_cols: int,
 
     ``start`` seeds the table the first time (the numbers the learner was just
     looking at). Cells stay as typed; `AttentionConfig` reports any empty,
-    non-numeric or non-finite cell by row and column.
+    non-numeric or non-finite cell by row and column. The numbers show to 4
+    decimals, rounded as the heatmaps round them.
     """
     key = store_key(field)
     if key not in st.session_state:
@@ -65,14 +78,18 @@ def edit_matrix(field: str, title: str, row_labels: list[str], n_cols: int,
     edited = st.data_editor(
         frame, key=f"editor:{field}:{len(row_labels)}x{n_cols}:{version}", num_rows="fixed",
         width="stretch",
-        column_config={c: st.column_config.NumberColumn(c, format="%.4f", step=0.0001)
-                       for c in frame.columns})
+        column_config={c: st.column_config.NumberColumn(c, format="%.4f") for c in frame.columns})
     cells = edited.astype(object).where(edited.notna(), None).values.tolist()
     st.session_state[key] = cells
     st.caption(f"{title}: {len(row_labels)}×{n_cols}. Click a cell to type a number, or "
-               "import a CSV file of numbers (a header row and a label column are optional).")
-    st.file_uploader(f"Import {title} from CSV", type=["csv", "txt"], key=f"upload:{field}",
-                     on_change=_import, args=(field, (len(row_labels), n_cols)),
+               f"import a CSV file of numbers (up to {MAX_IMPORT_MB} MB; a header row and a "
+               "label column are optional).")
+    # The uploader's key follows the table's numbers, so that a file name never
+    # stays on show after the table has changed.
+    digest = hashlib.blake2b(repr(cells).encode(), digest_size=6).hexdigest()
+    upload_key = f"upload:{field}:{digest}"
+    st.file_uploader(f"Import {title} from CSV", type=["csv", "txt"], key=upload_key,
+                     on_change=_import, args=(field, upload_key, (len(row_labels), n_cols)),
                      label_visibility="collapsed")
     if error := st.session_state.get(f"{_IMPORT_ERROR_KEY}:{field}"):
         st.error(literal.markdown(error))
@@ -82,13 +99,15 @@ def edit_matrix(field: str, title: str, row_labels: list[str], n_cols: int,
 def parse_csv_matrix(data: bytes, shape: tuple[int, int], name: str) -> list[list[float]]:
     """Numbers from a CSV file, as a ``shape`` matrix.
 
-    A first row or first column that is not numeric is taken as labels and
-    dropped. Raises `ConfigError` (naming the row and column) for a wrong shape,
-    an empty or non-numeric cell, NaN/inf or a file that is not CSV text.
+    A first row ending in a non-number is a header and is dropped; a first
+    column is labels, and dropped, when the file has one column more than the
+    matrix or that column is not numeric (so token labels such as "1" work).
+    Raises `ConfigError` (naming the row and column) for a wrong shape, an
+    empty or non-numeric cell, NaN/inf or a file that is not CSV text.
     """
     if len(data) > MAX_IMPORT_BYTES:
         raise ConfigError(name, f"{name}: the file is {len(data):,} bytes; at most "
-                                f"{MAX_IMPORT_BYTES:,} are read")
+                                f"{MAX_IMPORT_BYTES:,} ({MAX_IMPORT_MB} MB) are read")
     try:
         frame = pd.read_csv(io.BytesIO(data), header=None, dtype=str, skip_blank_lines=True,
                             keep_default_na=False)
@@ -96,25 +115,13 @@ def parse_csv_matrix(data: bytes, shape: tuple[int, int], name: str) -> list[lis
         raise ConfigError(name, f"{name}: not a CSV table of numbers ({error})") from None
     if frame.shape[0] and not _numeric(frame.iloc[0, -1]):
         frame = frame.iloc[1:]  # a header row
-    if frame.shape[1] and frame.shape[0] and not _numeric(frame.iloc[0, 0]):
+    if frame.shape[0] and (frame.shape[1] == shape[1] + 1 or not _numeric(frame.iloc[0, 0])):
         frame = frame.iloc[:, 1:]  # a label column
     if frame.shape != shape:
         raise ConfigError(name, f"{name} must be {shape[0]}×{shape[1]} here "
                                 f"(the file holds {frame.shape[0]}×{frame.shape[1]} numbers)")
-    values = []
-    for i, row in enumerate(frame.itertuples(index=False)):
-        cells = []
-        for j, cell in enumerate(row):
-            if not _numeric(cell):
-                raise ConfigError(name, f"{name}: the file's row {i}, column {j} is not a "
-                                        f"number (got {cell!r})")
-            number = float(cell)
-            if not math.isfinite(number) or abs(number) > MAX_ABS_GIVEN:
-                raise ConfigError(name, f"{name}: the file's row {i}, column {j} must be a "
-                                        f"finite number up to {MAX_ABS_GIVEN:g} (got {cell!r})")
-            cells.append(number)
-        values.append(cells)
-    return values
+    return [[matrix_cell(name, f"{name}: the file's row {i}, column {j}", cell.strip())
+             for j, cell in enumerate(row)] for i, row in enumerate(frame.itertuples(index=False))]
 
 
 def _numeric(cell: Any) -> bool:
@@ -125,9 +132,9 @@ def _numeric(cell: Any) -> bool:
     return bool(str(cell).strip())
 
 
-def _import(field: str, shape: tuple[int, int]) -> None:
+def _import(field: str, upload_key: str, shape: tuple[int, int]) -> None:
     """Load an uploaded CSV into the table, or keep the table and say why not."""
-    upload = st.session_state.get(f"upload:{field}")
+    upload = st.session_state.get(upload_key)
     st.session_state.pop(f"{_IMPORT_ERROR_KEY}:{field}", None)
     if upload is None:
         return

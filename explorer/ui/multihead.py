@@ -12,20 +12,33 @@ from explorer import figures, verify
 from explorer.steps import STEPS
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
+from explorer.ui import urlstate
 
 VERIFY_TOLERANCE = 1e-4
 """Largest difference from PyTorch still shown as agreement (float32 rounding)."""
-HEAD_KEY = "head"  # the head picker's widget key and URL parameter
+
+
+MAX_SEGMENTED_HEADS = 16
+"""Up to this many heads the picker is a row of buttons, above it a list."""
 
 
 def head_picker(trace: Trace) -> int:
-    """Pick the head whose matrices the page shows (0 when there is one)."""
+    """Pick the head whose matrices the page shows (0 when there is one). A
+    link's ``?head=`` (0-based, checked by the sidebar) is the first choice."""
     n_heads = trace.config.n_heads
     if n_heads == 1:
         return 0
-    head = st.segmented_control("Head to show", list(range(n_heads)), default=0, key=HEAD_KEY,
-                                format_func=lambda h: f"head {h}", required=True)
-    return 0 if head is None or head >= n_heads else head
+    if urlstate.HEAD not in st.session_state and (raw := urlstate.param(urlstate.HEAD)):
+        st.session_state[urlstate.HEAD] = int(raw)
+    if st.session_state.get(urlstate.HEAD) not in range(n_heads):
+        st.session_state[urlstate.HEAD] = 0
+    picker = st.segmented_control if n_heads <= MAX_SEGMENTED_HEADS else st.selectbox
+    extra = {"required": True} if picker is st.segmented_control else {}
+    head = picker("Head to show", list(range(n_heads)), key=urlstate.HEAD,
+                  format_func=lambda h: f"head {h}", **extra,
+                  on_change=lambda: urlstate.set_param(
+                      urlstate.HEAD, st.session_state[urlstate.HEAD] or None))
+    return 0 if head is None else head
 
 
 def head_split(trace: Trace) -> None:

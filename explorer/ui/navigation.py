@@ -6,6 +6,7 @@ import streamlit as st
 
 from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE,
                               SIMPLIFIED_PAGE)
+from explorer.ui.urlstate import PRESET
 
 HOME_PAGE = "Home"
 PAGES: dict[str, tuple[str, str]] = {
@@ -32,11 +33,12 @@ def request_switch(page: str) -> None:
     st.session_state[_PENDING_KEY] = page
 
 
-def follow_requested_switch() -> None:
-    """Switch page if a callback asked for it (call after the settings are drawn)."""
+def follow_requested_switch(preset=None) -> None:
+    """Switch page if a callback asked for it (call after the settings are
+    drawn). The new page's URL keeps the active ``preset``; the settings
+    travel in session state."""
     page = st.session_state.pop(_PENDING_KEY, None)
     if page is not None:
-        # An explicit (empty) mapping: st.switch_page's default clears the query
+        # An explicit mapping: st.switch_page's default clears the query
         # parameters, which Streamlit refuses while widgets are bound to them.
-        # The settings travel in session state.
-        st.switch_page(PAGES[page][0], query_params={})
+        st.switch_page(PAGES[page][0], query_params={PRESET: preset.slug} if preset else {})

@@ -1,5 +1,5 @@
-"""Streamlit glue: cached computation, the step-by-step chart walk, a clicked
-cell's explanation, tables and the page header."""
+"""Streamlit glue: the step-by-step chart walk, the explained cell, the query
+picker, tables and the page header."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ from typing import Callable
 
 import streamlit as st
 
-from explorer import explain, figures
+from explorer import explain, figures, literal
 from explorer.steps import STEPS, TOKENS, Step, layout_rows
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
-from explorer import literal
+from explorer.ui import urlstate
 
-QUERY_KEY = "query"  # the page's query-token picker: widget key and URL parameter
+CHART_CONFIG = {"displaylogo": False}
+"""Plotly's toolbar options for every chart."""
+
 
 def visible_steps(trace: Trace, keep: Callable[[Step], bool] = lambda step: True) -> list[str]:
     """The trace's heatmap steps, in pipeline order, that ``keep`` accepts."""
@@ -22,6 +24,43 @@ def visible_steps(trace: Trace, keep: Callable[[Step], bool] = lambda step: True
             if STEPS[name].heatmap and STEPS[name].shown(trace.config) and keep(STEPS[name])]
 
 
+# ---------------------------------------------------------------------------
+# The explained cell: one per page, kept in session state and in the link
+# ---------------------------------------------------------------------------
+def explained_cell(name: str, head: int, shape: tuple[int, int]) -> tuple[int, int] | None:
+    """The explained cell of step ``name`` (and ``head``) if it lies in
+    ``shape``; one that no longer fits (the sentence got shorter) is dropped."""
+    explained = st.session_state.get(urlstate.CELL)
+    if explained is None or explained[0] != name or (STEPS[name].per_head and
+                                                      explained[3] != head):
+        return None
+    row, col = explained[1:3]
+    if row < shape[0] and col < shape[1]:
+        return row, col
+    _set_cell(None)
+    return None
+
+
+def _set_cell(cell: tuple[str, int, int, int] | None) -> None:
+    st.session_state[urlstate.CELL] = cell
+    urlstate.set_param(urlstate.CELL, urlstate.cell_text(*cell[:3]) if cell else None)
+
+
+def _follow_click(key: str, step: Step, n_cols: int, head: int) -> None:
+    """Explain the clicked cell (the chart redraws, and Plotly forgets its
+    selection); in a chart whose rows are tokens it also picks the query."""
+    event = st.session_state.get(key)
+    cell = figures.selected_cell(event.selection.points, n_cols) if event else None
+    if cell is None:
+        return
+    _set_cell((step.name, *cell, head))
+    if step.rows.labels == TOKENS:
+        set_query(cell[0])
+
+
+# ---------------------------------------------------------------------------
+# Charts
+# ---------------------------------------------------------------------------
 def step_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
                share: int = 1) -> None:
     """One step: its formula (st.latex), heatmap and a one-line explanation.
@@ -33,55 +72,36 @@ def step_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None
     step = STEPS[name]
     st.latex(step.latex(trace.config))
     key = f"chart-{name}"
-    cell = st.session_state.get(_clicked_key(key))
+    n_rows, n_cols = figures.step_matrix(trace, name, head).shape
+    cell = explained_cell(name, head, (n_rows, n_cols))
     figure = figures.heatmap(trace, name, head=head, highlight_row=highlight_row, share=share,
                              marked_cell=cell)
-    n_rows, n_cols = figures.step_matrix(trace, name, head).shape
     st.plotly_chart(
-        figure, width="stretch" if share > 1 else "content", key=key,
-        config={"displaylogo": False}, on_select=partial(_follow_click, key, step, n_cols),
-        selection_mode="points")
+        figure, width="stretch" if share > 1 else "content", key=key, config=CHART_CONFIG,
+        on_select=partial(_follow_click, key, step, n_cols, head), selection_mode="points")
     if step.explain:
         st.caption(step.caption(trace.config))
     if n_rows * n_cols > figures.MAX_CLICK_CELLS:
-        _cell_picker(key, n_rows, n_cols)
+        _cell_picker(key, step, n_rows, n_cols, head)
     if cell is not None:
         cell_explanation(trace, name, *cell, head=head)
 
 
-def _cell_picker(key: str, n_rows: int, n_cols: int) -> None:
+def _cell_picker(key: str, step: Step, n_rows: int, n_cols: int, head: int) -> None:
     """For matrices too big to click: pick the cell to explain by number."""
     with st.popover("Explain a cell", icon=":material/calculate:"):
         st.number_input("row", 0, n_rows - 1, key=f"{key}-row")
         st.number_input("column", 0, n_cols - 1, key=f"{key}-col")
-        st.button("Explain", key=f"{key}-explain", on_click=_pick_cell, args=(key,))
+        st.button("Explain", key=f"{key}-explain", on_click=_pick_cell, args=(key, step, head))
 
 
-def _pick_cell(key: str) -> None:
-    st.session_state[_clicked_key(key)] = (st.session_state[f"{key}-row"],
-                                           st.session_state[f"{key}-col"])
-
-
-def _clicked_key(chart_key: str) -> str:
-    return f"_clicked:{chart_key}"
-
-
-def _follow_click(key: str, step: Step, n_cols: int) -> None:
-    """Remember the clicked cell (the chart redraws, and Plotly forgets its
-    selection); in a chart whose rows are tokens it also picks the query."""
-    event = st.session_state.get(key)
-    cell = figures.selected_cell(event.selection.points, n_cols) if event else None
-    st.session_state[_clicked_key(key)] = cell
-    if cell is not None and step.rows.labels == TOKENS:
-        st.session_state[QUERY_KEY] = cell[0]
+def _pick_cell(key: str, step: Step, head: int) -> None:
+    _set_cell((step.name, st.session_state[f"{key}-row"], st.session_state[f"{key}-col"], head))
 
 
 def cell_explanation(trace: Trace, name: str, row: int, col: int, head: int = 0) -> None:
-    """How the clicked cell was computed, with its real numbers."""
-    try:
-        exp = explain.explain_cell(trace, name, row, col, head)
-    except IndexError:  # the matrix shrank since the click
-        return
+    """How the explained cell was computed, with its real numbers."""
+    exp = explain.explain_cell(trace, name, row, col, head)
     with st.container(border=True):
         st.markdown(f"**{literal.markdown(exp.cell)}** = {literal.markdown(exp.formula)}")
         if exp.combine != explain.GIVEN:
@@ -92,6 +112,7 @@ def cell_explanation(trace: Trace, name: str, row: int, col: int, head: int = 0)
             number_table(figures.context_table(trace, row))
         elif len(exp.terms) > 1:
             number_table(figures.terms_table(exp))
+            st.caption(f"Σ of the terms = {exp.total:.4f}")
 
 
 def step_charts(trace: Trace, names: list[str], head: int = 0,
@@ -104,6 +125,9 @@ def step_charts(trace: Trace, names: list[str], head: int = 0,
                 step_chart(trace, name, head, highlight_row, share=len(row))
 
 
+# ---------------------------------------------------------------------------
+# Tables, header, query picker
+# ---------------------------------------------------------------------------
 def number_table(frame) -> None:
     """A labelled table with every float column printed to 4 decimals."""
     formats = {str(c): st.column_config.NumberColumn(format="%.4f")
@@ -124,12 +148,28 @@ def page_header(title: str, intro: str) -> None:
     st.markdown(intro)
 
 
-def query_picker(trace: Trace, label: str, default: int | None = None) -> int | None:
+def set_query(query: int | None) -> None:
+    """Make ``query`` the highlighted query token (in session and in the link)."""
+    st.session_state[urlstate.QUERY] = query
+    urlstate.set_param(urlstate.QUERY, query)
+
+
+def query_picker(trace: Trace, label: str, default: int | None = None,
+                 preset_query: int | None = None) -> int | None:
     """The page's query token: its row is outlined in every heatmap. Clicking a
-    cell in a token-row chart picks it too. ``default=None`` offers "none"."""
+    cell in a token-row chart picks it too. ``default=None`` offers "none".
+    A link's ``?query=`` (0-based, checked by the sidebar) or the token a
+    preset looks at is the first choice."""
     labels = token_labels(trace.tokens)
     options = ([] if default is not None else [None]) + list(range(trace.n_tokens))
-    if st.session_state.get(QUERY_KEY, default) not in options:  # the sentence got shorter
-        st.session_state.pop(QUERY_KEY, None)
-    return st.selectbox(label, options, index=options.index(default), key=QUERY_KEY,
-                        format_func=lambda i: "none" if i is None else labels[i])
+    if preset_query is not None:
+        st.session_state[urlstate.QUERY] = preset_query
+    elif urlstate.QUERY not in st.session_state and (raw := urlstate.param(urlstate.QUERY)):
+        st.session_state[urlstate.QUERY] = int(raw)
+    if st.session_state.get(urlstate.QUERY, default) not in options:  # the sentence got shorter
+        st.session_state[urlstate.QUERY] = default
+    st.session_state.setdefault(urlstate.QUERY, default)
+    return st.selectbox(label, options, key=urlstate.QUERY,
+                        format_func=lambda i: "none" if i is None else labels[i],
+                        on_change=lambda: urlstate.set_param(
+                            urlstate.QUERY, st.session_state[urlstate.QUERY]))

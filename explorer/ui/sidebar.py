@@ -1,97 +1,162 @@
-"""The shared settings every page starts with: `settings()`."""
+"""The shared settings every page starts with: `settings()` returns the `View`
+a page draws."""
 
 from __future__ import annotations
 
-import urllib.parse
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import streamlit as st
 
+from explorer import figures, literal
 from explorer.config import GIVEN_MATRICES, AttentionConfig, ConfigError
+from explorer.presets import Preset
 from explorer.tokenizer import tokenize
-from explorer.ui import matrices, presets
+from explorer.trace import Trace
+from explorer.ui import controls, matrices, presets, urlstate
 from explorer.ui.cache import cached_trace
-from explorer.ui.controls import ADVANCED, BASIC, MULTI_HEAD, Control
+from explorer.ui.controls import ADVANCED, BASIC, Control
 from explorer.ui.navigation import follow_requested_switch, page_menu
-from explorer import literal
 
 SIMPLIFIED = {"weight_init": "identity", "scale": False}
 """Simplified attention (seeds 000, 001, 003): no trainable weights, no scaling."""
 
-CONTROLS: tuple[Control, ...] = (presets.PRESET_CONTROL, *BASIC, *ADVANCED, *MULTI_HEAD)
-_URL_PROBLEMS_KEY = "_url_problems"
+VIEW_KEYS = (urlstate.QUERY, urlstate.HEAD)
+"""Session keys of the view pickers, which keep their values across pages too."""
 _MATRIX_TITLES = {"embeddings": "X, the embeddings", "W_query": "W_query", "W_key": "W_key",
                   "W_value": "W_value"}
 
 
-def settings(page: str, simplified: bool = False,
-             extra: tuple[Control, ...] = ()) -> AttentionConfig | None:
-    """Draw the shared settings and return the chosen `AttentionConfig`.
+@dataclass(frozen=True)
+class View:
+    """What a page draws. ``before_heads_only``: ``n_heads`` was rejected, so
+    the trace is the single-head one and only the steps before the head split
+    are the visitor's."""
 
-    The sidebar holds the page menu, the preset picker, the basic and the
-    advanced widgets and a link to this view. The main area gets the messages
-    about the input, the tables of hand-entered matrices and, for an unchanged
-    preset, the notebook check. ``simplified`` fixes `SIMPLIFIED` and
-    d_k = d_v = d_in (Q = K = V = X). ``extra`` adds this page's own settings
-    (e.g. `MULTI_HEAD`). On invalid input shows ``st.error`` with the backend's
-    message and returns None; the page stays usable.
+    config: AttentionConfig
+    trace: Trace
+    preset: Preset | None
+    before_heads_only: bool = False
+
+
+def settings(page: str, simplified: bool = False, extra: tuple[Control, ...] = (),
+             view: tuple[str, ...] = ()) -> View | None:
+    """Draw the shared settings and return the `View` to draw, or None.
+
+    The sidebar holds the page menu, the worked-example picker, this page's own
+    settings (``extra``, e.g. `controls.MULTI_HEAD`) at the top, the basic and
+    advanced settings, the link to this view and the downloads. The main area
+    gets the messages about the input, the tables of hand-entered matrices and,
+    for an unchanged example, its check. ``simplified`` fixes `SIMPLIFIED` and
+    d_k = d_v = d_in (Q = K = V = X) and hides those settings. ``view`` names the
+    page's view parameters (`urlstate.QUERY`, `urlstate.HEAD`) for the link.
+    Invalid input gets ``st.error`` with the backend's message and no charts
+    (None), except a bad ``n_heads``, which keeps the steps before the split.
     """
-    raw_url = {c.key: st.query_params.get(c.key) for c in CONTROLS}
+    urlstate.clean({c.key: c.check_url_value for c in controls.ALL})
+    messages = st.container()
     _keep_across_pages()
-    presets.apply_if_new()
+    presets.apply_link_preset()
+    matrices.apply_link_matrices()
     with st.sidebar:
         page_menu()
-        preset = presets.picker(_forget_url_problems)
-        st.header("Settings")
-        values = {c.key: c.draw(c, _forget_url_problems) for c in BASIC}
-        with st.expander("Advanced: the recipes", expanded=False):
-            for control in ADVANCED:
-                if simplified and control.key in SIMPLIFIED:
-                    continue
-                values[control.key] = control.draw(control, _forget_url_problems)
-            if simplified:
-                st.caption("Fixed on this page: weight_init = identity (Q = K = V = X), "
-                           "no scaling.")
+        preset = presets.picker(page)
+        base = controls.baseline(page, preset.config if preset else None)
+        values: dict[str, Any] = {}
         if extra:
             st.header(page)
-            values.update({c.key: c.draw(c, _forget_url_problems) for c in extra})
-        shown = {**values, presets.PRESET_KEY: preset.slug if preset else ""}
-        _share_link(shown)
-    _note_dropped_url_values(raw_url, shown)
-    for message in st.session_state.get(_URL_PROBLEMS_KEY, {}).values():
-        st.error(literal.markdown(message))
+            values.update(_draw(extra, base))
+        st.header("Settings")
+        hidden = ("d_k", "d_v") if simplified else ()
+        values.update(_draw([c for c in BASIC if c.key not in hidden], base))
+        with st.expander("Advanced: the recipes", expanded=False):
+            values.update(_draw([c for c in ADVANCED
+                                 if not (simplified and c.key in SIMPLIFIED)], base))
+            if simplified:
+                st.caption("Fixed on this page: weight_init = identity (Q = K = V = X), "
+                           "no scaling, d_k = d_v = d_in.")
+        link_box = st.container()
+    follow_requested_switch(preset)
     if simplified:
         values.update(SIMPLIFIED, d_k=values["d_in"], d_v=values["d_in"])
-    fields = {c.key: c.to_config(values[c.key]) for c in CONTROLS if c.key in values}
-    fields.update(_given_matrices(values))
+    fields = {c.key: c.to_config(values[c.key]) for c in controls.ALL if c.key in values}
+    given, starts = _given_matrices(values, preset)
+    with link_box:
+        _share_link(page, values, base, preset, given, starts, view)
     try:
-        config = AttentionConfig(**fields)
+        config, before_heads_only = _config({**fields, **given})
+        trace = cached_trace(config)
     except ConfigError as error:
         st.error(literal.markdown(str(error)))
+        _show_problems(messages)
         return None
-    follow_requested_switch()
-    trace = cached_trace(config)
+    _check_link_view(trace, view)
+    _show_problems(messages)
     with st.sidebar:
         st.download_button("Download every matrix (JSON)", data=trace.to_json,
                            file_name="attention_trace.json", mime="application/json",
                            on_click="ignore", icon=":material/download:")
     presets.show_check(preset, config, trace, page)
-    return config
+    return View(config, trace, preset, before_heads_only)
 
 
-def url_params(values: dict[str, Any]) -> dict[str, str]:
-    """The widget values that differ from their defaults, as URL query parameters."""
-    defaults = {c.key: c.default for c in CONTROLS}
-    return {key: str(value) for key, value in values.items()
-            if key in defaults and str(value) != str(defaults[key])}
+def _show_problems(container) -> None:
+    with container:
+        for message in urlstate.problems().values():
+            st.error(literal.markdown(message))
 
 
-def _share_link(values: dict[str, Any]) -> None:
-    """The URL that reproduces this view, with a copy button."""
-    query = urllib.parse.urlencode(url_params(values))
-    st.caption("Link to this view:")
-    st.code(f"{st.context.url or ''}{'?' + query if query else ''}", language=None,
-            wrap_lines=True)
+_VIEW_CHECKED_KEY = "_link_view_checked"
+
+
+def _check_link_view(trace: Trace, view: tuple[str, ...]) -> None:
+    """On a session's first run, check the link's view against the trace: a
+    ``query`` below the token count, a ``head`` below n_heads and a ``cell``
+    inside its step. A bad one is noted and dropped; a good ``cell`` becomes
+    the explained cell."""
+    if st.session_state.get(_VIEW_CHECKED_KEY):
+        return
+    st.session_state[_VIEW_CHECKED_KEY] = True
+    sizes = {urlstate.QUERY: trace.n_tokens, urlstate.HEAD: trace.config.n_heads}
+    for key in (urlstate.QUERY, urlstate.HEAD):
+        if key in view and (raw := urlstate.param(key)) is not None:
+            try:
+                urlstate.index(key, raw, sizes[key])
+            except ConfigError as error:
+                urlstate.note(key, raw, error)
+                urlstate.set_param(key, None)
+    if (raw := urlstate.param(urlstate.CELL)) is None:
+        return
+    try:
+        step, row, col = urlstate.cell(raw)
+        if step not in trace:
+            raise ConfigError(urlstate.CELL, f"this page has no step {step}")
+        head = int(urlstate.param(urlstate.HEAD) or 0)
+        matrix = figures.step_matrix(trace, step, min(head, trace.config.n_heads - 1))
+        urlstate.index(urlstate.CELL, str(row), matrix.shape[0])
+        urlstate.index(urlstate.CELL, str(col), matrix.shape[1])
+        st.session_state[urlstate.CELL] = (step, row, col, head)
+    except ConfigError as error:
+        urlstate.note(urlstate.CELL, raw, error)
+        urlstate.set_param(urlstate.CELL, None)
+
+
+def _draw(shown: list[Control] | tuple[Control, ...], base: dict[str, Any]) -> dict[str, Any]:
+    return {c.key: c.draw(c, base[c.key], urlstate.forget_problems) for c in shown}
+
+
+def _config(fields: dict[str, Any]) -> tuple[AttentionConfig, bool]:
+    """The config of ``fields``; if only ``n_heads`` is wrong, say so and fall
+    back to one head (returning True), so the steps before the split still show."""
+    try:
+        return AttentionConfig(**fields), False
+    except ConfigError as error:
+        if error.field != "n_heads":
+            raise
+        st.error(literal.markdown(str(error)) + " The steps before the head split are "
+                 "shown below with one head.")
+        return AttentionConfig(**{**fields, "n_heads": 1}), True
 
 
 def _keep_across_pages() -> None:
@@ -102,43 +167,60 @@ def _keep_across_pages() -> None:
     documented way to keep them when the visitor switches pages; it also covers
     values that came from the URL, which ``persist_state`` alone drops.
     """
-    for control in CONTROLS:
-        if control.key in st.session_state:
-            st.session_state[control.key] = st.session_state[control.key]
+    for key in (*controls.BY_KEY, presets.PICKER_KEY, *VIEW_KEYS):
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
 
 
-def _forget_url_problems() -> None:
-    st.session_state.pop(_URL_PROBLEMS_KEY, None)
+def _share_link(page: str, values: dict[str, Any], base: dict[str, Any],
+                preset: Preset | None, given: dict[str, Any], starts: dict[str, Any],
+                view: tuple[str, ...]) -> None:
+    """The link that reproduces this view: the preset, every setting that
+    differs from the baseline, the view state and the edited matrices if they
+    fit. Collapsed, with Streamlit's copy button."""
+    params: dict[str, Any] = {urlstate.PRESET: preset.slug} if preset else {}
+    params.update({key: value for key, value in values.items()
+                   if key in controls.BY_KEY and urlstate.url_value(value)
+                   != urlstate.url_value(base[key])})
+    for key in view:
+        value = st.session_state.get(key, urlstate.param(key))
+        if value is not None and not (key == urlstate.HEAD and str(value) == "0"):
+            params[key] = value
+    if (explained := st.session_state.get(urlstate.CELL)) is not None:
+        params[urlstate.CELL] = urlstate.cell_text(*explained[:3])
+    edited = {name: m for name, m in given.items() if not _same_numbers(m, starts.get(name))}
+    encoded, length = urlstate.matrix_params(edited)
+    params.update(encoded)
+    url = urlstate.link(st.context.url or "", params)
+    with st.expander("Link to this view", icon=":material/link:"):
+        st.code(url, language=None, wrap_lines=True, height=min(300, 40 + 22 * (len(url) // 40)))
+        if edited and not encoded:
+            st.caption(f"The link leaves out your hand-edited matrices ({length:,} characters; "
+                       f"a link carries up to {urlstate.MAX_LINK_MATRIX_CHARS:,}). Download "
+                       "them as JSON instead.")
 
 
-def _note_dropped_url_values(raw_url: dict[str, str | None], values: dict[str, Any]) -> None:
-    """Record URL parameters that a widget dropped because they are invalid.
-
-    Streamlit silently ignores a bound parameter it cannot parse or that lies
-    outside the widget's bounds (``?d_in=0``, ``?d_k=abc``); a visitor who
-    followed a link deserves to know why. The messages stay until the visitor
-    changes a setting. Values a widget kept (text) are checked with the rest of
-    the config instead.
-    """
-    problems = st.session_state.setdefault(_URL_PROBLEMS_KEY, {})
-    by_key = {c.key: c for c in CONTROLS}
-    for key, raw in raw_url.items():
-        if raw is None or key not in values or str(values[key]) == raw:
-            continue
-        try:
-            by_key[key].check_url_value(raw)
-        except ConfigError as error:
-            problems[key] = f"Ignored the link's {key}={raw!r}: {error}"
+def _same_numbers(a: Any, b: Any) -> bool:
+    """Whether two matrices hold the same float32 numbers (None never matches)."""
+    if a is None or b is None:
+        return False
+    try:
+        return np.array_equal(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32))
+    except (TypeError, ValueError):  # an empty or unfinished cell
+        return False
 
 
-def _given_matrices(values: dict[str, Any]) -> dict[str, Any]:
+def _given_matrices(values: dict[str, Any],
+                    preset: Preset | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """Tables for the matrices the learner types in (embedding or weight_init
-    "given"), drawn at the top of the page; returns them as config fields."""
+    "given"), drawn at the top of the page. Returns the matrices as config
+    fields, and where each table started (the preset's, or the numbers the
+    recipes drew), which a link need not repeat."""
     wanted = [f for option, fields in GIVEN_MATRICES.items()
               if values.get(option) == "given" for f in fields]
     if not wanted:
-        return {}
-    start = _starting_point(values)
+        return {}, {}
+    starts = _starting_point(values, preset)
     tokens = tokenize(values["sentence"])
     dims = [str(i) for i in range(values["d_in"])]
     shapes = {"embeddings": (tokens, values["d_in"]), "W_query": (dims, values["d_k"]),
@@ -153,16 +235,23 @@ def _given_matrices(values: dict[str, Any]) -> dict[str, Any]:
                     labels, n_cols = shapes[field]
                     st.markdown(f"**{_MATRIX_TITLES[field]}**")
                     given[field] = matrices.edit_matrix(field, _MATRIX_TITLES[field], labels,
-                                                        n_cols, start.get(field, []))
-    return given
+                                                        n_cols, starts.get(field, []))
+    return given, starts
 
 
-def _starting_point(values: dict[str, Any]) -> dict[str, Any]:
-    """The matrices a learner was looking at before switching to "given":
-    the same config drawn with the table and randn recipes."""
+def _starting_point(values: dict[str, Any], preset: Preset | None) -> dict[str, Any]:
+    """The matrices a table starts from: the active preset's where it gives
+    them, else the numbers a learner was looking at before switching to
+    "given" (the same config drawn with the table and randn recipes)."""
+    starts: dict[str, Any] = {}
     try:
-        drawn = cached_trace(AttentionConfig(**{**values, "embedding": "table",
-                                                "weight_init": "randn"}))
+        fields = {c.key: c.to_config(values[c.key]) for c in controls.ALL if c.key in values}
+        drawn = cached_trace(AttentionConfig(**{**fields, "embedding": "table",
+                                                "weight_init": "randn", "n_heads": 1}))
+        starts = {name: drawn[name].tolist() for name in urlstate.MATRICES}
     except ConfigError:
-        return {}
-    return {name: drawn[name].tolist() for fields in GIVEN_MATRICES.values() for name in fields}
+        pass
+    if preset is not None:
+        starts.update({name: getattr(preset.config, name) for name in urlstate.MATRICES
+                       if getattr(preset.config, name) is not None})
+    return starts
