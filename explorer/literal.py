@@ -11,13 +11,17 @@ read it as markup:
 - HTML (the standalone report).
 
 Each function returns text that renders as exactly the characters given.
-Every caller goes through this module, never its own escaping.
+Every caller goes through this module, never its own escaping. Numbers that
+must read back exactly (links, CSV, generated code) are written by
+`float32_text`.
 """
 
 from __future__ import annotations
 
 import html as _html
 import re
+
+import numpy as np
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'^%@/])")
 _LINE_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]+")
@@ -43,3 +47,10 @@ def plotly(text: str) -> str:
 def html(text: str) -> str:
     """``text`` for an HTML page, element content or a quoted attribute."""
     return _html.escape(str(text), quote=True)
+
+
+def float32_text(value: float) -> str:
+    """The shortest text that reads back as the same float32: ``0.1``,
+    ``-1.1925``, ``1e-07``, ``-inf``, ``nan`` (numpy's shortest round-trip
+    digits). Finite values are valid Python literals too."""
+    return str(np.float32(value))

@@ -247,6 +247,14 @@ SIDE_BY_SIDE: tuple[tuple[str, ...], ...] = (
 """Steps drawn next to each other on a page when they appear together."""
 
 
+def visible_steps(trace, keep: Callable[[Step], bool] = lambda step: True) -> list[str]:
+    """The steps of ``trace`` (a `explorer.trace.Trace`) that are drawn as
+    heatmaps, in pipeline order: those with a chart that `Step.shown` keeps
+    for its config (no scaled scores when scaling is off) and ``keep`` accepts."""
+    return [name for name in trace
+            if STEPS[name].heatmap and STEPS[name].shown(trace.config) and keep(STEPS[name])]
+
+
 def layout_rows(names: list[str]) -> list[list[str]]:
     """Group ``names`` (in pipeline order) into page rows, per `SIDE_BY_SIDE`."""
     group_of = {name: i for i, group in enumerate(SIDE_BY_SIDE) for name in group}

@@ -4,12 +4,12 @@ import streamlit as st
 
 from explorer import figures, literal
 from explorer.presets import SIMPLIFIED_PAGE
+from explorer.steps import visible_steps
 from explorer.tokenizer import token_labels
 from explorer.ui import urlstate
 from explorer.ui.lessons import normalization_comparison, softmax_overflow
 from explorer.ui.presets import requested_query
-from explorer.ui.render import (number_table, page_header, query_picker, step_charts,
-                                visible_steps)
+from explorer.ui.render import number_table, page_header, query_picker, step_charts
 from explorer.ui.sidebar import settings
 
 page_header(

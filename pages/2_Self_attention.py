@@ -1,10 +1,11 @@
 """Self-attention with trainable weights (seeds 002 and 004, book §3.4)."""
 
 from explorer.presets import SELF_ATTENTION_PAGE
+from explorer.steps import visible_steps
 from explorer.ui import urlstate
 from explorer.ui.lessons import softmax_overflow
 from explorer.ui.presets import requested_query
-from explorer.ui.render import page_header, query_picker, step_charts, visible_steps
+from explorer.ui.render import page_header, query_picker, step_charts
 from explorer.ui.sidebar import settings
 
 page_header(

@@ -11,7 +11,6 @@ raise `ConfigError`; anything else is a crash.
 from __future__ import annotations
 
 import argparse
-import math
 from collections import Counter
 from dataclasses import dataclass
 

@@ -8,7 +8,6 @@ is always used inside ``torch.random.fork_rng()`` so the tests leave it alone.
 
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 from pathlib import Path

@@ -99,9 +99,10 @@ def edit_matrix(field: str, title: str, row_labels: list[str], n_cols: int,
 def parse_csv_matrix(data: bytes, shape: tuple[int, int], name: str) -> list[list[float]]:
     """Numbers from a CSV file, as a ``shape`` matrix.
 
-    A first row ending in a non-number is a header and is dropped; a first
-    column is labels, and dropped, when the file has one column more than the
-    matrix or that column is not numeric (so token labels such as "1" work).
+    A first row is a header, and dropped, when the file has one row more than
+    the matrix or the row ends in a non-number; a first column is labels, and
+    dropped, when the file has one column more than the matrix or that column
+    is not numeric (so column names "0,1,2" and token labels such as "1" work).
     Raises `ConfigError` (naming the row and column) for a wrong shape, an
     empty or non-numeric cell, NaN/inf or a file that is not CSV text.
     """
@@ -113,7 +114,7 @@ def parse_csv_matrix(data: bytes, shape: tuple[int, int], name: str) -> list[lis
                             keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
         raise ConfigError(name, f"{name}: not a CSV table of numbers ({error})") from None
-    if frame.shape[0] and not _numeric(frame.iloc[0, -1]):
+    if frame.shape[0] and (frame.shape[0] == shape[0] + 1 or not _numeric(frame.iloc[0, -1])):
         frame = frame.iloc[1:]  # a header row
     if frame.shape[0] and (frame.shape[1] == shape[1] + 1 or not _numeric(frame.iloc[0, 0])):
         frame = frame.iloc[:, 1:]  # a label column

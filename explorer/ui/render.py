@@ -4,7 +4,6 @@ picker, tables and the page header."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable
 
 import streamlit as st
 
@@ -16,12 +15,6 @@ from explorer.ui import urlstate
 
 CHART_CONFIG = {"displaylogo": False}
 """Plotly's toolbar options for every chart."""
-
-
-def visible_steps(trace: Trace, keep: Callable[[Step], bool] = lambda step: True) -> list[str]:
-    """The trace's heatmap steps, in pipeline order, that ``keep`` accepts."""
-    return [name for name in trace
-            if STEPS[name].heatmap and STEPS[name].shown(trace.config) and keep(STEPS[name])]
 
 
 # ---------------------------------------------------------------------------

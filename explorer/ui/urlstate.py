@@ -32,6 +32,7 @@ import numpy as np
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from explorer import literal
 from explorer.config import GIVEN_MATRICES, ConfigError, shown
 from explorer.steps import STEPS
 
@@ -50,8 +51,7 @@ def encode_matrix(matrix) -> str:
     """``0.43,0.15;0.55,0.87``: rows split by ``;``, cells by ``,``, each cell
     the shortest text that reads back as the same float32."""
     rows = np.asarray(matrix, dtype=np.float32)
-    return ";".join(",".join(np.format_float_positional(v, unique=True, trim="-")
-                             for v in row) for row in rows)
+    return ";".join(",".join(literal.float32_text(v) for v in row) for row in rows)
 
 
 def decode_matrix(name: str, text: str) -> list[list[float]]:
