@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from torch import Tensor
+
+from explorer.steps import STEPS, TOKENS
+from explorer.tokenizer import token_labels
 
 SUM, SCALED, RATIO, PRODUCT, GIVEN, MASKED = "sum", "scaled", "ratio", "product", "given", "masked"
 
@@ -44,7 +48,9 @@ class Explanation:
     - ``"given"``: no terms: the value was drawn or typed (see ``note``);
     - ``"masked"``: −∞ by the causal mask.
 
-    ``value`` is the cell as the trace holds it.
+    ``value`` is the cell as the trace holds it; ``position`` says where it is
+    (``"row 1, column 0"``, with the head for a per-head step). For ``"given"``
+    the formula says where the number came from (`origin`).
     """
 
     step: str
@@ -53,6 +59,7 @@ class Explanation:
     combine: str
     terms: tuple[Term, ...]
     value: float
+    position: str = ""
     divisor: float = 1.0
     numerator: float = 0.0
     offset: float = 0.0
@@ -136,24 +143,34 @@ def _head(tensor: Tensor, head: int) -> Tensor:
     return tensor[head] if tensor.dim() == 3 else tensor
 
 
-_PROJECTIONS = {"queries": ("Q", "W_query"), "keys": ("K", "W_key"), "values": ("V", "W_value")}
-_DRAWN = {
-    "embeddings": "X is the input: looked up in the embedding table, drawn uniformly or typed in "
-                  "(see the embedding setting).",
-    "W_query": "A trainable weight, drawn by the weight_init recipe (or typed in).",
-    "W_key": "A trainable weight, drawn by the weight_init recipe (or typed in).",
-    "W_value": "A trainable weight, drawn by the weight_init recipe (or typed in).",
-    "W_out": "out_proj.weight, transposed: drawn like nn.Linear(d_v, d_v)'s default init.",
-    "b_out": "out_proj.bias: drawn like nn.Linear(d_v, d_v)'s default init.",
-    "causal_mask": "1 (masked) where the key comes after the query: j > i.",
-    "dropout_mask": "Drawn Bernoulli(1 − p) from the dropout generator: 1 = kept.",
-}
+_PROJECTIONS = {"queries": ("Q", "W_query", "b_query"), "keys": ("K", "W_key", "b_key"),
+                "values": ("V", "W_value", "b_value")}
+_SCORE_SYMBOLS = {"attn_scores": "ω", "scaled_scores": "ω̃", "masked_scores": "ω̂"}
+
+
+class _Names:
+    """How an explanation names cells: by token where an axis is tokens
+    (``ω["is", "Life"]``), by number where it is dimensions (``W_query[0, 1]``)."""
+
+    def __init__(self, trace):
+        self.labels = token_labels(trace.tokens)
+
+    def token(self, i: int) -> str:
+        return f'"{self.labels[i]}"'
+
+    def cell(self, name: str, symbol: str, row: int, col: int) -> str:
+        step = STEPS[name]
+        r = self.token(row) if step.rows.labels == TOKENS else str(row)
+        c = self.token(col) if step.cols.labels == TOKENS else str(col)
+        return f"{symbol}[{r}, {c}]"
 
 
 def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explanation:
     """Explain cell ``(row, col)`` of step ``name`` (of head ``head`` for a
-    per-head step). Raises ``KeyError`` for a step not in the trace and
-    ``IndexError`` for a cell outside it."""
+    per-head step). Cells are named by their tokens (``ω["is", "Life"]``), with
+    the position in ``Explanation.position``; the notation is the steps' own
+    (`explorer.steps.STEPS`: ω, ω̃, ω̂, α, α′, Z). Raises ``KeyError`` for a step
+    not in the trace and ``IndexError`` for a cell outside it."""
     c = trace.config
     matrix = _head(trace[name], head)
     if matrix.dim() == 1:
@@ -161,63 +178,72 @@ def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explana
     if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]):
         raise IndexError(f"{name} has no cell ({row}, {col}); its shape is {tuple(matrix.shape)}")
     value = float(matrix[row, col])
-    h = f"_{head}" if c.n_heads > 1 and trace[name].dim() == 3 else ""
+    per_head = c.n_heads > 1 and trace[name].dim() == 3
+    h = f"_{head}" if per_head else ""
+    names = _Names(trace)
+    at = partial(Explanation, name, position=(f"head {head}, " if per_head else "")
+                 + f"row {row}, column {col}", value=value)
+    step = STEPS[name]
+    q = names.token(row) if step.rows.labels == TOKENS else str(row)
+    k = names.token(col) if step.cols.labels == TOKENS else str(col)
 
     if name in _PROJECTIONS:
-        letter, weight = _PROJECTIONS[name]
-        width = matrix.shape[1]
-        global_col = head * width + col if c.n_heads > 1 else col
+        letter, weight, bias = _PROJECTIONS[name]
+        global_col = head * matrix.shape[1] + col if c.n_heads > 1 else col
         x, w = trace["embeddings"][row], trace[weight][:, global_col]
-        terms = dot_product_terms(x, w, [f"X[{row}, {j}]·{weight}[{j}, {global_col}]"
+        terms = dot_product_terms(x, w, [f"X[{q}, {j}]·{weight}[{j}, {global_col}]"
                                          for j in range(c.d_in)])
-        return Explanation(name, f"{letter}{h}[{row}, {col}]",
-                           f"Σ_j X[{row}, j] · {weight}[j, {global_col}]", SUM, terms, value)
+        offset = float(trace[bias][global_col]) if bias in trace else 0.0
+        plus = f" + {bias}[{global_col}]" if bias in trace else ""
+        return at(names.cell(name, f"{letter}{h}", row, col),
+                  f"Σ_j X[{q}, j] · {weight}[j, {global_col}]{plus}", SUM, terms,
+                  offset=offset)
 
-    if name in ("attn_scores", "scaled_scores", "masked_scores"):
+    if name in _SCORE_SYMBOLS:
+        cell = names.cell(name, f"{_SCORE_SYMBOLS[name]}{h}", row, col)
         if name == "masked_scores" and col > row:
-            return Explanation(name, f"ω̂{h}[{row}, {col}]", "−∞ (masked)", MASKED, (), value,
-                               note=f"Key {col} comes after query {row}: masked to −∞, so its "
-                                    "weight will be exactly 0.")
-        q, k = _head(trace["queries"], head)[row], _head(trace["keys"], head)[col]
-        terms = dot_product_terms(q, k, [f"q{h}[{row}, {i}]·k{h}[{col}, {i}]"
-                                         for i in range(q.shape[0])])
-        formula = f"q{h}_{row} · k{h}_{col} = Σ_c Q{h}[{row}, c] · K{h}[{col}, c]"
+            return at(cell, "−∞ (masked)", MASKED, (),
+                      note=f"Key {k} (position {col}) comes after query {q} (position {row}): "
+                           "masked to −∞, so its weight will be exactly 0.")
+        qv, kv = _head(trace["queries"], head)[row], _head(trace["keys"], head)[col]
+        terms = dot_product_terms(qv, kv, [f"Q{h}[{q}, {i}]·K{h}[{k}, {i}]"
+                                           for i in range(qv.shape[0])])
+        formula = f"q{h}[{q}] · k{h}[{k}] = Σ_i Q{h}[{q}, i] · K{h}[{k}, i]"
         if name == "attn_scores" or not c.scale:
-            return Explanation(name, f"ω{h}[{row}, {col}]", formula, SUM, terms, value)
-        symbol = "ω̂" if name == "masked_scores" else "ω̃"
-        return Explanation(name, f"{symbol}{h}[{row}, {col}]", f"({formula}) / √{c.head_dim}",
-                           SCALED, terms, value, divisor=math.sqrt(c.head_dim))
+            return at(cell, formula, SUM, terms)
+        return at(cell, f"({formula}) / √{c.head_dim}", SCALED, terms,
+                  divisor=math.sqrt(c.head_dim))
 
     if name == "attn_weights":
         source = "masked_scores" if c.causal else "scaled_scores"
+        s = _SCORE_SYMBOLS[source if c.scale or c.causal else "attn_scores"] + h
         scores = _head(trace[source], head)[row].to(torch.float64)
-        labels = [f"k={k}" for k in range(scores.shape[0])]
+        labels = [f"key {names.token(j)}" for j in range(scores.shape[0])]
+        cell = names.cell(name, f"α{h}", row, col)
         if c.normalization == "sum":
-            shown = torch.nan_to_num(scores, neginf=0.0)
-            terms = tuple(Term(labels[k], (float(shown[k]),), float(shown[k]))
-                          for k in range(len(labels)))
-            return Explanation(name, f"α{h}[{row}, {col}]",
-                               f"s[{row}, {col}] / Σ_k s[{row}, k]", RATIO, terms, value,
-                               numerator=float(shown[col]))
+            kept = torch.nan_to_num(scores, neginf=0.0)
+            terms = tuple(Term(labels[j], (float(kept[j]),), float(kept[j]))
+                          for j in range(len(labels)))
+            return at(cell, f"{s}[{q}, {k}] / Σ_j {s}[{q}, j]", RATIO, terms,
+                      numerator=float(kept[col]))
         shift = float(scores.max()) if c.normalization == "softmax" else 0.0
         # exp in the trace's float32, so that an overflow (naive softmax) shows as inf
         exps = torch.exp((scores - shift).to(torch.float32)).to(torch.float64)
-        terms = tuple(Term(labels[k], (float(scores[k]),), float(exps[k]))
-                      for k in range(len(labels)))
-        formula = (f"exp(s[{row}, {col}] − m) / Σ_k exp(s[{row}, k] − m), m = row max"
+        terms = tuple(Term(labels[j], (float(scores[j]),), float(exps[j]))
+                      for j in range(len(labels)))
+        formula = (f"exp({s}[{q}, {k}] − m) / Σ_j exp({s}[{q}, j] − m), m = the row's max"
                    if c.normalization == "softmax" else
-                   f"exp(s[{row}, {col}]) / Σ_k exp(s[{row}, k])")
-        return Explanation(name, f"α{h}[{row}, {col}]", formula, RATIO, terms, value,
-                           numerator=float(exps[col]),
-                           note=f"m = {shift:.4f}" if c.normalization == "softmax" else "")
+                   f"exp({s}[{q}, {k}]) / Σ_j exp({s}[{q}, j])")
+        return at(cell, formula, RATIO, terms, numerator=float(exps[col]),
+                  note=f"m = {shift:.4f}" if c.normalization == "softmax" else "")
 
     if name == "dropped_weights":
         alpha = float(_head(trace["attn_weights"], head)[row, col])
         kept = float(_head(trace["dropout_mask"], head)[row, col])
         factor = 1.0 / (1.0 - c.dropout)
         term = Term("α·D/(1−p)", (alpha, kept, factor), alpha * kept * factor)
-        return Explanation(name, f"α′{h}[{row}, {col}]", "α · D / (1 − p)", PRODUCT, (term,),
-                           value)
+        return at(names.cell(name, f"α′{h}", row, col),
+                  f"α{h}[{q}, {k}] · D{h}[{q}, {k}] / (1 − p)", PRODUCT, (term,))
 
     if name == "context":
         width = c.head_dim_v
@@ -226,22 +252,78 @@ def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explana
         weights = trace["dropped_weights"] if "dropped_weights" in trace else trace["attn_weights"]
         a = _head(weights, head_of_col)[row].to(torch.float64)
         v = _head(trace["values"], head_of_col)[:, local].to(torch.float64)
-        terms = tuple(Term(f"α{hh}[{row}, {j}]·v{hh}[{j}, {local}]", (float(a[j]), float(v[j])),
-                           float(a[j] * v[j])) for j in range(a.shape[0]))
-        return Explanation(name, f"Z[{row}, {col}]", f"Σ_j α{hh}[{row}, j] · V{hh}[j, {local}]",
-                           SUM, terms, value,
-                           note=f"Column {col} comes from head {head_of_col}." if hh else "")
+        alpha = "α′" if "dropped_weights" in trace else "α"
+        terms = tuple(Term(f"{alpha}{hh}[{q}, {names.token(j)}]·V{hh}[{names.token(j)}, {local}]",
+                           (float(a[j]), float(v[j])), float(a[j] * v[j]))
+                      for j in range(a.shape[0]))
+        return at(names.cell(name, "Z", row, col),
+                  f"Σ_j {alpha}{hh}[{q}, j] · V{hh}[j, {local}]", SUM, terms,
+                  note=f"Column {col} comes from head {head_of_col}." if hh else "")
 
     if name == "output":
         z, w = trace["context"][row], trace["W_out"][:, col]
-        terms = dot_product_terms(z, w, [f"Z[{row}, {j}]·W_out[{j}, {col}]"
+        terms = dot_product_terms(z, w, [f"Z[{q}, {j}]·W_out[{j}, {col}]"
                                          for j in range(z.shape[0])])
-        return Explanation(name, f"O[{row}, {col}]", f"Σ_j Z[{row}, j] · W_out[j, {col}] + "
-                           f"b_out[{col}]", SUM, terms, value,
-                           offset=float(trace["b_out"][col]))
+        return at(names.cell(name, "O", row, col),
+                  f"Σ_j Z[{q}, j] · W_out[j, {col}] + b_out[{col}]", SUM, terms,
+                  offset=float(trace["b_out"][col]))
 
-    return Explanation(name, f"{name}[{row}, {col}]", "given", GIVEN, (), value,
-                       note=_DRAWN.get(name, ""))
+    symbol = STEPS[name].symbol + (h if STEPS[name].per_head else "")
+    return at(names.cell(name, symbol, row, col), origin(trace, name, row, col, value),
+              GIVEN, ())
+
+
+def origin(trace, name: str, row: int, col: int, value: float) -> str:
+    """Where a drawn, typed or model number came from, naming the generator,
+    the seed and the reference code (a learner can draw the same number)."""
+    c = trace.config
+    labels = token_labels(trace.tokens)
+    recipe = getattr(c, "weight_init", "")
+    if recipe == "model":
+        if name == "embeddings":
+            return c.input_note
+        return "the model's trained parameter, read from its checkpoint"
+    generator = f"torch.Generator().manual_seed({c.seed})"
+    if name == "embeddings":
+        if c.embedding == "given":
+            return "typed in: the X table at the top of the page"
+        if c.embedding == "uniform":
+            return (f"drawn by torch.rand({trace.n_tokens}, {c.d_in}) from {generator}, the "
+                    f"same number as torch.manual_seed({c.seed}); torch.rand({trace.n_tokens}, "
+                    f"{c.d_in})")
+        token_id = int(trace["token_ids"][row])
+        return (f"row {token_id} of the embedding table (token \"{labels[row]}\" has id "
+                f"{token_id}): nn.Embedding({c.vocab_size}, {c.d_in}) drawn by torch.randn from "
+                f"{generator}, the same number as torch.manual_seed({c.seed}) followed by "
+                f"nn.Embedding({c.vocab_size}, {c.d_in})")
+    if name in ("W_query", "W_key", "W_value"):
+        shape = f"({c.d_in}, {c.d_v if name == 'W_value' else c.d_k})"
+        earlier = ["the embedding table"] if c.embedding == "table" else (
+            ["the embeddings"] if c.embedding == "uniform" else [])
+        earlier += ["W_query", "W_key"][: ("W_query", "W_key", "W_value").index(name)]
+        after = f", after {' and '.join(earlier)}" if earlier else ""
+        if recipe in ("randn", "rand"):
+            return (f"drawn by torch.{recipe}{shape} from {generator}{after}: the same "
+                    f"number as torch.manual_seed({c.seed}) and the book's code")
+        if recipe == "linear":
+            return (f"nn.Linear's default initialisation (uniform within ±1/√{c.d_in}), "
+                    f"drawn from {generator}{after}, transposed to {shape}")
+        if recipe == "identity":
+            return "W = I: 1 on the diagonal and 0 elsewhere, so the projection changes nothing"
+        return f"typed in: the {name} table at the top of the page"
+    if name in ("W_out", "b_out"):
+        return (f"nn.Linear({c.d_v}, {c.d_v})'s default initialisation (weight, then bias), "
+                f"drawn from {generator} after W_value"
+                + ("; W_out is the weight transposed" if name == "W_out" else ""))
+    if name == "causal_mask":
+        where = "after" if col > row else "at or before"
+        return (f"{'masked (−∞)' if value else 'kept (0)'}: key \"{labels[col]}\" comes "
+                f"{where} query \"{labels[row]}\"")
+    if name == "dropout_mask":
+        return (f"{'kept' if value else 'dropped'}: drawn Bernoulli(1 − {c.dropout:g}) from "
+                f"torch.Generator().manual_seed({c.mask_seed}), as torch.manual_seed("
+                f"{c.mask_seed}) then nn.Dropout({c.dropout:g}) does")
+    return "given"
 
 
 def score_terms(trace, query: int, key: int) -> tuple[Term, ...]:

@@ -311,15 +311,18 @@ def normalization_table(traces: dict[str, Trace], query: int) -> pd.DataFrame:
 
 
 def terms_table(exp: explain.Explanation) -> pd.DataFrame:
-    """An explanation's terms: what was multiplied, the factors and the product."""
+    """An explanation's terms, one row each, labelled as in the formula: the
+    factors and their product, or for a normalisation the score and its term.
+    Their sum is said under the table, not in a row of its own."""
     width = max(len(t.factors) for t in exp.terms)
     rows = {t.label: {**{f"factor {i + 1}": f for i, f in enumerate(t.factors)},
-                      "term": t.value} for t in exp.terms}
+                      "product": t.value} for t in exp.terms}
     frame = pd.DataFrame.from_dict(rows, orient="index")
     if width == 1:
-        frame = frame.rename(columns={"factor 1": "score s", "term": "exp term"
-                                      if exp.combine == explain.RATIO else "term"})
-    frame.loc["Σ"] = [None] * (frame.shape[1] - 1) + [exp.total]
+        frame = frame.rename(columns={"factor 1": "score", "product": "exp(score − m)"
+                                      if exp.formula.startswith("exp(") and "− m" in exp.formula
+                                      else "exp(score)" if exp.formula.startswith("exp(")
+                                      else "term"})
     return frame
 
 

@@ -120,8 +120,8 @@ def test_a_clicked_score_cell_is_explained_with_its_numbers():
     at.run()
     written = [c.value for c in at.code if "·" in c.value]
     assert written == ["(−0.2336)·0.5177 + 1.3464·(−0.3670) = (−0.6150)"]
-    assert any(m.value.replace("\\", "") == "**ω[1, 0]** = q_1 · k_0 = Σ_c Q[1, c] · K[0, c]"
-               for m in at.markdown)
+    assert any(m.value.replace("\\", "") == '**ω["is", "Life"]** (row 1, column 0) = '
+               'q["is"] · k["Life"] = Σ_i Q["is", i] · K["Life", i]' for m in at.markdown)
 
 
 def test_big_matrices_explain_a_cell_picked_by_number():

@@ -196,7 +196,7 @@ def test_click_a_score_cell_to_see_how_it_was_computed(fresh_server, page: Page)
     settle(page)
     explanation = page.get_by_test_id("stCode").filter(has_text="1.3464")
     expect(explanation).to_have_text("(−0.2336)·0.5177 + 1.3464·(−0.3670) = (−0.6150)")
-    expect(page.get_by_text("ω[1, 0]", exact=True)).to_be_visible()
+    expect(page.get_by_text('ω["is", "Life"]', exact=True)).to_be_visible()
     expect(page.get_by_test_id("stException")).to_have_count(0)
 
 

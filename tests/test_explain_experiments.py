@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from explorer import AttentionConfig, compute_trace
 from explorer import experiments as ex
 from explorer.explain import GIVEN, MASKED, PRODUCT, RATIO, SCALED, SUM, Explanation, explain_cell
+from explorer.presets import PRESETS as PRESETS_BY_SLUG
 from tests.test_seeds import CONFIG_001, EMBEDDED_002, NAIVE_DIM_001, OMEGA_1_002, SCORES_001
 
 SETTINGS = settings(max_examples=60, deadline=None,
@@ -166,9 +167,10 @@ def test_every_cell_is_recomputed_from_its_terms(config):
 def test_query_cell_is_x_row_times_w_query_column(default_trace):
     e = explain_cell(default_trace, "queries", 1, 0)
     w = default_trace["W_query"]
-    assert e.cell == "Q[1, 0]" and e.combine == SUM and len(e.terms) == 3
+    assert e.cell == 'Q["is", 0]' and e.position == "row 1, column 0"
+    assert e.combine == SUM and len(e.terms) == 3
     for j, t in enumerate(e.terms):
-        assert t.label == f"X[1, {j}]·W_query[{j}, 0]"
+        assert t.label == f'X["is", {j}]·W_query[{j}, 0]'
         assert t.factors[0] == pytest.approx(X_002[1][j], abs=PRINTED)  # cell 9
         assert t.factors[1] == float(w[j, 0])
         assert t.value == pytest.approx(X_002[1][j] * float(w[j, 0]), abs=1e-4)
@@ -236,8 +238,9 @@ def test_context_cell_is_weights_times_value_column(default_trace):
     a, v = default_trace["attn_weights"], default_trace["values"]
     e = explain_cell(default_trace, "context", 1, 3)
     assert e.combine == SUM and e.note == ""
+    tokens = default_trace.tokens
     for j, t in enumerate(e.terms):
-        assert t.label == f"α[1, {j}]·v[{j}, 3]"
+        assert t.label == f'α["is", "{tokens[j]}"]·V["{tokens[j]}", 3]'
         assert t.factors == (float(a[1, j]), float(v[j, 3]))
     expected = math.fsum(float(a[1, j]) * float(v[j, 3]) for j in range(6))
     assert e.result() == pytest.approx(expected, rel=1e-12)
@@ -249,7 +252,7 @@ def test_two_heads_second_half_of_context_comes_from_head_1():
     x, w_v = trace["embeddings"], trace["W_value"]
     e = explain_cell(trace, "context", 2, 3)
     assert e.note == "Column 3 comes from head 1."
-    assert e.formula == "Σ_j α_1[2, j] · V_1[j, 1]"
+    assert e.formula == 'Σ_j α_1["short", j] · V_1[j, 1]'
     v_col3 = x @ w_v[:, 3]  # the full V's column 3 is head 1's local column 1
     for j, t in enumerate(e.terms):
         assert t.factors[0] == float(trace["attn_weights"][1, 2, j])
@@ -262,8 +265,8 @@ def test_two_heads_query_of_head_1_uses_its_own_w_query_column():
     trace = compute_trace(AttentionConfig(n_heads=2))
     x, w_q = trace["embeddings"], trace["W_query"]
     e = explain_cell(trace, "queries", 4, 0, head=1)
-    assert e.cell == "Q_1[4, 0]"
-    assert [t.label for t in e.terms] == [f"X[4, {j}]·W_query[{j}, 1]" for j in range(3)]
+    assert e.cell == 'Q_1["dessert", 0]' and e.position == "head 1, row 4, column 0"
+    assert [t.label for t in e.terms] == [f'X["dessert", {j}]·W_query[{j}, 1]' for j in range(3)]
     assert [t.factors[1] for t in e.terms] == [float(w_q[j, 1]) for j in range(3)]
     assert e.result() == pytest.approx(float(x[4] @ w_q[:, 1]), rel=1e-5)
     head0 = explain_cell(trace, "queries", 4, 0, head=0)
@@ -277,7 +280,9 @@ def test_masked_scores_above_the_diagonal_are_minus_infinity():
             e = explain_cell(trace, "masked_scores", row, col)
             if col > row:
                 assert e.combine == MASKED and e.result() == float("-inf") == e.value
-                assert f"Key {col} comes after query {row}" in e.note
+                tokens = trace.tokens
+                assert (f'Key "{tokens[col]}" (position {col}) comes after query '
+                        f'"{tokens[row]}" (position {row})') in e.note
             else:
                 assert e.combine == SCALED
                 assert e.result() == pytest.approx(float(trace["scaled_scores"][row, col]),
@@ -547,3 +552,24 @@ def test_difference_rejects_different_shapes(default_trace):
     shorter = compute_trace(AttentionConfig(sentence="Life is short"))
     with pytest.raises(ValueError, match="attn_weights"):
         ex.difference(default_trace, shorter, "attn_weights")
+
+
+def test_scores_are_named_by_their_tokens_and_repeats_by_position():
+    trace = compute_trace(AttentionConfig(sentence="the cat saw the dog"))
+    e = explain_cell(trace, "attn_scores", 3, 0)
+    assert e.cell == 'ω["the (3)", "the"]'
+    assert e.formula == 'q["the (3)"] · k["the"] = Σ_i Q["the (3)", i] · K["the", i]'
+    weights = explain_cell(compute_trace(AttentionConfig(causal=True)), "attn_weights", 2, 1)
+    assert weights.formula.startswith('exp(ω̂["short", "is"] − m)')  # the masked scores' symbol
+
+
+def test_a_drawn_weight_names_its_recipe_generator_and_seed(default_trace):
+    e = explain_cell(default_trace, "W_key", 1, 0)
+    assert e.combine == GIVEN
+    assert e.formula == ("drawn by torch.randn(3, 2) from torch.Generator().manual_seed(123), "
+                         "after the embedding table and W_query: the same number as "
+                         "torch.manual_seed(123) and the book's code")
+    x = explain_cell(default_trace, "embeddings", 1, 0)
+    assert x.formula.startswith('row 4 of the embedding table (token "is" has id 4)')
+    typed = compute_trace(PRESETS_BY_SLUG["illustrated"].config)
+    assert explain_cell(typed, "W_value", 0, 1).formula.startswith("typed in")

@@ -95,10 +95,14 @@ def _pick_cell(key: str, step: Step, head: int) -> None:
 def cell_explanation(trace: Trace, name: str, row: int, col: int, head: int = 0) -> None:
     """How the explained cell was computed, with its real numbers."""
     exp = explain.explain_cell(trace, name, row, col, head)
+    cell = f"**{literal.markdown(exp.cell)}** ({exp.position})"
     with st.container(border=True):
-        st.markdown(f"**{literal.markdown(exp.cell)}** = {literal.markdown(exp.formula)}")
-        if exp.combine != explain.GIVEN:
-            st.code(exp.written(), language=None, wrap_lines=True)
+        if exp.combine == explain.GIVEN:
+            st.markdown(f"{cell} = {figures.format_value(exp.value)}")
+            st.caption(literal.markdown(exp.formula[0].upper() + exp.formula[1:]) + ".")
+            return
+        st.markdown(f"{cell} = {literal.markdown(exp.formula)}")
+        st.code(exp.written(), language=None, wrap_lines=True)
         if exp.note:
             st.caption(literal.markdown(exp.note))
         if name == "context" and trace.config.n_heads == 1:
