@@ -43,21 +43,29 @@ class ScalingCurves:
     n_keys: int
 
 
-def scaling_curves(seed: int = 0, n_keys: int = 16, n_queries: int = 256,
+SCALING_SAMPLES = 4096
+"""Query–key pairs per d_k in the √d_k experiment, at least."""
+
+
+def scaling_curves(seed: int = 0, n_keys: int = 16, n_queries: int | None = None,
                    dims: tuple[int, ...] = SCALING_DIMS) -> ScalingCurves:
     """Why attention divides by √d_k (Vaswani et al. 2017, §3.2.1, footnote 4).
 
-    For each d_k, draws ``n_queries`` queries and ``n_keys`` keys with
-    independent N(0, 1) entries (one seeded generator), so q·k has variance d_k.
-    Softmax over the raw scores saturates towards one-hot as d_k grows; over the
-    scores ÷ √d_k it does not.
+    For each d_k, draws ``n_queries`` rows of ``n_keys`` independent query–key
+    pairs with N(0, 1) entries (one seeded generator, float32): a fresh key for
+    every pair, so the ``n_queries · n_keys`` scores are independent samples
+    and their variance estimates Var(q·k) = d_k to a few percent (4,096 samples
+    by default) even at d_k = 1. Each row's softmax over its ``n_keys`` scores
+    saturates towards one-hot as d_k grows; over the scores ÷ √d_k it does not.
+    ``n_queries`` defaults to enough rows for `SCALING_SAMPLES` pairs.
     """
+    n_queries = n_queries or -(-SCALING_SAMPLES // n_keys)
     rng = torch.Generator().manual_seed(seed)
     out: dict[str, list[float]] = {k: [] for k in ("v", "vs", "e", "es", "m", "ms")}
     for d_k in dims:
-        q = torch.randn(n_queries, d_k, generator=rng, dtype=torch.float64)
-        k = torch.randn(n_keys, d_k, generator=rng, dtype=torch.float64)
-        scores = att.attention_scores(q, k)  # (n_queries, n_keys)
+        q = torch.randn(n_queries, n_keys, d_k, generator=rng)
+        k = torch.randn(n_queries, n_keys, d_k, generator=rng)
+        scores = (q * k).sum(dim=-1).to(torch.float64)  # (n_queries, n_keys): q·k per pair
         scaled = scores / math.sqrt(d_k)
         for suffix, s in (("", scores), ("s", scaled)):
             weights = att.softmax(s)
@@ -182,10 +190,25 @@ def permuted(trace: Trace, order: list[int], positions: bool = False) -> Attenti
     return base.replace(sentence=" ".join(trace.tokens[i] for i in order), embeddings=x)
 
 
+NOISE = 1e-6
+"""A difference smaller than this, relative to the values compared, is float
+rounding noise."""
+
+
+def without_noise(diff: Tensor, *compared: Tensor) -> Tensor:
+    """``diff`` with float rounding noise set to exactly 0: entries below
+    `NOISE` times the largest finite |value| of ``compared``. So a difference
+    heatmap is blank where the numbers agree, not strong red and blue."""
+    finite = [t[torch.isfinite(t)].abs().max() for t in compared if torch.isfinite(t).any()]
+    scale = float(max(finite)) if finite else 0.0
+    return torch.where(diff.abs() < NOISE * scale, torch.zeros_like(diff), diff)
+
+
 def difference(a: Trace, b: Trace, name: str) -> Tensor:
-    """b[name] − a[name] for two traces of the same shapes. Raises ``ValueError``
-    when the shapes differ."""
+    """b[name] − a[name] for two traces of the same shapes, rounding noise
+    removed (`without_noise`). Raises ``ValueError`` when the shapes differ."""
     if a[name].shape != b[name].shape:
         raise ValueError(f"{name} has shape {tuple(a[name].shape)} in one configuration and "
                          f"{tuple(b[name].shape)} in the other")
-    return b[name].to(torch.float64) - a[name].to(torch.float64)
+    before, after = a[name].to(torch.float64), b[name].to(torch.float64)
+    return without_noise(after - before, before, after)

@@ -334,18 +334,31 @@ def _curve_frame(dims, series: dict[str, tuple[float, ...]]) -> pd.DataFrame:
                          for name, values in series.items() for d, v in zip(dims, values)])
 
 
+def _log2_axis(values) -> dict:
+    """A log axis labelled at the powers of two in ``values`` (1, 2, 4 ... 1024),
+    not Plotly's crowded default minor labels."""
+    return {"type": "log", "tickvals": list(values), "ticktext": [f"{v:g}" for v in values]}
+
+
 def scaling_variance_figure(curves, point) -> go.Figure:
-    """Variance of q·k against d_k (log–log): it grows like d_k; ÷√d_k keeps it near 1.
-    ``point`` (an `experiments.ConfigPoint`) marks the learner's own config."""
-    frame = _curve_frame(curves.dims, {"q·k": curves.variance,
-                                       "q·k / √d_k": curves.variance_scaled})
-    fig = px.line(frame, x="d_k", y="value", color="curve", markers=True, log_x=True,
-                  log_y=True, labels={"value": "variance"},
+    """Variance of q·k against d_k (log–log): the estimate from random pairs
+    beside the exact values (d_k, and 1 after ÷√d_k). ``point`` (an
+    `experiments.ConfigPoint`) marks the learner's own config."""
+    frame = _curve_frame(curves.dims, {"q·k (sampled)": curves.variance,
+                                       "q·k / √d_k (sampled)": curves.variance_scaled})
+    fig = px.line(frame, x="d_k", y="value", color="curve", markers=True,
+                  labels={"value": "variance"},
                   title="Variance of the scores grows with d_k")
+    for name, exact in (("exact: Var(q·k) = d_k", list(curves.dims)),
+                        ("exact: Var(q·k / √d_k) = 1", [1.0] * len(curves.dims))):
+        fig.add_scatter(x=list(curves.dims), y=exact, mode="lines", name=name,
+                        line={"dash": "dot", "color": "#555555", "width": 1})
     fig.add_scatter(x=[point.d_k], y=[max(point.variance, 1e-3)], mode="markers",
                     marker={"size": 14, "symbol": "star", "color": HIGHLIGHT_COLOUR},
                     name="your scores (unscaled)")
-    fig.update_layout(height=380, margin={"t": 50, "b": 10, "l": 10, "r": 10}, **_LEGEND_BELOW)
+    fig.update_layout(height=400, margin={"t": 50, "b": 10, "l": 10, "r": 10},
+                      xaxis=_log2_axis(curves.dims),
+                      yaxis=_log2_axis((0.25, 1, 4, 16, 64, 256, 1024)), **_LEGEND_BELOW)
     return fig
 
 
@@ -359,7 +372,7 @@ def scaling_softmax_figure(curves, point, measure: str = "entropy") -> go.Figure
                    else (curves.max_weight, curves.max_weight_scaled))
     frame = _curve_frame(curves.dims, {"softmax(q·k)": raw, "softmax(q·k / √d_k)": scaled})
     label = "mean row entropy (nats)" if measure == "entropy" else "mean largest weight"
-    fig = px.line(frame, x="d_k", y="value", color="curve", markers=True, log_x=True,
+    fig = px.line(frame, x="d_k", y="value", color="curve", markers=True,
                   labels={"value": label},
                   title=("Without scaling, softmax rows collapse to one-hot" if measure ==
                          "entropy" else "Without scaling, one key takes all the weight"))
@@ -371,7 +384,8 @@ def scaling_softmax_figure(curves, point, measure: str = "entropy") -> go.Figure
     if measure == "entropy":
         fig.add_hline(y=math.log(curves.n_keys), line_dash="dot",
                       annotation_text=f"uniform over {curves.n_keys} keys: log {curves.n_keys}")
-    fig.update_layout(height=420, margin={"t": 50, "b": 10, "l": 10, "r": 10}, **_LEGEND_BELOW)
+    fig.update_layout(height=420, margin={"t": 50, "b": 10, "l": 10, "r": 10},
+                      xaxis=_log2_axis(curves.dims), **_LEGEND_BELOW)
     return fig
 
 

@@ -102,13 +102,17 @@ def test_compare_two_configurations():
     at = open_page(PAGE)
     scaled = compute_trace(AttentionConfig())
     unscaled = compute_trace(AttentionConfig(scale=False))
-    diff = z_values(chart(at, "exp-compare-attn_weights"))  # B is unscaled by default
+    diff = z_values(chart(at, "exp-compare-attn_weights-diff"))  # B is unscaled by default
     np.testing.assert_allclose(diff, (unscaled["attn_weights"] - scaled["attn_weights"])
                                .double().numpy(), atol=1e-6)
+    np.testing.assert_allclose(z_values(chart(at, "exp-compare-attn_weights-a")),
+                               scaled["attn_weights"].numpy(), atol=1e-6)
+    np.testing.assert_allclose(z_values(chart(at, "exp-compare-attn_weights-b")),
+                               unscaled["attn_weights"].numpy(), atol=1e-6)
     at.toggle(key="exp_b_scale").set_value(True).run()
-    assert np.abs(z_values(chart(at, "exp-compare-attn_weights"))).max() == 0
+    assert np.abs(z_values(chart(at, "exp-compare-attn_weights-diff"))).max() == 0
     at.toggle(key="exp_b_causal").set_value(True).run()
-    assert np.abs(z_values(chart(at, "exp-compare-context"))).max() > 0
+    assert np.abs(z_values(chart(at, "exp-compare-context-diff"))).max() > 0
     at.text_input(key="exp_a_seed").set_value("abc").run()
     assert not at.exception
     assert any("seed must be a whole number" in e for e in errors(at))

@@ -31,8 +31,10 @@ def why_scale(trace: Trace) -> None:
         "Take queries and keys with independent entries of variance 1. Then q·k is a sum of "
         "d_k such products, so its **variance is d_k**. Large scores push softmax towards a "
         "one-hot row: one key gets nearly all the weight and the gradients of the others "
-        "vanish. Dividing by √d_k brings the variance back to 1, whatever d_k. The star is "
-        "your own configuration (its query/key width, unscaled and scaled).")
+        "vanish. Dividing by √d_k brings the variance back to 1, whatever d_k. The solid "
+        "lines are measured on 4,096 random query–key pairs per d_k, the dotted ones are the "
+        "exact values; the star is your own configuration (its query/key width, unscaled "
+        "and scaled).")
     choices = sorted({*SCALING_KEYS, trace.n_tokens})
     n_keys = st.select_slider("keys per query (your sentence has "
                               f"{trace.n_tokens})", choices, value=trace.n_tokens,
@@ -130,9 +132,10 @@ def permutation(trace: Trace) -> None:
     order = ex.permutation(trace.n_tokens, seed=shuffles)
     original = cached_trace(ex.frozen(trace, positions))
     shuffled = cached_trace(ex.permuted(trace, order, positions))
-    moved = original["context"][order]
-    diff = shuffled["context"].to(torch.float64) - moved.to(torch.float64)
-    largest = float(diff.abs().max())
+    moved = original["context"][order].to(torch.float64)
+    raw = shuffled["context"].to(torch.float64) - moved
+    largest = float(raw.abs().max())
+    diff = ex.without_noise(raw, moved)
     st.markdown(f"Order: {literal.markdown(' '.join(shuffled.tokens))}  \nLargest |shuffled context − "
                 f"original context rows, reordered| = **{largest:.1e}**"
                 + (" (float rounding: the rows just moved)" if largest < 1e-5 else
@@ -163,8 +166,9 @@ def _side(label: str, base: AttentionConfig, key: str, defaults: dict) -> Attent
 
 
 def compare(trace: Trace) -> None:
-    """5. Two configurations side by side, and where their weights and context differ."""
-    st.markdown("Same sentence and sizes, two settings. The heatmaps show B − A.")
+    """5. Two configurations side by side: A, B and where they differ, B − A."""
+    st.markdown("Same sentence and sizes, two settings. Each row shows A, B and B − A "
+                "(blank where they agree).")
     base = trace.config
     a_column, b_column = st.columns(2)
     with a_column:
@@ -178,11 +182,15 @@ def compare(trace: Trace) -> None:
     if a is None or b is None:
         return
     trace_a, trace_b = cached_trace(a), cached_trace(b)
-    for column, name in zip(st.columns(2), ("attn_weights", "context")):
-        with column:
-            diff = ex.difference(trace_a, trace_b, name)
-            diff = diff[0] if diff.dim() == 3 else diff
-            st.plotly_chart(figures.labelled_heatmap(
-                diff, trace_a, "attn_scores" if name == "attn_weights" else "context",
-                f"{name}: B − A (largest |difference| {float(diff.abs().max()):.4f})", share=2),
-                key=f"exp-compare-{name}", **CHART)
+    for name in ("attn_weights", "context"):
+        diff = ex.difference(trace_a, trace_b, name)
+        diff = diff[0] if diff.dim() == 3 else diff
+        panels = (("a", trace_a, trace_a[name], name, f"A: {name}"),
+                  ("b", trace_b, trace_b[name], name, f"B: {name}"),
+                  ("diff", trace_a, diff, "attn_scores" if name == "attn_weights" else "context",
+                   f"B − A (largest |difference| {float(diff.abs().max()):.4f})"))
+        for column, (part, source, matrix, like, title) in zip(st.columns(3), panels):
+            matrix = matrix[0] if matrix.dim() == 3 else matrix
+            with column:
+                st.plotly_chart(figures.labelled_heatmap(matrix, source, like, title, share=3),
+                                key=f"exp-compare-{name}-{part}", **CHART)
