@@ -1,46 +1,56 @@
-"""Plotly heatmaps and pandas tables of a `Trace`, driven by `explorer.steps.STEPS`.
+"""Plotly figures and pandas tables of a `Trace`, driven by `explorer.steps.STEPS`.
 
-Every matrix chart in the app comes from `heatmap`. It labels rows and columns
-with tokens or dimension indices, prints cell values with ``texttemplate``
-(never one annotation per cell) for matrices up to `MAX_TEXT_CELLS` a side,
-uses a diverging scale centred at 0 for signed matrices and a fixed [0, 1]
-scale for attention weights, and shows -inf / NaN / inf honestly.
+Every matrix chart comes from `heatmap_chart` (or `matrix_chart` for any
+matrix): a Plotly figure built as a plain dict, whose matrices travel as
+float32 blocks (`explorer.charts.Chart`) and whose cell text the browser
+chooses from the real cell size (``explorer/chart.js``). `heatmap` gives the
+same figure as a ``plotly.graph_objects.Figure`` with ``z`` filled in, for
+notebooks and exports. Colours:
+
+- signed matrices on a diverging scale centred at 0 (ColorBrewer RdBu,
+  colour-blind safe), shared by related steps (`explorer.steps.SHARED_SCALES`),
+  so that the scaled scores look smaller than the raw ones;
+- attention weights on a fixed [0, 1] (ColorBrewer Blues);
+- masks as two categories with words, no colour bar;
+- heads in the Okabe–Ito colours.
+
+Rows and columns carry token labels (`explorer.tokenizer.token_labels`) or
+dimension numbers; all visitor text passes through `explorer.literal.plotly`.
 """
 
 from __future__ import annotations
 
-from explorer import literal
+import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
+import plotly
 import plotly.express as px
 import plotly.graph_objects as go
 import torch
 
-from explorer import explain
-from explorer.steps import DIMS, MASK, STEPS, TOKENS, WEIGHTS, Axis, Step
+from explorer import explain, literal
+from explorer.charts import Chart
+from explorer.steps import DIMS, MASK, STEPS, TOKENS, WEIGHTS, Axis, Step, scale_group
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
 
-MAX_TEXT_CELLS = 24
-"""Cell values are printed when both sides are at most this long."""
-
-SIGNED_SCALE = "RdBu_r"
-WEIGHTS_SCALE = "Blues"
-MASK_SCALE = [[0.0, "#f4f4f4"], [1.0, "#5b5b5b"]]
-HIGHLIGHT_COLOUR = "#f59e0b"
-MARK_COLOUR = "#111111"
-HEAD_COLOURS = px.colors.qualitative.Dark2
-MAX_CLICK_CELLS = 64 * 64
-"""Up to this many cells a click on a heatmap explains the cell; above, a picker does."""
-CELL_PX = 56  # pixel size of a cell when values are printed
-PAGE_PX, CHROME_PX = 1000, 150  # rough widths in pixels: the page, axes + colour bar
-MIN_CELL_PX_4DP, MIN_CELL_PX_2DP = 48, 30  # room "-0.1234" and "-0.12" need
+SIGNED_SCALE = plotly.colors.get_colorscale("RdBu_r")  # ColorBrewer, negative blue
+WEIGHTS_SCALE = plotly.colors.get_colorscale("Blues")
+MASK_SCALE = [[0.0, "#f2f2f2"], [0.5, "#f2f2f2"], [0.5, "#4d4d4d"], [1.0, "#4d4d4d"]]
+HIGHLIGHT_COLOUR = "#E69F00"
+MARK_COLOUR = "#000000"
+HEAD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000")
+"""Okabe–Ito, the colour-blind-safe qualitative palette (yellow left out: too pale)."""
+MAX_CLICK_CELLS = 1024 * 1024
+"""Every heatmap cell is clickable: the click comes from Plotly itself."""
+MAX_CELL_PX, MIN_HEIGHT_PX, MAX_HEIGHT_PX = 56, 200, 900
 
 
 def axis_labels(trace: Trace, axis: Axis, size: int) -> list[str]:
-    """The tick labels of ``axis``: the (unique) tokens, or ``0 .. size-1``."""
+    """The tick labels of ``axis``: the token labels, or ``0 .. size-1``."""
     if axis.labels == DIMS:
         return [str(i) for i in range(size)]
     return token_labels(trace.tokens)
@@ -58,7 +68,7 @@ def step_matrix(trace: Trace, name: str, head: int = 0) -> np.ndarray:
 
 
 def format_value(value: float, decimals: int = 4) -> str:
-    """A cell's text: 4 decimals, with −∞, +∞ and NaN spelled out."""
+    """A value as a cell shows it: 4 decimals, with −∞, +∞ and NaN spelled out."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -66,131 +76,159 @@ def format_value(value: float, decimals: int = 4) -> str:
     return f"{value:.{decimals}f}"
 
 
-def _colour_args(step: Step, z: np.ndarray) -> dict:
-    if step.colour == WEIGHTS:
-        return {"color_continuous_scale": WEIGHTS_SCALE, "zmin": 0.0, "zmax": 1.0}
-    if step.colour == MASK:
-        return {"color_continuous_scale": MASK_SCALE, "zmin": 0.0, "zmax": 1.0}
-    finite = z[np.isfinite(z)]
-    bound = float(np.abs(finite).max()) if finite.size else 1.0
-    bound = bound or 1.0
-    return {"color_continuous_scale": SIGNED_SCALE, "zmin": -bound, "zmax": bound}
+def _bound(*matrices: np.ndarray) -> float:
+    """The largest finite |value| of ``matrices`` (1 when there is none or it is 0)."""
+    finite = [np.abs(m[np.isfinite(m)]).max() for m in matrices if np.isfinite(m).any()]
+    return float(max(finite)) if finite and max(finite) > 0 else 1.0
 
 
-def heatmap(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
-            title: str | None = None, share: int = 1,
-            marked_cell: tuple[int, int] | None = None) -> go.Figure:
-    """An interactive heatmap of one step of ``trace``.
-
-    ``head`` picks the head of a per-head step (shape ``(n_heads, n, m)``).
-    ``highlight_row`` outlines one row (the selected query token) and
-    ``marked_cell`` one cell (the one being explained). ``share`` is
-    the number of charts drawn side by side in one row of the page: narrower
-    charts get smaller text and, where 4 decimals would not fit, 2. Rows and
-    columns carry token or dimension labels; hovering shows row, column and the
-    value to 4 decimals. Non-finite values are drawn as gaps and labelled
-    −∞ / +∞ / NaN. With several heads, the columns of W_query, W_key, W_value
-    and the context are outlined per head in the head's colour.
-    """
+def colour_range(trace: Trace, name: str, head: int = 0) -> tuple[float, float]:
+    """The (zmin, zmax) of a step's colour scale: [0, 1] for weights (higher
+    after dropout), 0/1 for masks, else ±the largest |value| of every step in
+    its `explorer.steps.scale_group` (of this head)."""
     step = STEPS[name]
-    values = step_matrix(trace, name, head)
-    if title is None:
-        shape = tuple(trace[name].shape[-2:] if trace[name].dim() == 3 else trace[name].shape)
-        title = step.title(trace.config, shape)
-        if trace[name].dim() == 3:
-            title += f", head {head}"
-    if step.rows.labels != TOKENS:  # only token rows can be the query's row
-        highlight_row = None
-    fig = matrix_heatmap(values, axis_labels(trace, step.rows, values.shape[0]),
-                         axis_labels(trace, step.cols, values.shape[1]), step, title,
-                         highlight_row=highlight_row, share=share)
-    if marked_cell is not None and 0 <= marked_cell[0] < values.shape[0] \
-            and 0 <= marked_cell[1] < values.shape[1]:
-        row, col = marked_cell
-        fig.add_shape(type="rect", xref="x", yref="y", x0=col - 0.5, x1=col + 0.5,
-                      y0=row - 0.5, y1=row + 0.5, line={"color": MARK_COLOUR, "width": 3})
-    if trace.config.n_heads > 1 and step.head_columns:
-        outline_heads(fig, trace.config.n_heads, values.shape[1] // trace.config.n_heads)
-    if trace[name].dim() == 3:  # one head's matrix: framed in that head's colour
-        fig.add_shape(type="rect", xref="paper", yref="paper", x0=0, x1=1, y0=0, y1=1,
-                      line={"color": head_colour(head), "width": 3})
-    return fig
+    if step.colour == MASK:
+        return 0.0, 1.0
+    if step.colour == WEIGHTS or name == "dropped_weights":
+        return 0.0, max(1.0, _bound(step_matrix(trace, name, head)))
+    bound = _bound(*(step_matrix(trace, other, head) for other in scale_group(name)
+                     if other in trace))
+    return -bound, bound
 
 
-def matrix_heatmap(values: np.ndarray, row_labels: list[str], col_labels: list[str], step: Step,
-                   title: str, highlight_row: int | None = None, share: int = 1) -> go.Figure:
-    """The heatmap behind `heatmap`, for any 2-D ``values`` drawn as ``step``."""
+def _colours(step: Step, zrange: tuple[float, float], colorbar: bool) -> dict:
+    scale = {WEIGHTS: WEIGHTS_SCALE, MASK: MASK_SCALE}.get(step.colour, SIGNED_SCALE)
+    if step.name == "dropped_weights":
+        scale = WEIGHTS_SCALE
+    return {"colorscale": scale, "zmin": zrange[0], "zmax": zrange[1],
+            "showscale": colorbar and step.colour != MASK,
+            "colorbar": {"thickness": 10, "len": 0.9, "y": 0, "yanchor": "bottom",
+                         "outlinewidth": 0}}
+
+
+def _label_width_px(labels: list[str]) -> int:
+    return 7 * max((len(s) for s in labels), default=1) + 24
+
+
+def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str], step: Step,
+                 title: str, *, zrange: tuple[float, float] | None = None,
+                 highlight_row: int | None = None, marked_cell: tuple[int, int] | None = None,
+                 colorbar: bool = True, columns: int = 1, filename: str = "matrix") -> Chart:
+    """A heatmap of any 2-D ``values`` drawn as ``step`` (axes, colours, text).
+
+    ``zrange`` fixes the colour scale (default: `colour_range`'s rule on
+    ``values`` alone). ``highlight_row`` outlines a row (the query token),
+    ``marked_cell`` a cell (the one being explained). ``columns`` is how many
+    charts share the page's row (narrower charts: smaller title). Non-finite
+    values are gaps labelled −∞ / +∞ / NaN. Hover gives the row, the column and
+    the value to 4 decimals.
+    """
     n_rows, n_cols = values.shape
-    rows = [literal.plotly(s) for s in row_labels]
-    cols = [literal.plotly(s) for s in col_labels]
-    z = np.where(np.isfinite(values), values, np.nan)  # Plotly draws NaN as a gap
-    if n_rows * n_cols > MAX_CLICK_CELLS:
-        z = z.astype(np.float32)  # half the bytes to send; the trace is float32 anyway
-    # Print 4 decimals where a cell is wide enough for them, 2 where those fit,
-    # none in big matrices or narrow cells; hover always gives 4.
-    compact = share > 1
-    cell_width = (PAGE_PX / share - CHROME_PX) / n_cols
-    decimals = 4 if cell_width >= MIN_CELL_PX_4DP else 2
-    show_text = (n_rows <= MAX_TEXT_CELLS and n_cols <= MAX_TEXT_CELLS
-                 and cell_width >= MIN_CELL_PX_2DP)
-    fig = px.imshow(z, x=cols, y=rows, aspect="auto", **_colour_args(step, values))
+    if zrange is None:
+        zrange = ((0.0, 1.0) if step.colour in (WEIGHTS, MASK)
+                  else (-_bound(values), _bound(values)))
     where = (f"{literal.plotly(step.rows.title)}: %{{y}}<br>"
              f"{literal.plotly(step.cols.title)}: %{{x}}<br>")
-    if n_rows * n_cols <= MAX_CLICK_CELLS:
-        # Cell text and hover from formatted strings, so that −∞ and NaN read as such.
-        fmt = np.vectorize(format_value, otypes=[object])
-        text, hover = fmt(values, decimals), fmt(values, 4)
-        if step.cell_text:  # a mask: print what it means, not 0.0000 / 1.0000
-            text = hover = np.where(values > 0.5, step.cell_text[1], step.cell_text[0])
-        fig.update_traces(
-            text=text, customdata=hover, texttemplate="%{text}" if show_text else None,
-            textfont={"size": 10 if compact or max(n_rows, n_cols) > 10 else 12},
-            hovertemplate=where + "value: %{customdata}<extra></extra>")
-        _make_clickable(fig, rows, cols, hover)
-    else:  # big: no per-cell strings (millions of them would be slow to build and send)
-        fig.update_traces(hovertemplate=where + "value: %{z:.4f}<extra></extra>")
+    trace = {"type": "heatmap", "x": [literal.plotly(s) for s in col_labels],
+             "y": [literal.plotly(s) for s in row_labels], "xgap": 0, "ygap": 0,
+             "hoverongaps": True, **_colours(step, zrange, colorbar),
+             "matrix": {"block": 0, "rows": n_rows, "cols": n_cols, "hover": where,
+                        "words": list(step.cell_text) if step.cell_text else None}}
+    shapes = []
     if highlight_row is not None and 0 <= highlight_row < n_rows:
-        fig.add_shape(type="rect", xref="paper", x0=0, x1=1, yref="y",
-                      y0=highlight_row - 0.5, y1=highlight_row + 0.5,
-                      line={"color": HIGHLIGHT_COLOUR, "width": 3})
-    small = n_rows <= MAX_TEXT_CELLS and n_cols <= MAX_TEXT_CELLS
-    cell = CELL_PX if small else max(4, 640 // max(n_rows, n_cols))
-    fig.update_layout(
-        title={"text": literal.plotly(title), "font": {"size": 15}},
-        xaxis={"title": step.cols.title, "type": "category", "side": "bottom", "tickangle": -40
-               if step.cols.labels != DIMS else 0},
-        yaxis={"title": step.rows.title, "type": "category", "autorange": "reversed"},
-        height=min(900, max(220, cell * n_rows + 150)),
-        width=None if compact else min(1100, max(320, cell * n_cols + 260)),
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        coloraxis_colorbar={"thickness": 8 if compact else 12},
-    )
-    return fig
+        shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
+                       "y0": highlight_row - 0.5, "y1": highlight_row + 0.5,
+                       "line": {"color": HIGHLIGHT_COLOUR, "width": 3}})
+    if marked_cell is not None and 0 <= marked_cell[0] < n_rows and 0 <= marked_cell[1] < n_cols:
+        row, col = marked_cell
+        shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": col - 0.5,
+                       "x1": col + 0.5, "y0": row - 0.5, "y1": row + 0.5,
+                       "line": {"color": MARK_COLOUR, "width": 3}})
+    tokens_on_x = step.cols.labels == TOKENS
+    layout = {
+        "title": {"text": literal.plotly(title), "x": 0, "xanchor": "left",
+                  "font": {"size": 15 if columns == 1 else 13}},
+        "xaxis": {"title": {"text": step.cols.title}, "type": "category", "side": "bottom",
+                  "tickangle": -40 if tokens_on_x else 0, "automargin": True},
+        "yaxis": {"title": {"text": step.rows.title}, "type": "category",
+                  "autorange": "reversed", "automargin": True},
+        "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
+        "shapes": shapes, "dragmode": False, "hovermode": "closest",
+        "modebar": {"orientation": "v"},
+        "plot_bgcolor": "#ffffff",
+    }
+    chrome = _label_width_px(row_labels) + (70 if trace["showscale"] else 20)
+    vertical = 70 + (_label_width_px(col_labels) // 2 if tokens_on_x else 40)
+    size = {"rows": n_rows, "cols": n_cols, "max_cell": MAX_CELL_PX, "chrome": chrome,
+            "vertical": vertical, "min_height": MIN_HEIGHT_PX, "max_height": MAX_HEIGHT_PX}
+    return Chart({"data": [trace], "layout": layout}, [values.astype(np.float32)],
+                 filename=filename, size=size, columns=columns)
 
 
-def _make_clickable(fig: go.Figure, rows: list[str], cols: list[str], hover: np.ndarray) -> None:
-    """Let a click pick a cell. Plotly heatmaps cannot be selected, so an
-    invisible scatter trace puts one point at every cell centre (one trace, not
-    one annotation per cell); it carries the hover text, and the click selects
-    the nearest centre. Its ``point_index`` is ``row * n_cols + col``."""
-    xs, ys = np.meshgrid(cols, rows)
-    heat = fig.data[0]
-    fig.add_trace(go.Scatter(
-        x=xs.ravel(), y=ys.ravel(), mode="markers", showlegend=False,
-        marker={"size": 12, "opacity": 0, "symbol": "square"},
-        selected={"marker": {"opacity": 0}}, unselected={"marker": {"opacity": 0}},
-        customdata=np.asarray(hover).ravel(), hovertemplate=heat.hovertemplate))
-    heat.hoverinfo = "skip"
-    heat.hovertemplate = None
-    fig.update_layout(hoverdistance=-1, clickmode="event+select", dragmode=False)
+def _slug(text: str, limit: int = 40) -> str:
+    """``life-is-short``: a file-name piece of a visitor's sentence."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:limit].rstrip("-") or "sentence"
 
 
-def selected_cell(points: list[dict], n_cols: int) -> tuple[int, int] | None:
-    """The (row, col) a click selected, from Streamlit's selection points."""
-    for point in reversed(points):
-        if point.get("curve_number") == 1 and "point_index" in point:
-            return divmod(int(point["point_index"]), n_cols)
-    return None
+def chart_filename(trace: Trace, name: str, head: int | None = None) -> str:
+    """Image file names say the step and the sentence: ``attn_weights_life-is-short``
+    (with ``_head1`` for a head of a per-head step)."""
+    sentence = getattr(trace.config, "sentence", None) or " ".join(trace.tokens)
+    suffix = f"_head{head}" if head is not None else ""
+    return f"{name}{suffix}_{_slug(sentence)}"
+
+
+def heatmap_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
+                  marked_cell: tuple[int, int] | None = None, title: str | None = None,
+                  colorbar: bool = True, columns: int = 1) -> Chart:
+    """The heatmap of one step of ``trace`` (head ``head`` of a per-head step),
+    on its shared colour scale, titled with its name, formula and shape (and
+    the head). With several heads the columns of W_query, W_key, W_value and the
+    context are outlined per head, and a per-head chart is framed in its head's
+    colour. See `matrix_chart` for the rest."""
+    step = STEPS[name]
+    values = step_matrix(trace, name, head)
+    per_head = trace[name].dim() == 3
+    if title is None:
+        title = step.title(trace.config, values.shape)
+        if per_head:
+            title += f", head {head}"
+    chart = matrix_chart(values, axis_labels(trace, step.rows, values.shape[0]),
+                         axis_labels(trace, step.cols, values.shape[1]), step, title,
+                         zrange=colour_range(trace, name, head),
+                         highlight_row=highlight_row if step.rows.labels == TOKENS else None,
+                         marked_cell=marked_cell, colorbar=colorbar, columns=columns,
+                         filename=chart_filename(trace, name, head if per_head else None))
+    if trace.config.n_heads > 1 and step.head_columns:
+        outline_heads(chart.figure["layout"], trace.config.n_heads,
+                      values.shape[1] // trace.config.n_heads)
+    if per_head:
+        chart.figure["layout"]["shapes"].append(
+            {"type": "rect", "xref": "paper", "yref": "paper", "x0": 0, "x1": 1, "y0": 0,
+             "y1": 1, "line": {"color": head_colour(head), "width": 3}})
+    return chart
+
+
+def to_figure(chart: Chart) -> go.Figure:
+    """A `Chart` as a ``go.Figure`` with ``z`` filled in (non-finite values as
+    gaps, 4-decimal hover), for notebooks and tests."""
+    data = []
+    for spec in chart.figure["data"]:
+        spec = dict(spec)
+        matrix = spec.pop("matrix", None)
+        if matrix is not None:
+            values = chart.matrices[matrix["block"]].astype(np.float64)
+            spec["z"] = np.where(np.isfinite(values), values, np.nan)
+            spec["customdata"] = np.vectorize(format_value, otypes=[object])(values)
+            spec["hovertemplate"] = matrix["hover"] + "value: %{customdata}<extra></extra>"
+        data.append(spec)
+    return go.Figure(data=data, layout=chart.figure["layout"])
+
+
+def heatmap(trace: Trace, name: str, head: int = 0, **options) -> go.Figure:
+    """`heatmap_chart` as a ``plotly.graph_objects.Figure`` (``z`` filled in)."""
+    return to_figure(heatmap_chart(trace, name, head, **options))
 
 
 def head_colour(head: int) -> str:
@@ -198,20 +236,22 @@ def head_colour(head: int) -> str:
     return HEAD_COLOURS[head % len(HEAD_COLOURS)]
 
 
-def outline_heads(fig: go.Figure, n_heads: int, width: int) -> None:
-    """Outline each head's block of ``width`` columns in its colour, labelled on top.
-    One shape and one label per head."""
+def outline_heads(layout: dict, n_heads: int, width: int) -> None:
+    """Outline each head's block of ``width`` columns in its colour, labelled
+    on top: one shape and one label per head."""
     for h in range(n_heads):
         x0, x1 = h * width - 0.5, (h + 1) * width - 0.5
-        fig.add_shape(type="rect", xref="x", yref="paper", x0=x0, x1=x1, y0=0, y1=1,
-                      line={"color": head_colour(h), "width": 3})
-        fig.add_annotation(x=(x0 + x1) / 2, y=1.0, xref="x", yref="paper", yanchor="bottom",
-                           text=f"head {h}", showarrow=False,
-                           font={"color": head_colour(h), "size": 12})
-    fig.update_layout(margin={"t": 75})
+        layout["shapes"].append({"type": "rect", "xref": "x", "yref": "paper", "x0": x0,
+                                 "x1": x1, "y0": 0, "y1": 1,
+                                 "line": {"color": head_colour(h), "width": 3}})
+        layout.setdefault("annotations", []).append(
+            {"x": (x0 + x1) / 2, "y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom",
+             "text": f"head {h}", "showarrow": False,
+             "font": {"color": head_colour(h), "size": 12}})
+    layout["margin"]["t"] = 75
 
 
-def head_split(trace: Trace, name: str) -> go.Figure:
+def head_split_chart(trace: Trace, name: str) -> Chart:
     """How one ``(n, d)`` matrix (e.g. Q = X·W_query) is cut into n_heads slices:
     the whole matrix, with each head's columns outlined in its colour."""
     step = STEPS[name]
@@ -219,10 +259,11 @@ def head_split(trace: Trace, name: str) -> go.Figure:
     n_heads = trace.config.n_heads
     title = (f"{step.symbol} = {step.expr(trace.config)} ({values.shape[0]}×{values.shape[1]}),"
              f" {n_heads} heads")
-    fig = matrix_heatmap(values, axis_labels(trace, step.rows, values.shape[0]),
-                         axis_labels(trace, step.cols, values.shape[1]), step, title, share=3)
-    outline_heads(fig, n_heads, values.shape[1] // n_heads)
-    return fig
+    chart = matrix_chart(values, axis_labels(trace, step.rows, values.shape[0]),
+                         axis_labels(trace, step.cols, values.shape[1]), step, title,
+                         columns=3, filename=chart_filename(trace, f"{name}_split"))
+    outline_heads(chart.figure["layout"], n_heads, values.shape[1] // n_heads)
+    return chart
 
 
 def combine_heads_np(tensor: torch.Tensor) -> np.ndarray:
@@ -232,33 +273,65 @@ def combine_heads_np(tensor: torch.Tensor) -> np.ndarray:
     return tensor.to(torch.float64).numpy()
 
 
-def heads_grid(trace: Trace, name: str = "attn_weights", columns: int = 4) -> go.Figure:
-    """Small multiples: one heatmap per head of a per-head (n, n) step, on a
-    shared colour scale (Plotly facets, no per-cell annotations)."""
+def grid_domains(count: int, columns: int, gap: float = 0.04) -> list[tuple[tuple, tuple]]:
+    """``count`` (x, y) paper domains laid out ``columns`` wide, top to bottom.
+    The gaps shrink with the number of rows, so any number of heads fits
+    (Plotly's own facet spacing refuses 14 rows or more)."""
+    columns = min(columns, count)
+    rows = math.ceil(count / columns)
+    x_gap, y_gap = gap, min(gap * 2, 0.3 / rows)
+    width = (1 - x_gap * (columns - 1)) / columns
+    height = (1 - y_gap * (rows - 1)) / rows
+    out = []
+    for i in range(count):
+        r, c = divmod(i, columns)
+        x0 = c * (width + x_gap)
+        y1 = 1 - r * (height + y_gap)
+        out.append(((x0, x0 + width), (y1 - height, y1)))
+    return out
+
+
+def heads_grid_chart(trace: Trace, name: str = "attn_weights", columns: int = 4,
+                     titles: list[str] | None = None) -> Chart:
+    """Small multiples: one heatmap per head of a per-head (n, n) step, on one
+    colour scale, each titled with its head in the head's colour. Clicking a
+    head's heatmap reports that head (the click's ``trace``)."""
     step = STEPS[name]
     values = trace[name]
     values = (values if values.dim() == 3 else values[None]).to(torch.float64).numpy()
     n_heads, n, _ = values.shape
     labels = [literal.plotly(s) for s in token_labels(trace.tokens)]
-    fig = px.imshow(np.where(np.isfinite(values), values, np.nan), x=labels, y=labels,
-                    facet_col=0, facet_col_wrap=min(columns, n_heads), aspect="auto",
-                    facet_col_spacing=0.04, facet_row_spacing=0.08,
-                    **_colour_args(step, values))
-    for annotation in fig.layout.annotations:  # "facet_col=1" -> "head 1", in its colour
-        head = int(annotation.text.split("=")[-1])
-        annotation.text = f"head {head}"
-        annotation.font = {"color": head_colour(head), "size": 13}
-    fig.update_traces(hovertemplate="query: %{y}<br>key: %{x}<br>weight: %{z:.4f}<extra></extra>")
-    if n <= 8:
-        fig.update_traces(texttemplate="%{z:.2f}", textfont={"size": 9})
-    rows = math.ceil(n_heads / min(columns, n_heads))
-    fig.update_layout(height=min(1600, 80 + rows * (60 + max(200, 40 * n))),
-                      title={"text": f"{step.label} of every head ({n}×{n} each)",
-                             "font": {"size": 15}},
-                      margin={"l": 10, "r": 10, "t": 60, "b": 10})
-    fig.update_xaxes(type="category", tickangle=-40)
-    fig.update_yaxes(type="category", autorange="reversed")
-    return fig
+    zrange = colour_range(trace, name) if step.colour != WEIGHTS else (0.0, 1.0)
+    layout: dict = {"title": {"text": f"{step.label} of every head ({n}×{n} each)",
+                              "x": 0, "xanchor": "left", "font": {"size": 15}},
+                    "margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "annotations": [],
+                    "dragmode": False, "modebar": {"orientation": "v"}, "shapes": []}
+    data = []
+    cols = min(columns, n_heads)
+    small = n <= 12
+    for h, ((x0, x1), (y0, y1)) in enumerate(grid_domains(n_heads, cols)):
+        suffix = "" if h == 0 else str(h + 1)
+        layout[f"xaxis{suffix}"] = {"domain": [x0, x1], "type": "category", "anchor": f"y{suffix}",
+                                    "showticklabels": small, "tickangle": -40}
+        layout[f"yaxis{suffix}"] = {"domain": [y0, y1], "type": "category", "anchor": f"x{suffix}",
+                                    "autorange": "reversed", "showticklabels": small and
+                                    h % cols == 0}
+        data.append({"type": "heatmap", "x": labels, "y": labels, "xaxis": f"x{suffix}",
+                     "yaxis": f"y{suffix}", **_colours(step, zrange, h == 0),
+                     "matrix": {"block": h, "rows": n, "cols": n, "decimals": [2],
+                                "hover": f"head {h}<br>query: %{{y}}<br>key: %{{x}}<br>",
+                                "words": None}})
+        layout["annotations"].append(
+            {"x": (x0 + x1) / 2, "y": y1, "xref": "paper", "yref": "paper",
+             "yanchor": "bottom", "showarrow": False,
+             "text": titles[h] if titles else f"head {h}",
+             "font": {"color": head_colour(h), "size": 13}})
+    rows = math.ceil(n_heads / cols)
+    per_row = max(160, min(40 * n, 320))
+    size = {"rows": rows * per_row // 10, "cols": 100, "max_cell": 10, "chrome": 0,
+            "vertical": 90 + 30 * rows, "min_height": 200, "max_height": 2400}
+    return Chart({"data": data, "layout": layout}, [v.astype(np.float32) for v in values],
+                 filename=chart_filename(trace, f"{name}_all_heads"), size=size)
 
 
 def token_table(trace: Trace) -> pd.DataFrame:
@@ -398,13 +471,21 @@ def row_bars(values, labels: list[str], title: str, y_label: str) -> go.Figure:
     return fig
 
 
-def labelled_heatmap(values, trace: Trace, like: str, title: str, share: int = 1) -> go.Figure:
+def figure_chart(fig: go.Figure, filename: str) -> Chart:
+    """Any other Plotly figure (a line or bar chart) as a `Chart`, to be drawn
+    like the heatmaps (same Plotly.js, same toolbar and downloads)."""
+    return Chart(json.loads(fig.to_json()), filename=filename)
+
+
+def labelled_chart(values, trace: Trace, like: str, title: str, columns: int = 1,
+                   zrange: tuple[float, float] | None = None) -> Chart:
     """Any (n, n) or (n, d) matrix drawn like step ``like`` (labels, colours)."""
     step = STEPS[like]
     values = np.asarray(torch.as_tensor(values).to(torch.float64))
-    return matrix_heatmap(values, axis_labels(trace, step.rows, values.shape[0]),
-                          axis_labels(trace, step.cols, values.shape[1]), step, title,
-                          share=share)
+    return matrix_chart(values, axis_labels(trace, step.rows, values.shape[0]),
+                        axis_labels(trace, step.cols, values.shape[1]), step, title,
+                        zrange=zrange, columns=columns,
+                        filename=chart_filename(trace, _slug(title, 30)))
 
 
 def sums_table(matrices: dict[str, torch.Tensor]) -> pd.DataFrame:

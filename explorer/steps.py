@@ -198,9 +198,9 @@ STEPS: dict[str, Step] = {s.name: s for s in [
          shown=lambda c: c.scale),
     Step("causal_mask", "Causal mask", "M", _const("key j after query i"),
          _const(r"M_{ij} = \begin{cases} \text{masked} & j > i \\ \text{kept} & j \le i \end{cases}"),
-         QUERY_ROWS, KEY_COLS, colour=MASK, cell_text=("0", "−∞"),
-         explain="A token may only attend to itself and earlier tokens: future keys "
-                 "(dark) get −∞ added to their score."),
+         QUERY_ROWS, KEY_COLS, colour=MASK, cell_text=("allowed", "future"),
+         explain="A token may only attend to itself and earlier tokens: each future key "
+                 "(dark, “future”) gets −∞ instead of its score."),
     Step("masked_scores", "Masked scores", "ω̂",
          lambda c: ("ω̃" if c.scale else "ω") + " with −∞ where masked",
          lambda c: (r"\hat\omega_{ij} = \begin{cases} -\infty & j > i \\ "
@@ -213,8 +213,8 @@ STEPS: dict[str, Step] = {s.name: s for s in [
          explain="Each row sums to 1: how query i splits its attention over the keys."),
     Step("dropout_mask", "Dropout keep-mask", "D", lambda c: f"Bernoulli(1 − {c.dropout:g})",
          lambda c: rf"D_{{ij}} \sim \text{{Bernoulli}}(1 - p),\quad p = {c.dropout:g}",
-         QUERY_ROWS, KEY_COLS, colour=MASK, per_head=True, cell_text=("0", "1"),
-         explain="Which weights survive dropout (1 = kept)."),
+         QUERY_ROWS, KEY_COLS, colour=MASK, per_head=True, cell_text=("dropped", "kept"),
+         explain="Which weights survive dropout (dark = kept, 1; light = dropped, 0)."),
     Step("dropped_weights", "Weights after dropout", "α′", lambda c: f"α·D / (1 − {c.dropout:g})",
          _const(r"\alpha'_{ij} = \frac{\alpha_{ij} D_{ij}}{1 - p}"),
          QUERY_ROWS, KEY_COLS, per_head=True,
@@ -245,6 +245,20 @@ SIDE_BY_SIDE: tuple[tuple[str, ...], ...] = (
     ("W_out", "b_out"),
 )
 """Steps drawn next to each other on a page when they appear together."""
+
+
+SHARED_SCALES: tuple[tuple[str, ...], ...] = (
+    ("W_query", "W_key", "W_value"),
+    ("queries", "keys", "values"),
+    ("attn_scores", "scaled_scores", "masked_scores"),
+)
+"""Steps drawn on one colour scale: the scores share theirs so that dividing by
+√d_k visibly shrinks them, and the projections theirs so that they compare."""
+
+
+def scale_group(name: str) -> tuple[str, ...]:
+    """The steps whose colour scale ``name`` shares (itself alone if none)."""
+    return next((group for group in SHARED_SCALES if name in group), (name,))
 
 
 def visible_steps(trace, keep: Callable[[Step], bool] = lambda step: True) -> list[str]:

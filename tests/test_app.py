@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import base64
-import json
-
 import numpy as np
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
 from explorer import AttentionConfig, compute_trace
+from explorer.charts import decode
 from tests.conftest import HOME, PAGE_FILES, ROOT
 
 PAGES = list(PAGE_FILES.values())
@@ -28,22 +26,32 @@ def open_page(page: str, query: dict[str, str] | None = None) -> AppTest:
     return at
 
 
-def charts(at: AppTest) -> dict[str, dict]:
-    """The page's Plotly charts by step name (their keys end in ``chart-<step>``)."""
+_MATRICES: dict = {}  # matrices the "page" holds, by hash, as the browser keeps them
+
+
+def all_charts(at: AppTest) -> dict[str, dict]:
+    """Every chart on the page by its key, as the browser gets it: the Plotly
+    figure with each heatmap's ``z`` filled in from the payload's float32 blocks."""
     found = {}
-    for element in at.get("plotly_chart"):
-        if "chart-" in element.proto.id:
-            found[element.proto.id.rsplit("chart-", 1)[1]] = json.loads(element.proto.spec)
+    for element in at.get("bidi_component"):
+        header, matrices = decode(element.proto.bytes, _MATRICES)
+        figure = header["figure"]
+        for trace in figure["data"]:
+            if "matrix" in trace:
+                trace["z"] = matrices[trace["matrix"]["block"]]
+        found[element.proto.id.split("-", 2)[2]] = figure  # "$$ID-<hash>-<key>"
     return found
 
 
+def charts(at: AppTest) -> dict[str, dict]:
+    """The page's step charts by step name (their keys are ``chart-<step>``)."""
+    return {key.removeprefix("chart-"): figure for key, figure in all_charts(at).items()
+            if key.startswith("chart-")}
+
+
 def z_values(spec: dict) -> np.ndarray:
-    """A heatmap's z matrix, decoding Plotly's base64 typed arrays."""
-    z = spec["data"][0]["z"]
-    if isinstance(z, dict):
-        shape = [int(s) for s in str(z["shape"]).split(",")]
-        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
-    return np.array(z, dtype=float)
+    """A chart's (first) heatmap matrix."""
+    return np.asarray(spec["data"][0]["z"], dtype=float)
 
 
 def errors(at: AppTest) -> list[str]:
@@ -155,14 +163,14 @@ def test_bad_input_shows_the_backends_message_and_no_exception(page, query, mess
     at.text_input(key="seed").set_value("1").run()
     assert not at.exception
     if page != HOME:
-        assert len(at.get("plotly_chart")) > 0
+        assert len(all_charts(at)) > 0
 
 
 def test_widget_errors_keep_the_page_usable():
     at = open_page(PAGE_FILES["Self_attention"])
     at.text_input(key="sentence").set_value("   ").run()
     assert "sentence must have between 1 and 512 tokens (got 0)" in " ".join(errors(at))
-    assert len(at.get("plotly_chart")) == 0
+    assert len(all_charts(at)) == 0
     at.text_input(key="sentence").set_value("back again").run()
     assert errors(at) == [] and len(charts(at)) == 11
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -13,16 +12,16 @@ from explorer import experiments as ex
 from explorer.explain import explain_cell
 from explorer.presets import EXPERIMENTS_PAGE, SELF_ATTENTION_PAGE
 from explorer.ui.navigation import PAGES
-from tests.test_app import errors, open_page, z_values
+from tests.test_app import all_charts, errors, open_page, z_values
 
 PAGE = PAGES[EXPERIMENTS_PAGE][0]
 
 
 def chart(at, key: str) -> dict:
-    """The Plotly spec of the chart whose key is ``key``."""
-    found = [e for e in at.get("plotly_chart") if e.proto.id.endswith(key)]
-    assert len(found) == 1, [e.proto.id for e in at.get("plotly_chart")]
-    return json.loads(found[0].proto.spec)
+    """The chart with widget key ``key``, as the browser gets it."""
+    found = all_charts(at)
+    assert key in found, list(found)
+    return found[key]
 
 
 def y_values(spec: dict, trace_index: int = 0) -> list[float]:
@@ -69,32 +68,32 @@ def test_temperature_slider_changes_the_weights_and_entropy():
 
 def test_keepdim_trap_on_symmetric_and_asymmetric_scores():
     at = open_page(PAGE)
-    dim0 = z_values(chart(at, "exp-dim-naive, dim=0 (no keepdim)"))
-    dim1 = z_values(chart(at, "exp-dim-naive, dim=1 (no keepdim)"))
+    dim0 = z_values(chart(at, "exp-dim-dim0"))
+    dim1 = z_values(chart(at, "exp-dim-dim1"))
     np.testing.assert_array_equal(dim0, dim1)  # X·Xᵀ is symmetric: the bug hides
     np.testing.assert_allclose(dim0.sum(axis=0), 1, atol=1e-9)  # columns, not rows
     assert not np.allclose(dim0.sum(axis=1), 1)
     at.radio(key="exp_dim_scores").set_value(at.radio(key="exp_dim_scores").options[1]).run()
-    dim0 = z_values(chart(at, "exp-dim-naive, dim=0 (no keepdim)"))
-    dim1 = z_values(chart(at, "exp-dim-naive, dim=1 (no keepdim)"))
+    dim0 = z_values(chart(at, "exp-dim-dim0"))
+    dim1 = z_values(chart(at, "exp-dim-dim1"))
     assert not np.allclose(dim0, dim1)  # Q·Kᵀ is not symmetric: the dims differ
-    correct = z_values(chart(at, "exp-dim-torch.softmax(dim=-1)"))
+    correct = z_values(chart(at, "exp-dim-softmax"))
     np.testing.assert_allclose(correct.sum(axis=1), 1, atol=1e-9)
 
 
 def test_shuffling_permutes_the_context_and_positions_break_it():
     at = open_page(PAGE)
-    original = chart(at, "exp-perm-original context")
-    shuffled = chart(at, "exp-perm-context of the shuffled tokens")
+    original = chart(at, "exp-perm-original")
+    shuffled = chart(at, "exp-perm-shuffled")
     rows = list(original["data"][0]["y"])
     order = [rows.index(label) for label in shuffled["data"][0]["y"]]
     assert sorted(order) == list(range(6)) and order != list(range(6))
     np.testing.assert_allclose(z_values(shuffled), z_values(original)[order], atol=1e-5)
     at.button(key="exp_shuffle").click().run()
-    reshuffled = chart(at, "exp-perm-context of the shuffled tokens")["data"][0]["y"]
+    reshuffled = chart(at, "exp-perm-shuffled")["data"][0]["y"]
     assert list(reshuffled) != list(shuffled["data"][0]["y"])
     at.toggle(key="exp_positions").set_value(True).run()
-    difference = z_values(chart(at, "exp-perm-difference (shuffled − original rows)"))
+    difference = z_values(chart(at, "exp-perm-difference"))
     assert np.abs(difference).max() > 1e-3
 
 

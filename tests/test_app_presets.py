@@ -11,7 +11,7 @@ from explorer.presets import PRESETS
 from explorer.ui.navigation import PAGES
 from explorer.ui.presets import PICKER_KEY
 from tests.conftest import HOME
-from tests.test_app import charts, errors, open_page, z_values
+from tests.test_app import all_charts, charts, errors, open_page, z_values
 
 
 def successes(at) -> list[str]:
@@ -123,16 +123,12 @@ def test_naive_softmax_overflow_is_shown_not_hidden():
     at = open_page(PAGES["Self-attention"][0], {"normalization": "naive_softmax"})
     at.select_slider(key="overflow_factor").set_value(50).run()
     assert not at.exception
-    naive = z_values(next(json for key, json in _all_charts(at) if "naive" in key))
-    stable = z_values(next(json for key, json in _all_charts(at) if "demo-softmax" in key))
+    shown = all_charts(at)
+    naive, stable = z_values(shown["overflow-demo-naive-softmax"]), z_values(
+        shown["overflow-demo-softmax"])
     assert np.isnan(naive).any()  # inf/inf: shown as gaps, labelled NaN
     assert np.isfinite(stable).all()
     np.testing.assert_allclose(stable.sum(axis=1), 1, atol=1e-5)
-
-
-def _all_charts(at):
-    import json
-    return [(e.proto.id, json.loads(e.proto.spec)) for e in at.get("plotly_chart")]
 
 
 def _upload(at, field: str, content: bytes) -> None:

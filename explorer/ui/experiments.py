@@ -10,11 +10,11 @@ from explorer import figures
 from explorer.config import OPTION_HELP, AttentionConfig, ConfigError
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
+from explorer.ui import chart
 from explorer.ui.cache import cached_trace
 from explorer.ui.render import number_table
 from explorer import literal
 
-CHART = {"config": {"displaylogo": False}}
 TEMPERATURES = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 SCALING_KEYS = (4, 16, 64, 256)
 SHUFFLES_KEY = "_exp_shuffles"
@@ -41,14 +41,15 @@ def why_scale(trace: Trace) -> None:
                               key="exp_scaling_keys")
     curves = _curves(trace.config.seed % (2**31), n_keys)
     point = ex.config_point(trace)
-    st.plotly_chart(figures.scaling_variance_figure(curves, point), key="exp-variance", **CHART)
+    chart.show(figures.figure_chart(figures.scaling_variance_figure(curves, point),
+                                    "variance_of_the_scores"), key="exp-variance")
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(figures.scaling_softmax_figure(curves, point, "entropy"),
-                        key="exp-entropy", **CHART)
+        chart.show(figures.figure_chart(figures.scaling_softmax_figure(curves, point, "entropy"),
+                                        "softmax_entropy"), key="exp-entropy")
     with right:
-        st.plotly_chart(figures.scaling_softmax_figure(curves, point, "max"),
-                        key="exp-max", **CHART)
+        chart.show(figures.figure_chart(figures.scaling_softmax_figure(curves, point, "max"),
+                                        "largest_weight"), key="exp-max")
 
 
 def temperature(trace: Trace) -> None:
@@ -67,14 +68,15 @@ def temperature(trace: Trace) -> None:
     entropy = ex.row_entropy(weights)
     left, right = st.columns([3, 2])
     with left:
-        st.plotly_chart(figures.labelled_heatmap(
+        chart.show(figures.labelled_chart(
             weights, trace, "attn_weights", f"softmax(ω̃ / {t:g}) ({trace.n_tokens}×"
-                                            f"{trace.n_tokens})", share=2),
-            key="exp-temperature-weights", **CHART)
+                                            f"{trace.n_tokens})", columns=2),
+            key="exp-temperature-weights")
     with right:
-        st.plotly_chart(figures.row_bars(entropy.numpy(), token_labels(trace.tokens),
-                                         f"Row entropy at T = {t:g}", "entropy (nats)"),
-                        key="exp-temperature-entropy", **CHART)
+        chart.show(figures.figure_chart(
+            figures.row_bars(entropy.numpy(), token_labels(trace.tokens),
+                             f"Row entropy at T = {t:g}", "entropy (nats)"), "row_entropy"),
+            key="exp-temperature-entropy")
     st.caption(f"Mean row entropy: {float(entropy.mean()):.4f} nats.")
 
 
@@ -103,16 +105,16 @@ def softmax_dim(trace: Trace) -> None:
     panels = (("naive, dim=0 (no keepdim)", trap.naive_dim0),
               ("naive, dim=1 (no keepdim)", trap.naive_dim1),
               ("torch.softmax(dim=-1)", trap.correct))
-    for column, (title, matrix) in zip(st.columns(3), panels):
+    for column, part, (title, matrix) in zip(st.columns(3), ("dim0", "dim1", "softmax"), panels):
         with column:
-            st.plotly_chart(figures.labelled_heatmap(matrix, trace, "attn_weights",
-                                                     f"{title} ({n}×{n})", share=3),
-                            key=f"exp-dim-{title}", **CHART)
+            chart.show(figures.labelled_chart(matrix, trace, "attn_weights",
+                                              f"{title} ({n}×{n})", columns=3),
+                       key=f"exp-dim-{part}")
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(figures.labelled_heatmap(trap.difference, trace, "attn_scores",
-                                                 "naive dim=0 − softmax(dim=-1)", share=2),
-                        key="exp-dim-difference", **CHART)
+        chart.show(figures.labelled_chart(trap.difference, trace, "attn_scores",
+                                          "naive dim=0 − softmax(dim=-1)", columns=2),
+                   key="exp-dim-difference")
     with right:
         number_table(figures.sums_table({"naive dim=0": trap.naive_dim0,
                                          "softmax(dim=-1)": trap.correct}))
@@ -143,10 +145,11 @@ def permutation(trace: Trace) -> None:
     panels = ((original, original["context"], "original context"),
               (shuffled, shuffled["context"], "context of the shuffled tokens"),
               (shuffled, diff, "difference (shuffled − original rows)"))
-    for column, (source, matrix, title) in zip(st.columns(3), panels):
+    for column, part, (source, matrix, title) in zip(st.columns(3), ("original", "shuffled",
+                                                                    "difference"), panels):
         with column:
-            st.plotly_chart(figures.labelled_heatmap(matrix, source, "context", title, share=3),
-                            key=f"exp-perm-{title}", **CHART)
+            chart.show(figures.labelled_chart(matrix, source, "context", title, columns=3),
+                       key=f"exp-perm-{part}")
 
 
 def _side(label: str, base: AttentionConfig, key: str, defaults: dict) -> AttentionConfig | None:
@@ -192,5 +195,5 @@ def compare(trace: Trace) -> None:
         for column, (part, source, matrix, like, title) in zip(st.columns(3), panels):
             matrix = matrix[0] if matrix.dim() == 3 else matrix
             with column:
-                st.plotly_chart(figures.labelled_heatmap(matrix, source, like, title, share=3),
-                                key=f"exp-compare-{name}-{part}", **CHART)
+                chart.show(figures.labelled_chart(matrix, source, like, title, columns=3),
+                           key=f"exp-compare-{name}-{part}")

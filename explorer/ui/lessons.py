@@ -9,6 +9,7 @@ import torch
 from explorer import figures
 from explorer.config import OPTION_HELP, AttentionConfig
 from explorer.trace import Trace
+from explorer.ui import chart
 from explorer.ui.cache import cached_trace
 from explorer.ui.render import number_table
 
@@ -44,7 +45,7 @@ def softmax_overflow(trace: Trace) -> None:
             "nothing overflows. Multiply the embeddings X by c: the scores grow like c².")
         factor = st.select_slider("c: multiply X by", OVERFLOW_FACTORS, value=1,
                                   key="overflow_factor")
-        scaled_x = (trace["embeddings"] * factor).tolist()
+        scaled_x = trace["embeddings"] * factor
         base = trace.config.replace(embedding="given", embeddings=scaled_x)
         naive = cached_trace(base.replace(normalization="naive_softmax"))
         stable = cached_trace(base.replace(normalization="softmax"))
@@ -53,6 +54,6 @@ def softmax_overflow(trace: Trace) -> None:
         left, right = st.columns(2)
         for column, name, shown in ((left, "naive softmax", naive), (right, "softmax", stable)):
             with column:
-                st.plotly_chart(figures.heatmap(shown, "attn_weights", share=2,
-                                                title=f"{name}, X × {factor}"),
-                                width="stretch", key=f"overflow-demo-{name.replace(' ', '-')}")
+                chart.show(figures.heatmap_chart(shown, "attn_weights", columns=2,
+                                                 title=f"{name}, X × {factor}"),
+                           key=f"overflow-demo-{name.replace(' ', '-')}")

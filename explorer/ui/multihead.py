@@ -5,14 +5,11 @@ note and the PyTorch check."""
 from __future__ import annotations
 
 import streamlit as st
-import torch
 
 from explorer import attention as att
 from explorer import figures, verify
-from explorer.steps import STEPS
-from explorer.tokenizer import token_labels
 from explorer.trace import Trace
-from explorer.ui import urlstate
+from explorer.ui import chart, urlstate
 
 VERIFY_TOLERANCE = 1e-4
 """Largest difference from PyTorch still shown as agreement (float32 rounding)."""
@@ -54,14 +51,19 @@ def head_split(trace: Trace) -> None:
         "its slices alone; the colours mark the heads in every chart below.")
     for column, name in zip(st.columns(3), ("queries", "keys", "values")):
         with column:
-            st.plotly_chart(figures.head_split(trace, name), width="stretch",
-                            key=f"split-{name}", config={"displaylogo": False})
+            chart.show(figures.head_split_chart(trace, name), key=f"split-{name}")
 
 
 def heads_grid(trace: Trace) -> None:
     """Every head's attention weights side by side."""
-    st.plotly_chart(figures.heads_grid(trace), width="stretch", key="heads-grid",
-                    config={"displaylogo": False})
+    chart.show(figures.heads_grid_chart(trace), key="heads-grid", on_click=_open_head)
+    st.caption("Click a head to show it above.")
+
+
+def _open_head(cell: dict[str, int]) -> None:
+    """A click on a head in the grid makes it the head shown."""
+    st.session_state[urlstate.HEAD] = cell["trace"]
+    urlstate.set_param(urlstate.HEAD, cell["trace"] or None)
 
 
 def causal_second_route(trace: Trace, head: int) -> None:
@@ -79,13 +81,13 @@ def causal_second_route(trace: Trace, head: int) -> None:
         "divides each row by its new sum. The masked terms just drop out of the softmax's "
         "denominator, so both routes agree: largest difference "
         f"**{difference:.1e}** over all heads.")
-    step = STEPS["attn_weights"]
-    values = (rerouted[head] if rerouted.dim() == 3 else rerouted).to(torch.float64).numpy()
-    labels = token_labels(trace.tokens)
-    st.plotly_chart(figures.matrix_heatmap(
-        values, labels, labels, step,
-        f"softmax(ω̃), future zeroed, rows renormalised ({len(labels)}×{len(labels)})"),
-        width="content", key="causal-second-route", config={"displaylogo": False})
+    values = rerouted[head] if rerouted.dim() == 3 else rerouted
+    n = trace.n_tokens
+    heads = f", head {head}" if c.n_heads > 1 else ""
+    chart.show(figures.labelled_chart(
+        values, trace, "attn_weights",
+        f"softmax(ω̃), future zeroed, rows renormalised ({n}×{n}){heads}"),
+        key="causal-second-route")
 
 
 def dropout_note(trace: Trace) -> None:

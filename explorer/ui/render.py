@@ -8,13 +8,11 @@ from functools import partial
 import streamlit as st
 
 from explorer import explain, figures, literal
-from explorer.steps import STEPS, TOKENS, Step, layout_rows
+from explorer.steps import STEPS, TOKENS, Step, layout_rows, scale_group
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
-from explorer.ui import urlstate
+from explorer.ui import chart, urlstate
 
-CHART_CONFIG = {"displaylogo": False}
-"""Plotly's toolbar options for every chart."""
 
 
 # ---------------------------------------------------------------------------
@@ -39,49 +37,47 @@ def _set_cell(cell: tuple[str, int, int, int] | None) -> None:
     urlstate.set_param(urlstate.CELL, urlstate.cell_text(*cell[:3]) if cell else None)
 
 
-def _follow_click(key: str, step: Step, n_cols: int, head: int) -> None:
-    """Explain the clicked cell (the chart redraws, and Plotly forgets its
-    selection); in a chart whose rows are tokens it also picks the query."""
-    event = st.session_state.get(key)
-    cell = figures.selected_cell(event.selection.points, n_cols) if event else None
-    if cell is None:
-        return
-    _set_cell((step.name, *cell, head))
+def _follow_click(step: Step, head: int, cell: dict[str, int]) -> None:
+    """Explain the clicked cell; in a chart whose rows are tokens it also
+    picks the query."""
+    _set_cell((step.name, cell["row"], cell["col"], head))
     if step.rows.labels == TOKENS:
-        set_query(cell[0])
+        set_query(cell["row"])
 
 
 # ---------------------------------------------------------------------------
 # Charts
 # ---------------------------------------------------------------------------
+BIG_MATRIX_CELLS = 64 * 64
+"""Above this many cells a cell is a pixel or two: a picker explains one by number."""
+
+
 def step_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
-               share: int = 1) -> None:
+               columns: int = 1, colorbar: bool = True) -> None:
     """One step: its formula (st.latex), heatmap and a one-line explanation.
 
     Clicking a cell explains it under the chart (`cell_explanation`) and, when
-    the rows are tokens, makes that token the highlighted query on the page. A
-    chart that ``share``s its row with others fills its column; a chart on its
-    own keeps the size its cells need."""
+    the rows are tokens, makes that token the highlighted query on the page.
+    ``columns`` charts share the page's row; ``colorbar=False`` leaves the
+    colour bar to a neighbour on the same scale."""
     step = STEPS[name]
     st.latex(step.latex(trace.config))
     key = f"chart-{name}"
     n_rows, n_cols = figures.step_matrix(trace, name, head).shape
     cell = explained_cell(name, head, (n_rows, n_cols))
-    figure = figures.heatmap(trace, name, head=head, highlight_row=highlight_row, share=share,
-                             marked_cell=cell)
-    st.plotly_chart(
-        figure, width="stretch" if share > 1 else "content", key=key, config=CHART_CONFIG,
-        on_select=partial(_follow_click, key, step, n_cols, head), selection_mode="points")
+    chart.show(figures.heatmap_chart(trace, name, head=head, highlight_row=highlight_row,
+                                     marked_cell=cell, colorbar=colorbar, columns=columns),
+               key=key, on_click=partial(_follow_click, step, head))
     if step.explain:
         st.caption(step.caption(trace.config))
-    if n_rows * n_cols > figures.MAX_CLICK_CELLS:
+    if n_rows * n_cols > BIG_MATRIX_CELLS:
         _cell_picker(key, step, n_rows, n_cols, head)
     if cell is not None:
         cell_explanation(trace, name, *cell, head=head)
 
 
 def _cell_picker(key: str, step: Step, n_rows: int, n_cols: int, head: int) -> None:
-    """For matrices too big to click: pick the cell to explain by number."""
+    """For matrices whose cells are too small to aim at: pick one by number."""
     with st.popover("Explain a cell", icon=":material/calculate:"):
         st.number_input("row", 0, n_rows - 1, key=f"{key}-row")
         st.number_input("column", 0, n_cols - 1, key=f"{key}-col")
@@ -114,12 +110,15 @@ def cell_explanation(trace: Trace, name: str, row: int, col: int, head: int = 0)
 
 def step_charts(trace: Trace, names: list[str], head: int = 0,
                 highlight_row: int | None = None) -> None:
-    """Draw ``names`` in pipeline order, related steps side by side."""
+    """Draw ``names`` in pipeline order, related steps side by side; steps of
+    one colour scale in a row show one colour bar, on the last of them."""
     for row in layout_rows(names):
         columns = st.columns(len(row)) if len(row) > 1 else [st.container()]
-        for column, name in zip(columns, row):
+        for i, (column, name) in enumerate(zip(columns, row)):
+            shares_next = i + 1 < len(row) and row[i + 1] in scale_group(name)
             with column:
-                step_chart(trace, name, head, highlight_row, share=len(row))
+                step_chart(trace, name, head, highlight_row, columns=len(row),
+                           colorbar=not shares_next)
 
 
 # ---------------------------------------------------------------------------
@@ -166,7 +165,7 @@ def query_picker(trace: Trace, label: str, default: int | None = None,
     if st.session_state.get(urlstate.QUERY, default) not in options:  # the sentence got shorter
         st.session_state[urlstate.QUERY] = default
     st.session_state.setdefault(urlstate.QUERY, default)
-    return st.selectbox(label, options, key=urlstate.QUERY,
+    return st.selectbox(label, options, key=urlstate.QUERY, placeholder="none",
                         format_func=lambda i: "none" if i is None else labels[i],
                         on_change=lambda: urlstate.set_param(
                             urlstate.QUERY, st.session_state[urlstate.QUERY]))

@@ -1,0 +1,225 @@
+// Draws one Plotly figure (an explorer.charts.Chart payload) in the browser.
+//
+// Python builds the whole figure (explorer/figures.py); this file only does
+// what needs the browser:
+//   - attach the matrices, which arrive as raw float32 bytes, not JSON;
+//   - keep matrices the page already has (Python then sends a hash only);
+//   - size the chart to its column and choose the cell text (4 decimals, 2, or
+//     none) from the real size of a cell, so that numbers never overlap;
+//   - report a clicked cell back to Python.
+// The same `draw` serves the Streamlit component (default export), the
+// standalone report and the benchmark's floor page.
+//
+// Payload: uint32 header length (little-endian), the header as UTF-8 JSON,
+// zero padding to a multiple of 4, then one float32 block per entry of
+// header.blocks that is not marked `cached`.
+
+const MATRICES = (window.__explorerMatrices ??= new Map()); // hash -> Float32Array
+const MATRIX_CACHE_BYTES = 128 * 2 ** 20;
+const TEXT_PX = { 4: 50, 2: 34 }; // cell width a number with so many decimals needs
+const MIN_TEXT_HEIGHT_PX = 14;
+let plotlyLoading = null;
+
+export function loadPlotly(url) {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  plotlyLoading ??= new Promise((resolve, reject) => {
+    const script = document.createElement("script");
+    script.src = url;
+    script.onload = () => resolve(window.Plotly);
+    script.onerror = () => reject(new Error(`could not load ${url}`));
+    document.head.appendChild(script);
+  });
+  return plotlyLoading;
+}
+
+function remember(hash, values) {
+  MATRICES.delete(hash);
+  MATRICES.set(hash, values);
+  let bytes = 0;
+  for (const v of MATRICES.values()) bytes += v.byteLength;
+  for (const [key, v] of MATRICES) {
+    if (bytes <= MATRIX_CACHE_BYTES) break;
+    MATRICES.delete(key);
+    bytes -= v.byteLength;
+  }
+}
+
+// The header and the matrices of a payload; `missing` lists the hashes of
+// matrices sent earlier that this page no longer holds.
+export function decode(bytes) {
+  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  const view = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
+  const headerLength = view.getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(u8.subarray(4, 4 + headerLength)));
+  let offset = 4 + headerLength + ((4 - (headerLength % 4)) % 4);
+  const matrices = [];
+  const missing = [];
+  for (const block of header.blocks) {
+    if (block.cached) {
+      const known = MATRICES.get(block.hash);
+      if (!known) missing.push(block.hash);
+      matrices.push(known);
+      continue;
+    }
+    const n = block.rows * block.cols;
+    const values = new Float32Array(u8.buffer.slice(u8.byteOffset + offset,
+                                                    u8.byteOffset + offset + 4 * n));
+    offset += 4 * n;
+    remember(block.hash, values);
+    matrices.push(values);
+  }
+  return { header, matrices, missing };
+}
+
+function formatted(v, decimals) {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === Infinity) return "+∞";
+  if (v === -Infinity) return "−∞";
+  return v.toFixed(decimals);
+}
+
+// Rows of a matrix for Plotly, with −∞, +∞ and NaN drawn as gaps.
+function rowsOf(values, rows, cols) {
+  let finite = true;
+  for (let i = 0; i < values.length && finite; i++) finite = Number.isFinite(values[i]);
+  const shown = finite ? values : values.map((v) => (Number.isFinite(v) ? v : NaN));
+  const out = [];
+  for (let r = 0; r < rows; r++) out.push(shown.subarray(r * cols, (r + 1) * cols));
+  return { rows: out, finite };
+}
+
+function labelsOf(values, rows, cols, label) {
+  const out = [];
+  for (let r = 0; r < rows; r++) {
+    const row = new Array(cols);
+    for (let c = 0; c < cols; c++) row[c] = label(values[r * cols + c]);
+    out.push(row);
+  }
+  return out;
+}
+
+// The decimals a cell of this size shows: 4, 2, or none (null).
+function decimalsFor(cellWidth, cellHeight, allowed) {
+  if (cellHeight < MIN_TEXT_HEIGHT_PX) return null;
+  for (const d of allowed) if (cellWidth >= TEXT_PX[d]) return d;
+  return null;
+}
+
+function plotArea(div, layout) {
+  const full = div._fullLayout;
+  if (full && full.xaxis && full.xaxis._length) {
+    return { width: full.xaxis._length, height: full.yaxis._length };
+  }
+  const width = (layout.width ?? div.clientWidth ?? 600) - (layout.margin?.l ?? 80)
+    - (layout.margin?.r ?? 80) - 60;
+  return { width: Math.max(width, 50), height: (layout.height ?? 300) - 100 };
+}
+
+function traceWithMatrix(spec, matrices, area, nCharts) {
+  const m = spec.matrix;
+  const values = matrices[m.block];
+  const { rows, finite } = rowsOf(values, m.rows, m.cols);
+  const trace = { ...spec, z: rows };
+  delete trace.matrix;
+  const cellWidth = area.width / m.cols;
+  const cellHeight = area.height / m.rows;
+  const decimals = m.words ? (cellWidth >= 44 && cellHeight >= MIN_TEXT_HEIGHT_PX ? 0 : null)
+    : decimalsFor(cellWidth, cellHeight, m.decimals ?? [4, 2]);
+  const word = (v) => (v > 0.5 ? m.words[1] : m.words[0]);
+  if (m.words || !finite || decimals !== null) {
+    const exact = m.words ? word : (v) => formatted(v, 4);
+    trace.customdata = labelsOf(values, m.rows, m.cols, exact);
+    trace.hovertemplate = `${m.hover}value: %{customdata}<extra></extra>`;
+  } else {
+    trace.hovertemplate = `${m.hover}value: %{z:.4f}<extra></extra>`;
+  }
+  if (decimals !== null) {
+    trace.text = m.words ? trace.customdata
+      : labelsOf(values, m.rows, m.cols, (v) => formatted(v, decimals));
+    trace.texttemplate = "%{text}";
+    trace.textfont = { size: cellWidth >= 56 && nCharts === 1 ? 12 : 10 };
+  } else {
+    trace.texttemplate = "";
+  }
+  return { trace, decimals };
+}
+
+function svgButton(Plotly, filename) {
+  return {
+    name: "Download as SVG (for print)",
+    icon: Plotly.Icons.disk,
+    click: (gd) => Plotly.downloadImage(gd, { format: "svg", filename }),
+  };
+}
+
+// Draw (or update in place) the figure in `div`. `onClick({trace, row, col})`
+// is called with the clicked cell of a heatmap.
+export async function draw(div, header, matrices, onClick) {
+  const Plotly = await loadPlotly(header.plotly);
+  const figure = header.figure;
+  const layout = { ...figure.layout, width: undefined, autosize: true };
+  const columns = header.columns ?? 1;
+  const size = header.size;
+  if (size) {
+    // Cells as square as the column allows, within the height limits.
+    const width = div.clientWidth || 600;
+    const cell = Math.min(size.max_cell, Math.max(1, (width - size.chrome) / size.cols));
+    layout.height = Math.round(Math.min(size.max_height,
+      Math.max(size.min_height, size.rows * cell + size.vertical)));
+  }
+  const touch = window.matchMedia?.("(hover: none)").matches;
+  const config = {
+    displaylogo: false,
+    responsive: true,
+    displayModeBar: touch ? false : "hover",
+    toImageButtonOptions: { format: "png", filename: header.filename, scale: 2 },
+    modeBarButtonsToAdd: [svgButton(Plotly, header.filename)],
+    modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
+  };
+  const build = (area) => figure.data.map((spec) =>
+    (spec.matrix ? traceWithMatrix(spec, matrices, area, columns).trace : spec));
+  await Plotly.react(div, build(plotArea(div, layout)), layout, config);
+  // The first drawing fixes the real plot area: redraw if the text choice was off.
+  const area = plotArea(div, layout);
+  const again = build(area);
+  const changed = again.some((t, i) => t.texttemplate !== div.data[i].texttemplate);
+  if (changed) await Plotly.react(div, again, layout, config);
+  if (!div.__explorerClick) {
+    div.__explorerClick = true;
+    div.on("plotly_click", (event) => {
+      const point = event.points?.[0];
+      if (!point || !Array.isArray(point.pointIndex)) return;
+      div.__explorerOnClick?.({ trace: point.curveNumber, row: point.pointIndex[0],
+        col: point.pointIndex[1] });
+    });
+  }
+  div.__explorerOnClick = onClick;
+}
+
+// The Streamlit component: one instance per chart, kept across reruns.
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  if (!data) return;
+  const { header, matrices, missing } = decode(data);
+  if (missing.length) {
+    setTriggerValue("missing", missing); // Python sends them again
+    return;
+  }
+  let div = parentElement.querySelector(":scope > .explorer-chart");
+  if (!div) {
+    div = document.createElement("div");
+    div.className = "explorer-chart";
+    parentElement.appendChild(div);
+    new ResizeObserver(() => div.__explorerRedraw?.()).observe(parentElement);
+  }
+  const onClick = header.clickable ? (cell) => setTriggerValue("click", cell) : null;
+  let lastWidth = parentElement.clientWidth;
+  div.__explorerRedraw = () => {
+    if (Math.abs(parentElement.clientWidth - lastWidth) < 8) return;
+    lastWidth = parentElement.clientWidth;
+    draw(div, header, matrices, onClick);
+  };
+  draw(div, header, matrices, onClick).catch((error) => {
+    div.textContent = `This chart could not be drawn: ${error.message}`;
+  });
+}

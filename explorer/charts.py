@@ -1,0 +1,92 @@
+"""Charts as data: a Plotly figure whose matrices travel as float32 bytes.
+
+A `Chart` is what every page, the standalone report and the benchmark draw:
+a Plotly figure as a dict, whose heatmap traces name a matrix block
+(``{"matrix": {"block": i, ...}}``) instead of holding ``z``, plus the
+blocks. `encode` packs it for ``explorer/chart.js``, which draws it in the
+browser (attaching the matrices, choosing the cell text from the real cell
+size, reporting clicks); `decode` reads a payload back (tests do).
+
+Payload: uint32 header length (little-endian), the header as UTF-8 JSON, zero
+padding to a multiple of 4, then the float32 bytes of every block the
+receiver does not hold yet (each block is named by `matrix_hash`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CHART_JS = Path(__file__).with_name("chart.js")
+"""The browser side: draws a payload with Plotly.js."""
+
+
+@dataclass
+class Chart:
+    """A figure ready to send: ``figure`` is a Plotly figure as a dict, whose
+    heatmap traces name their matrix as ``{"matrix": {"block": i, ...}}``
+    instead of holding ``z``; ``matrices[i]`` are those matrices (2-D float32).
+    ``filename`` names image downloads; ``size`` (optional) tells the browser
+    how tall to make the chart for its width; ``clickable`` sends clicks back;
+    ``columns`` is how many charts share the page's row."""
+
+    figure: dict[str, Any]
+    matrices: list[np.ndarray] = field(default_factory=list)
+    filename: str = "chart"
+    size: dict[str, int] | None = None
+    clickable: bool = False
+    columns: int = 1
+
+    def header(self, plotly_url: str | None = None) -> dict[str, Any]:
+        return {"figure": self.figure, "filename": self.filename, "size": self.size,
+                "clickable": self.clickable, "columns": self.columns, "plotly": plotly_url}
+
+
+def matrix_hash(values: np.ndarray) -> str:
+    """The content hash that names a matrix between server and page."""
+    return hashlib.blake2b(np.ascontiguousarray(values, dtype="<f4").tobytes(),
+                           digest_size=12).hexdigest()
+
+
+def encode(chart: Chart, known: set[str] = frozenset(), plotly_url: str | None = None) -> bytes:
+    """The payload ``chart.js`` decodes, leaving out the blocks whose hash is
+    in ``known`` (the page holds them)."""
+    blocks, data = [], []
+    for values in chart.matrices:
+        values = np.ascontiguousarray(values, dtype="<f4")
+        digest = matrix_hash(values)
+        blocks.append({"rows": values.shape[0], "cols": values.shape[1], "hash": digest,
+                       "cached": digest in known})
+        if digest not in known:
+            data.append(values.tobytes())
+    header = json.dumps({**chart.header(plotly_url), "blocks": blocks}, allow_nan=False,
+                        separators=(",", ":")).encode()
+    padding = b"\0" * ((4 - len(header) % 4) % 4)
+    return struct.pack("<I", len(header)) + header + padding + b"".join(data)
+
+
+def decode(payload: bytes, known: dict[str, np.ndarray] | None = None
+           ) -> tuple[dict[str, Any], list[np.ndarray | None]]:
+    """The header and matrices of a payload. A block left out (sent earlier)
+    comes from ``known`` (by hash), else None; full blocks are added to it."""
+    (length,) = struct.unpack_from("<I", payload)
+    header = json.loads(payload[4:4 + length])
+    offset = 4 + length + (4 - length % 4) % 4
+    matrices = []
+    for block in header["blocks"]:
+        if block["cached"]:
+            matrices.append((known or {}).get(block["hash"]))
+            continue
+        n = block["rows"] * block["cols"]
+        values = np.frombuffer(payload, dtype="<f4", count=n, offset=offset)
+        matrices.append(values.reshape(block["rows"], block["cols"]))
+        offset += 4 * n
+        if known is not None:
+            known[block["hash"]] = matrices[-1]
+    return header, matrices
