@@ -26,6 +26,7 @@ test: $(VENV)/.dev-installed
 ## make bench: speed figures, printed and written to benchmarks/results/
 bench: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.browser
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

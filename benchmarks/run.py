@@ -88,9 +88,14 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     meta = {"python": platform.python_version(), "torch": torch.__version__,
             "threads": torch.get_num_threads(), "machine": platform.machine()}
-    (RESULTS / "latest.json").write_text(json.dumps({"meta": meta, "results": results},
-                                                    indent=2))
-    print(f"written to {RESULTS / 'latest.json'}")
+    latest = RESULTS / "latest.json"
+    try:  # keep what other benchmarks (benchmarks.browser) wrote
+        everything = json.loads(latest.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        everything = {}
+    everything["backend"] = {"meta": meta, "results": results}
+    latest.write_text(json.dumps(everything, indent=2))
+    print(f"written to {latest} (backend)")
 
 
 if __name__ == "__main__":

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from explorer.ui.navigation import HOME_PAGE, PAGES
+from tests.server import ROOT, Server  # noqa: F401 (ROOT: the tests' import of the app's root)
 
-ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
@@ -29,44 +23,6 @@ def url_path(script: str) -> str:
 
 PAGE_FILES = {url_path(path): path for path, _ in PAGES.values()}
 """URL path of each page -> its script."""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Server:
-    """A `streamlit run streamlit_app.py` subprocess on a free port."""
-
-    def __init__(self) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", HOME, "--server.port", str(self.port),
-             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"streamlit did not start:\n{self.process.stdout.read()}")
-
-    def stop(self) -> str:
-        self.process.terminate()
-        try:
-            out, _ = self.process.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            out, _ = self.process.communicate()
-        return out or ""
 
 
 @pytest.fixture
