@@ -130,3 +130,17 @@ def test_multi_head_settings_stay_on_their_page():
     weights = z_values(shown["attn_weights"])
     assert not np.all(np.triu(weights, k=1) == 0)  # the plain page is not causal
     assert torch.equal(torch.tensor(weights.shape), torch.tensor([6, 6]))
+
+
+def test_the_second_causal_route_says_where_its_softmax_underflowed():
+    # 64 tokens, d = 64: a future key's scaled score (142) dwarfs the allowed ones (-84, -37)
+    # in row 1 of head 0, so softmax over all keys gives the allowed keys exactly 0.
+    sentence = " ".join(f"w{i}" for i in range(64))
+    at = open_page(PAGE, {"sentence": sentence, "d_in": "64", "d_k": "64", "d_v": "64",
+                          "n_heads": "4"})
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    assert "underflows to 0 in float32" in text
+    assert "difference **nan**" not in text  # the agreement is measured on the other rows
+    second = z_values(all_charts(at)["causal-second-route"])
+    assert np.isnan(second[1]).all() and np.isfinite(second[0]).all()

@@ -162,3 +162,10 @@ def test_a_bad_csv_is_refused_with_a_message_and_the_table_kept(content, message
     assert not at.exception
     assert any(message in e for e in errors(at)), errors(at)
     np.testing.assert_array_equal(z_values(charts(at)["embeddings"]), before)
+
+
+def test_the_overflow_demo_is_drawn_only_when_opened():
+    at = open_page(PAGES["Self-attention"][0])
+    assert not any(key.startswith("overflow-demo") for key in all_charts(at))
+    at.toggle(key="overflow_demo").set_value(True).run()
+    assert {"overflow-demo-naive-softmax", "overflow-demo-softmax"} <= set(all_charts(at))

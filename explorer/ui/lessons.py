@@ -27,16 +27,24 @@ OVERFLOW_FACTORS = (1, 2, 5, 10, 20, 50)
 """Multipliers of X offered by the overflow demo (scores grow with their square)."""
 
 
+OVERFLOW_KEY = "overflow_demo"
+
+
 def softmax_overflow(trace: Trace) -> None:
     """Why the stable softmax subtracts the row max: multiply X until exp()
-    overflows, and compare the naive and the stable weights."""
+    overflows, and compare the naive and the stable weights. Drawn only while
+    the learner has it open (it recomputes two traces)."""
     weights = trace["attn_weights"]
     broken = not bool(torch.isfinite(weights).all())
     if broken:
         st.warning("Some attention weights are NaN or infinite: the naive softmax overflowed. "
                    "The section below shows why.")
-    with st.expander("Why softmax subtracts the row max: watch the naive softmax overflow",
-                     expanded=broken or trace.config.normalization == "naive_softmax"):
+    st.session_state.setdefault(OVERFLOW_KEY, broken or
+                                trace.config.normalization == "naive_softmax")
+    if not st.toggle("Why softmax subtracts the row max: watch the naive softmax overflow",
+                     key=OVERFLOW_KEY):
+        return
+    with st.container(border=True):
         st.markdown(
             "In float32, `exp(x)` is infinite once x passes about 88.7, and ∞/∞ is NaN. "
             "The naive softmax `exp(x) / exp(x).sum()` breaks there. The stable softmax "

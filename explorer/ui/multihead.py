@@ -5,6 +5,7 @@ note and the PyTorch check."""
 from __future__ import annotations
 
 import streamlit as st
+import torch
 
 from explorer import attention as att
 from explorer import figures, verify
@@ -74,13 +75,20 @@ def causal_second_route(trace: Trace, head: int) -> None:
         return
     scaled = trace["scaled_scores"]
     rerouted = att.mask_after_softmax(scaled, trace["causal_mask"])
-    difference = float((rerouted - trace["attn_weights"]).abs().max())
+    lost = torch.isnan(rerouted).any(dim=-1)  # rows whose allowed weights all underflowed
+    kept = ~lost
+    difference = float((rerouted[kept] - trace["attn_weights"][kept]).abs().max())
     st.subheader("The same weights by the other route")
     st.markdown(
         "The book first computes the softmax over all keys, then zeroes the future and "
         "divides each row by its new sum. The masked terms just drop out of the softmax's "
-        "denominator, so both routes agree: largest difference "
-        f"**{difference:.1e}** over all heads.")
+        f"denominator, so both routes agree: largest difference **{difference:.1e}**"
+        + (" over all heads." if not bool(lost.any()) else
+           f" on the other rows. In **{int(lost.sum())}** row(s) they do not: a future key's "
+           "score is so much larger that, in the softmax over all keys, every allowed weight "
+           "underflows to 0 in float32, and renormalising divides 0 by 0 (NaN, shown as gaps). "
+           "Masking with −∞ before the softmax never loses them: it is the route the book "
+           "and PyTorch keep."))
     values = rerouted[head] if rerouted.dim() == 3 else rerouted
     n = trace.n_tokens
     heads = f", head {head}" if c.n_heads > 1 else ""

@@ -85,7 +85,8 @@ def _cell_picker(key: str, step: Step, n_rows: int, n_cols: int, head: int) -> N
 
 
 def _pick_cell(key: str, step: Step, head: int) -> None:
-    _set_cell((step.name, st.session_state[f"{key}-row"], st.session_state[f"{key}-col"], head))
+    _follow_click(step, head, {"row": st.session_state[f"{key}-row"],
+                               "col": st.session_state[f"{key}-col"]})
 
 
 def cell_explanation(trace: Trace, name: str, row: int, col: int, head: int = 0) -> None:
