@@ -16,7 +16,7 @@
 
 const MATRICES = (window.__explorerMatrices ??= new Map()); // hash -> Float32Array
 const MATRIX_CACHE_BYTES = 128 * 2 ** 20;
-const TEXT_PX = { 4: 50, 2: 34 }; // cell width a number with so many decimals needs
+const TEXT_PX = { 4: 46, 2: 30 }; // cell width a number with so many decimals needs
 const MIN_TEXT_HEIGHT_PX = 14;
 let plotlyLoading = null;
 

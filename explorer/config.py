@@ -43,24 +43,26 @@ DEFAULT_SENTENCE = "Life is short, eat dessert first"
 
 OPTION_HELP: dict[str, dict[str, str]] = {
     "embedding": {
-        "table": "nn.Embedding(vocab_size, d_in), looked up by token id, as in seed 002",
-        "uniform": "torch.rand(n_tokens, d_in), as in seed 001",
-        "given": "your own numbers, typed into the X table (seeds 000, 003, 004)",
+        "table": "nn.Embedding(vocab_size, d_in), looked up by token id, as in the "
+                 "teaching notebook “Embedding an input sentence”",
+        "uniform": "torch.rand(n_tokens, d_in), as in the teaching notebook “Your journey "
+                   "starts with one step”",
+        "given": "your own numbers, typed into the X table (the book’s hand-picked vectors)",
     },
     "weight_init": {
-        "randn": "torch.randn(d_in, d_out), as in seed 002's SelfAttention",
+        "randn": "torch.randn(d_in, d_out), as in the teaching notebook’s SelfAttention",
         "rand": "torch.rand(d_in, d_out), as in SelfAttention_v1",
         "linear": "nn.Linear(d_in, d_out, bias=False) default init, as in SelfAttention_v2, "
                   "shown transposed",
         "identity": "W = I: no trainable weights, Q = K = V = X (simplified attention; "
                     "needs d_k = d_v = d_in)",
-        "given": "your own W_query, W_key, W_value, typed into tables (seed 004)",
+        "given": "your own W_query, W_key, W_value, typed into tables",
     },
     "normalization": {
         "softmax": "torch.softmax(scores, dim=-1), made stable by subtracting each row's max",
         "naive_softmax": "exp(x) / exp(x).sum(dim=-1, keepdim=True): overflows to inf/NaN for "
-                         "large scores (seed 001)",
-        "sum": "x / x.sum(dim=-1, keepdim=True), the first normalisation in seed 001; "
+                         "large scores",
+        "sum": "x / x.sum(dim=-1, keepdim=True), the first normalisation the book tries; "
                "a row summing to 0 divides by zero (±inf or NaN)",
     },
 }

@@ -157,7 +157,9 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
         "modebar": {"orientation": "v"},
         "plot_bgcolor": "#ffffff",
     }
-    chrome = _label_width_px(row_labels) + (70 if trace["showscale"] else 20)
+    # Every chart keeps room for a colour bar, so that neighbours on one scale (only
+    # the last shows its bar) get the same cell size and height.
+    chrome = _label_width_px(row_labels) + (70 if step.colour != MASK else 20)
     vertical = 70 + (_label_width_px(col_labels) // 2 if tokens_on_x else 40)
     size = {"rows": n_rows, "cols": n_cols, "max_cell": MAX_CELL_PX, "chrome": chrome,
             "vertical": vertical, "min_height": MIN_HEIGHT_PX, "max_height": MAX_HEIGHT_PX}

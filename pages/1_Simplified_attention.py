@@ -37,7 +37,7 @@ if view is not None:
 
     st.subheader("Three ways to turn the scores into weights")
     st.markdown("Dividing by the row sum, the naive softmax and the stable softmax, for "
-                "this query (seed 001 compares them). Each row sums to 1. Both softmaxes "
+                "this query, as the teaching notebook compares them. Each row sums to 1. Both softmaxes "
                 "keep every weight positive whatever the sign of the scores; dividing by the "
                 "row sum does not, and breaks when a row sums to 0.")
     normalization_comparison(view.config, query)

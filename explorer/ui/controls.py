@@ -171,10 +171,10 @@ ADVANCED: tuple[Control, ...] = (
     Control("embedding", "embedding: where X comes from", _choices_help("embedding"), _choice),
     Control("weight_init", "weight_init: how W is drawn", _choices_help("weight_init"), _choice),
     Control("vocab_size", "vocab_size", "Rows of the nn.Embedding table (embedding = table); "
-            f"50,000 in seed 002. At most {cfg.MAX_VOCAB_SIZE:,}, and vocab_size × d_in at most "
+            f"50,000 in the teaching notebook. At most {cfg.MAX_VOCAB_SIZE:,}, and vocab_size × d_in at most "
             f"{cfg.MAX_TABLE_ELEMENTS:,}.", _vocab),
     Control("scale", "scale: divide the scores by √d_k",
-            "As in the book's SelfAttention; off in seed 004.", _toggle,
+            "As in the book's SelfAttention; off in the “Illustrated self-attention” example.", _toggle,
             check=_check_toggle("scale")),
     Control("normalization", "normalization: scores → weights", _choices_help("normalization"),
             _choice),

@@ -80,13 +80,14 @@ def temperature(trace: Trace) -> None:
     st.caption(f"Mean row entropy: {float(entropy.mean()):.4f} nats.")
 
 
-SYMMETRIC, ASYMMETRIC = "X·Xᵀ (symmetric, as in seed 001)", "Q·Kᵀ (W_query ≠ W_key)"
+SYMMETRIC, ASYMMETRIC = "X·Xᵀ (symmetric, as in the notebook)", "Q·Kᵀ (W_query ≠ W_key)"
 
 
 def softmax_dim(trace: Trace) -> None:
     """3. softmax over dim 0 or dim -1, and seed 001's keepdim trap."""
     st.markdown(
-        "Seed 001 writes `softmax_naive(x, dim) = exp(x) / exp(x).sum(dim=dim)` (no "
+        "The teaching notebook “Your journey starts with one step” writes "
+        "`softmax_naive(x, dim) = exp(x) / exp(x).sum(dim=dim)` (no "
         "`keepdim=True`) and finds the **same matrix for dim=0 and dim=1** on X·Xᵀ. Why? "
         "The sum has shape (n,) and broadcasts along the **last** axis, so both calls "
         "divide column j by one number: the result's columns sum to 1, not its rows. X·Xᵀ "
