@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
 
-.PHONY: run test bench screenshots clean
+.PHONY: run test bench fuzz screenshots clean
 
 $(VENV)/.app-installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ test: $(VENV)/.dev-installed
 bench: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.browser
+
+## make fuzz: ten times the fuzzing in make test (20,000 backend configs, 3,000 URLs); prints counts
+fuzz: $(VENV)/.dev-installed
+	$(BIN)/python -m tests.fuzzing --examples 20000 --urls 3000
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,18 +1,26 @@
-"""Hostile input for the backend, shared by `tests/test_fuzz.py` (in `make test`)
-and `python -m tests.fuzzing` (`make fuzz`, ten times as many examples).
+"""Hostile input for the backend and for the pages' URLs, shared by
+`tests/test_fuzz.py` (in `make test`) and `python -m tests.fuzzing`
+(`make fuzz`, ten times as many examples).
 
-Every value a visitor or a notebook could hand to `AttentionConfig`: ints,
-floats, text, numpy and torch scalars, booleans, infinities, NaN, huge
-integers, None, containers and unicode digits. A config must either build (and
-then `compute_trace` must give finite numbers, but for the documented cases) or
-raise `ConfigError`; anything else is a crash.
+- Backend: every value a visitor or a notebook could hand to `AttentionConfig`:
+  ints, floats, text, numpy and torch scalars, booleans, infinities, NaN, huge
+  integers, None, containers and unicode digits. A config must either build
+  (and then `compute_trace` must give finite numbers, but for the documented
+  cases) or raise `ConfigError`; anything else is a crash.
+- Pages: random URL parameter sets (known and unknown names; non-numbers, inf,
+  nan, 1e309, huge and negative integers, repeated parameters, 200,000-character
+  values, control and bidi characters) opened on every page with Streamlit's
+  AppTest. A page must show a clear message or draw normally; an exception
+  ("This app has encountered an error") is a crash.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -20,6 +28,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from explorer import AttentionConfig, ConfigError, compute_trace
+from explorer.ui.controls import BY_KEY
+from explorer.ui.navigation import PAGES
+from explorer.ui.urlstate import CELL, HEAD, MATRICES, PRESET, QUERY
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the Real model page must not wait on a network
 
 CLEAN_ERROR, BUILT, CRASH = "clean errors", "built", "crashes"
 NAN_DOCUMENTED, NAN_UNDOCUMENTED = "NaN, documented cause", "NaN from finite input"
@@ -160,6 +174,95 @@ def fuzz_backend(examples: int) -> tuple[Counter, list[str]]:
     return counts, problems
 
 
+_URL_KEYS = [*BY_KEY, PRESET, HEAD, QUERY, CELL, *MATRICES]
+_URL_VALUES = st.one_of(
+    st.sampled_from(["inf", "-inf", "nan", "1e309", "-1e309", "9" * 400, "-5", "0", "", "abc",
+                     "4", "2", "true", "false", "yes", "0.5", "1.5", "\u202e7", "\x00", "\x07",
+                     "<b>x</b>", ":red[x]", "attn_scores:1,0", "attn_scores:99,0", "x:1,1",
+                     "1,2;3,4", "life-is-short", "journey", "nope", "auto", "randn", "given",
+                     "2**63", "٣", " 3 "]),
+    st.text(max_size=12))
+_HUGE = "w " * 100_000  # 200,000 characters
+
+
+_VALID_URL_VALUES = {
+    "sentence": ["the cat sat on the mat", "a b a b", "<b>x</b> **y** :red[z]"],
+    "d_in": ["2", "4", "8"], "d_k": ["2", "4", "8"], "d_v": ["2", "4", "8"],
+    "seed": ["0", "7", "123"], "embedding": ["table", "uniform", "given"],
+    "weight_init": ["randn", "rand", "linear", "given"], "scale": ["true", "false"],
+    "normalization": ["softmax", "naive_softmax", "sum"], "causal": ["true", "false"],
+    "n_heads": ["1", "2"], "dropout": ["0.1", "0.5"], "dropout_seed": ["3"],
+    "out_proj": ["on", "off"], "vocab_size": ["100", "2000"],
+    PRESET: ["journey", "life-is-short", "illustrated"], HEAD: ["0", "1"], QUERY: ["0", "2"],
+    CELL: ["attn_scores:1,0", "queries:0,1"], "embeddings": ["1,2;3,4"],
+}
+
+
+@st.composite
+def url_params(draw) -> dict[str, str | list[str]]:
+    """A URL's parameters: mostly known names with valid values (so that pages
+    are drawn and links' view parameters used), often hostile values, sometimes
+    unknown names, repeated parameters or one 200,000-character value."""
+    keys = draw(st.lists(st.sampled_from(_URL_KEYS), max_size=6, unique=True))
+    if draw(st.integers(0, 4)) == 0:
+        keys.append(draw(st.text(min_size=1, max_size=8)))
+    params: dict[str, str | list[str]] = {}
+    for key in keys:
+        valid = _VALID_URL_VALUES.get(key)
+        value = (st.sampled_from(valid) if valid and draw(st.integers(0, 2)) > 0
+                 else _URL_VALUES)
+        if draw(st.integers(0, 7)) == 0:
+            params[key] = draw(st.lists(value, min_size=2, max_size=3))
+        else:
+            params[key] = draw(value)
+    if keys and draw(st.integers(0, 20)) == 0:
+        params[keys[0]] = _HUGE
+    return params
+
+
+def open_with(page: str, params: dict) -> Outcome:
+    """Open ``page`` (a script of `explorer.ui.navigation.PAGES`) with URL
+    ``params`` in AppTest; say whether it crashed, showed a message or drew."""
+    from streamlit.testing.v1 import AppTest
+
+    from explorer.ui.navigation import HOME_PAGE
+
+    at = AppTest.from_file(str(ROOT / PAGES[HOME_PAGE][0]), default_timeout=120)
+    at.query_params.update(params)
+    if page != PAGES[HOME_PAGE][0]:
+        at.switch_page(page)
+    try:
+        at.run()
+    except Exception as error:  # noqa: BLE001 - a run that cannot finish is a crash
+        return Outcome(CRASH, f"{type(error).__name__}: {str(error)[:200]} on {page} "
+                              f"with {params!r:.300}")
+    if at.exception:
+        return Outcome(CRASH, f"{at.exception[0].message[:200]} on {page} with {params!r:.300}")
+    shown = " ".join(e.value for e in at.error)
+    if "Traceback" in shown:
+        return Outcome(CRASH, f"a traceback in a message on {page} with {params!r:.300}")
+    return Outcome(CLEAN_ERROR if at.error else BUILT)
+
+
+def fuzz_pages(examples: int) -> tuple[Counter, list[str]]:
+    """Open ``examples`` random URL parameter sets, spread over every page."""
+    counts: Counter = Counter()
+    problems: list[str] = []
+    pages = [script for script, _ in PAGES.values()]
+
+    @settings(max_examples=examples, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(pages), url_params())
+    def run(page, params):
+        outcome = open_with(page, params)
+        counts[outcome.kind] += 1
+        if outcome.kind == CRASH:
+            problems.append(outcome.detail)
+
+    run()
+    return counts, problems
+
+
 def print_counts(title: str, counts: Counter) -> None:
     inputs = sum(counts.values())
     print(f"\n{title}")
@@ -170,14 +273,18 @@ def print_counts(title: str, counts: Counter) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--examples", type=int, default=20_000)
+    parser.add_argument("--examples", type=int, default=20_000, help="backend configs")
+    parser.add_argument("--urls", type=int, default=3_000, help="URL parameter sets")
     args = parser.parse_args()
     counts, problems = fuzz_backend(args.examples)
     print_counts(f"Backend: AttentionConfig + compute_trace ({args.examples:,} examples asked)",
                  counts)
-    for problem in problems[:20]:
+    url_counts, url_problems = fuzz_pages(args.urls)
+    print_counts(f"Pages: random URL parameters in AppTest ({args.urls:,} sets asked)",
+                 url_counts)
+    for problem in (problems + url_problems)[:20]:
         print("  !", problem)
-    raise SystemExit(1 if problems else 0)
+    raise SystemExit(1 if problems or url_problems else 0)
 
 
 if __name__ == "__main__":

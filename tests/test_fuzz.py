@@ -1,4 +1,5 @@
-"""Fuzzing in `make test`: the backend with 2,000 hostile configs (see `tests.fuzzing`)."""
+"""Fuzzing in `make test`: the backend with 2,000 hostile configs and the pages
+with 300 hostile URLs (see `tests.fuzzing`; `make fuzz` runs ten times more)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import torch
 
 from explorer import AttentionConfig, ConfigError
 from explorer.config import MAX_SHOWN_CHARS
-from tests.fuzzing import BUILT, CLEAN_ERROR, CRASH, NAN_UNDOCUMENTED, classify, fuzz_backend
+from tests.fuzzing import (BUILT, CLEAN_ERROR, CRASH, NAN_UNDOCUMENTED, classify, fuzz_backend,
+                           fuzz_pages, open_with)
 
 BACKEND_EXAMPLES = 2_000
+URL_EXAMPLES = 300
 
 
 def test_backend_fuzz_raises_only_config_errors_and_no_unexplained_nan():
@@ -55,3 +58,30 @@ def test_classify_tells_a_crash_from_a_clean_error():
     assert classify({"d_in": 0}).kind == CLEAN_ERROR
     assert classify({}).kind == BUILT
     assert classify({"nonexistent_field": 1}).kind == CRASH  # TypeError from the dataclass
+
+
+def test_random_urls_on_every_page_get_messages_never_a_crash():
+    counts, problems = fuzz_pages(URL_EXAMPLES)
+    assert problems == []
+    assert counts[CRASH] == 0
+    assert counts[CLEAN_ERROR] > 50 and counts[BUILT] > 10  # both outcomes are reached
+    assert sum(counts.values()) >= URL_EXAMPLES
+
+
+@pytest.mark.parametrize("params", [
+    {"vocab_size": "1e309"}, {"d_k": "-inf"}, {"d_in": "-inf"},
+    {"d_k": ["1", "2", "1e309"]},  # the probe's crashes: Streamlit's widget read int(inf)
+    {"n_heads": "56", "d_k": "56", "d_v": "56"},  # a 14-row heads grid
+    {"sentence": "w " * 100_000}, {"seed": "9" * 5000},
+])
+def test_the_urls_that_crashed_a_page_now_get_a_message(params):
+    for page in ("pages/2_Self_attention.py", "pages/3_Causal_and_multi_head.py"):
+        outcome = open_with(page, params)
+        assert outcome.kind != CRASH, outcome.detail
+
+
+def test_open_with_counts_an_exception_as_a_crash(monkeypatch):
+    # The URL counts are only as good as this: a page that raises must count as a crash.
+    import explorer.ui.sidebar as sidebar
+    monkeypatch.setattr(sidebar, "settings", lambda *a, **k: 1 / 0)
+    assert open_with("pages/2_Self_attention.py", {}).kind == CRASH
