@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,9 @@ from explorer.steps import DIMS, MASK, STEPS, TOKENS, WEIGHTS, Axis, Step, scale
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
 
+PLOTLY_MIN_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+"""The Plotly.js every chart is drawn with: the installed ``plotly`` package's
+(the app serves a copy, `explorer.ui.chart.ensure_plotly_js`; the report inlines it)."""
 SIGNED_SCALE = plotly.colors.get_colorscale("RdBu_r")  # ColorBrewer, negative blue
 WEIGHTS_SCALE = plotly.colors.get_colorscale("Blues")
 MASK_SCALE = [[0.0, "#f2f2f2"], [0.5, "#f2f2f2"], [0.5, "#4d4d4d"], [1.0, "#4d4d4d"]]
@@ -56,15 +60,31 @@ def axis_labels(trace: Trace, axis: Axis, size: int) -> list[str]:
     return token_labels(trace.tokens)
 
 
-def step_matrix(trace: Trace, name: str, head: int = 0) -> np.ndarray:
+def step_matrix(trace: Trace, name: str, head: int = 0, head_slice: bool = False) -> np.ndarray:
     """The step as a 2-D float array: one head of a per-head step, a vector as
-    one row, booleans as 0/1."""
+    one row, booleans as 0/1. ``head_slice``: only head ``head``'s columns
+    (`head_columns`), e.g. (d_model, head_dim) of a real model's W_query."""
     tensor = trace[name]
     if tensor.dim() == 3:
         tensor = tensor[head]
     if tensor.dim() == 1:
         tensor = tensor[None, :]
+    if head_slice:
+        columns = head_columns(trace, name, head)
+        tensor = tensor[:, columns.start:columns.stop]
     return tensor.to(torch.float64).numpy()
+
+
+def head_columns(trace: Trace, name: str, head: int) -> range:
+    """The columns of step ``name`` that belong to head ``head``: ``h·w`` to
+    ``(h+1)·w − 1`` with w = width / n_heads, for a step whose columns fall into
+    one block per head (`explorer.steps.Step.head_columns`: W_query, b_query,
+    the context ...) when there are several heads; every column otherwise."""
+    width, n_heads = trace[name].shape[-1], trace.config.n_heads
+    if not STEPS[name].head_columns or n_heads == 1 or trace[name].dim() == 3:
+        return range(width)
+    per_head = width // n_heads
+    return range(head * per_head, (head + 1) * per_head)
 
 
 def format_value(value: float, decimals: int = 4) -> str:
@@ -82,16 +102,18 @@ def _bound(*matrices: np.ndarray) -> float:
     return float(max(finite)) if finite and max(finite) > 0 else 1.0
 
 
-def colour_range(trace: Trace, name: str, head: int = 0) -> tuple[float, float]:
+def colour_range(trace: Trace, name: str, head: int = 0,
+                 head_slice: bool = False) -> tuple[float, float]:
     """The (zmin, zmax) of a step's colour scale: [0, 1] for weights (higher
     after dropout), 0/1 for masks, else ±the largest |value| of every step in
-    its `explorer.steps.scale_group` (of this head)."""
+    its `explorer.steps.scale_group` (of this head; of its columns with
+    ``head_slice``)."""
     step = STEPS[name]
     if step.colour == MASK:
         return 0.0, 1.0
     if step.colour == WEIGHTS or name == "dropped_weights":
         return 0.0, max(1.0, _bound(step_matrix(trace, name, head)))
-    bound = _bound(*(step_matrix(trace, other, head) for other in scale_group(name)
+    bound = _bound(*(step_matrix(trace, other, head, head_slice) for other in scale_group(name)
                      if other in trace))
     return -bound, bound
 
@@ -183,29 +205,38 @@ def chart_filename(trace: Trace, name: str, head: int | None = None) -> str:
 
 def heatmap_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
                   marked_cell: tuple[int, int] | None = None, title: str | None = None,
-                  colorbar: bool = True, columns: int = 1) -> Chart:
+                  colorbar: bool = True, columns: int = 1, head_slice: bool = False) -> Chart:
     """The heatmap of one step of ``trace`` (head ``head`` of a per-head step),
     on its shared colour scale, titled with its name, formula and shape (and
     the head). With several heads the columns of W_query, W_key, W_value and the
     context are outlined per head, and a per-head chart is framed in its head's
-    colour. See `matrix_chart` for the rest."""
+    colour. ``head_slice`` draws only head ``head``'s columns of such a step
+    (`head_columns`), labelled with their numbers in the whole matrix and framed
+    in the head's colour; ``marked_cell`` and clicks are then in the slice's
+    own (row, column). See `matrix_chart` for the rest."""
     step = STEPS[name]
-    values = step_matrix(trace, name, head)
+    values = step_matrix(trace, name, head, head_slice)
     per_head = trace[name].dim() == 3
+    sliced = head_slice and len(head_columns(trace, name, head)) < trace[name].shape[-1]
     if title is None:
         title = step.title(trace.config, values.shape)
         if per_head:
             title += f", head {head}"
-    chart = matrix_chart(values, axis_labels(trace, step.rows, values.shape[0]),
-                         axis_labels(trace, step.cols, values.shape[1]), step, title,
-                         zrange=colour_range(trace, name, head),
+        if sliced:
+            cols = head_columns(trace, name, head)
+            title += f", head {head}'s columns {cols.start}–{cols.stop - 1}"
+    col_labels = ([str(c) for c in head_columns(trace, name, head)] if sliced
+                  else axis_labels(trace, step.cols, values.shape[1]))
+    chart = matrix_chart(values, axis_labels(trace, step.rows, values.shape[0]), col_labels,
+                         step, title, zrange=colour_range(trace, name, head, head_slice),
                          highlight_row=highlight_row if step.rows.labels == TOKENS else None,
                          marked_cell=marked_cell, colorbar=colorbar, columns=columns,
-                         filename=chart_filename(trace, name, head if per_head else None))
-    if trace.config.n_heads > 1 and step.head_columns:
+                         filename=chart_filename(trace, name,
+                                                 head if per_head or sliced else None))
+    if trace.config.n_heads > 1 and step.head_columns and not sliced:
         outline_heads(chart.figure["layout"], trace.config.n_heads,
                       values.shape[1] // trace.config.n_heads)
-    if per_head:
+    if per_head or sliced:  # one head's numbers: framed in its colour
         chart.figure["layout"]["shapes"].append(
             {"type": "rect", "xref": "paper", "yref": "paper", "x0": 0, "x1": 1, "y0": 0,
              "y1": 1, "line": {"color": head_colour(head), "width": 3}})
@@ -342,16 +373,33 @@ def token_table(trace: Trace) -> pd.DataFrame:
                          "token id": trace["token_ids"].tolist()}).set_index("position")
 
 
+MAX_WRITTEN_TERMS = 8
+"""A dot product is written out term by term up to this many terms."""
+MAX_TABLE_KEYS = 16
+"""Per-query tables list every key up to this many; beyond, the heaviest ones."""
+
+
+def _shown_keys(weights: torch.Tensor) -> list[int]:
+    """Every key for a short sentence, else the `MAX_TABLE_KEYS` with the largest
+    weights, in sentence order."""
+    if weights.shape[0] <= MAX_TABLE_KEYS:
+        return list(range(weights.shape[0]))
+    return sorted(torch.topk(weights, MAX_TABLE_KEYS).indices.tolist())
+
+
 def query_table(trace: Trace, query: int) -> pd.DataFrame:
-    """Query ``query``'s attention, key by key: the dot product written out, the
-    score, the scaled score and the weight. Single-head traces."""
+    """Query ``query``'s attention, key by key: the dot product written out (up
+    to `MAX_WRITTEN_TERMS` terms), the score, the scaled score and the weight.
+    For long sentences, the `MAX_TABLE_KEYS` keys with the largest weights.
+    Single-head traces."""
     labels = token_labels(trace.tokens)
     rows = []
-    for j in range(trace.n_tokens):
+    for j in _shown_keys(trace["attn_weights"][query]):
+        score = float(trace["attn_scores"][query, j])
         terms = explain.score_terms(trace, query, j)
-        row = {"key": labels[j],
-               "dot product q·k": f"{explain.written_sum(terms)} = {sum(t.value for t in terms):.4f}",
-               "score ω": float(trace["attn_scores"][query, j])}
+        written = (f"{explain.written_sum(terms)} = {score:.4f}" if len(terms) <= MAX_WRITTEN_TERMS
+                   else f"Σ of {len(terms)} products = {score:.4f} (click the score to see them)")
+        row = {"key": labels[j], "dot product q·k": written, "score ω": score}
         if trace.config.scale:
             row["scaled ω̃"] = float(trace["scaled_scores"][query, j])
         row["weight α"] = float(trace["attn_weights"][query, j])
@@ -361,14 +409,19 @@ def query_table(trace: Trace, query: int) -> pd.DataFrame:
 
 def context_table(trace: Trace, query: int) -> pd.DataFrame:
     """z_query = Σ_j α_qj · v_j as a table: one weighted value vector per key and
-    their sum in the last row. Single-head traces."""
+    their sum in the last row. For long sentences, the `MAX_TABLE_KEYS` keys with
+    the largest weights and one row for all the others. Single-head traces."""
     terms = explain.context_terms(trace, query)
     labels = token_labels(trace.tokens)
     vector = "x" if trace.config.weight_init == "identity" else "v"
-    frame = pd.DataFrame(explain.stacked(terms).to(torch.float64).numpy(),
-                         index=[f"α={w:.4f} × {vector}[{labels[j]}]"
-                                for j, (w, _) in enumerate(terms)],
+    weighted = explain.stacked(terms).to(torch.float64)
+    shown = _shown_keys(torch.tensor([w for w, _ in terms]))
+    frame = pd.DataFrame(weighted[shown].numpy(),
+                         index=[f"α={terms[j][0]:.4f} × {vector}[{labels[j]}]" for j in shown],
                          columns=[f"dim {c}" for c in range(trace["context"].shape[1])])
+    if len(shown) < len(terms):
+        others = [j for j in range(len(terms)) if j not in set(shown)]
+        frame.loc[f"the other {len(others)} keys together"] = weighted[others].sum(0).numpy()
     frame.loc[f"z = Σ (context of {labels[query]})"] = trace["context"][query].to(torch.float64).numpy()
     return frame
 
@@ -497,3 +550,198 @@ def sums_table(matrices: dict[str, torch.Tensor]) -> pd.DataFrame:
         frame[f"{name}: row sums"] = m.sum(dim=1).to(torch.float64).numpy()
         frame[f"{name}: column sums"] = m.sum(dim=0).to(torch.float64).numpy()
     return pd.DataFrame(frame)
+
+
+# ---------------------------------------------------------------------------
+# Attention as lines (BertViz's head view), and every head of a real model
+# ---------------------------------------------------------------------------
+LINES_ALL_UP_TO = 32
+"""Up to this many tokens the line view draws a line for every weight above 0."""
+LINES_MIN_WEIGHT = 0.05
+"""With more tokens than `LINES_ALL_UP_TO`, only weights of at least this are
+drawn: at 512 tokens that is at most 20 lines per query, not 512."""
+LINE_BINS: tuple[tuple[float, float, float, float], ...] = (
+    (0.0, 0.1, 0.75, 0.3), (0.1, 0.25, 1.5, 0.5), (0.25, 0.5, 3.0, 0.75),
+    (0.5, math.inf, 5.0, 0.95))
+"""The line view's weight bins: (above, up to, line width in px, opacity). One
+Plotly trace per bin keeps the figure small however many lines it holds."""
+LINE_COLOUR = "#08519c"  # the darkest blue of the weights' colour scale
+LINE_LABELS_UP_TO = 96
+"""Token labels are printed beside the columns up to this many tokens."""
+
+
+def lines_threshold(n_tokens: int) -> float:
+    """The smallest weight the line view draws for ``n_tokens`` tokens: 0 (every
+    positive weight) up to `LINES_ALL_UP_TO` tokens, else `LINES_MIN_WEIGHT`."""
+    return 0.0 if n_tokens <= LINES_ALL_UP_TO else LINES_MIN_WEIGHT
+
+
+def _segments(rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
+    """x and y of one line per (query row, key col), from x=0 to x=1, None-separated."""
+    xs, ys = [], []
+    for i, j in zip(rows.tolist(), cols.tolist()):
+        xs += [0, 1, None]
+        ys += [i, j, None]
+    return xs, ys
+
+
+def attention_lines_chart(trace: Trace, name: str = "attn_weights", head: int = 0,
+                          highlight_row: int | None = None) -> Chart:
+    """An (n, n) weights matrix as lines, like BertViz's head view.
+
+    Query tokens stand in a left column (x = 0), key tokens in a right one
+    (x = 1), token i at height i. Weight α_ij is a line from query i to key j,
+    thicker and more opaque in a higher bin of `LINE_BINS` (one scatter trace
+    per bin, segments separated by None: plain JSON, no matrix blocks). Zero
+    weights (a causal mask's future) get no line; long inputs only lines of at
+    least `lines_threshold`; negative or non-finite weights (``normalization``
+    sum or naive_softmax) none, which the title says. The ``highlight_row``
+    query's lines are drawn in the highlight colour. Hovering near a line's key
+    end gives the pair and the weight.
+    """
+    step = STEPS[name]
+    values = step_matrix(trace, name, head)  # (n, n)
+    n = values.shape[0]
+    labels = token_labels(trace.tokens)
+    threshold = lines_threshold(n)
+    finite = np.isfinite(values)
+    data, hover_x, hover_y, hover_text = [], [], [], []
+    for low, high, width, opacity in LINE_BINS:
+        in_bin = finite & (values > low) & (values <= high) & (values >= threshold)
+        for highlighted in (False, True):
+            mine = in_bin.copy()
+            if highlight_row is not None and 0 <= highlight_row < n:
+                others = np.arange(n) != highlight_row
+                mine[others if highlighted else ~others] = False
+            elif highlighted:
+                continue
+            rows, cols = np.nonzero(mine)
+            if not len(rows):
+                continue
+            xs, ys = _segments(rows, cols)
+            legend = f"α in ({low:g}, {high:g}]" if high < math.inf else f"α > {low:g}"
+            data.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys,
+                         "name": legend, "showlegend": not highlighted, "hoverinfo": "skip",
+                         "legendgroup": legend, "opacity": opacity,
+                         "line": {"width": width, "color": HIGHLIGHT_COLOUR if highlighted
+                                  else LINE_COLOUR}})
+            hover_x += [0.85] * len(rows)
+            hover_y += [i + 0.85 * (j - i) for i, j in zip(rows.tolist(), cols.tolist())]
+            hover_text += [literal.plotly(f"{labels[i]} → {labels[j]}: α = {values[i, j]:.4f}")
+                           for i, j in zip(rows.tolist(), cols.tolist())]
+    if hover_x:
+        data.append({"type": "scatter", "mode": "markers", "x": hover_x, "y": hover_y,
+                     "hovertext": hover_text, "hoverinfo": "text", "showlegend": False,
+                     "marker": {"size": 8, "color": "rgba(0,0,0,0)"}})
+    show_labels = n <= LINE_LABELS_UP_TO
+    for x, side, what in ((0, "middle left", "query"), (1, "middle right", "key")):
+        data.append({"type": "scatter", "mode": "text" if show_labels else "markers",
+                     "x": [x] * n, "y": list(range(n)), "showlegend": False,
+                     "text": [literal.plotly(s) for s in labels], "textposition": side,
+                     "hovertext": [literal.plotly(f"{what} {i}: {s}") for i, s in
+                                   enumerate(labels)], "hoverinfo": "text",
+                     "marker": {"size": 3, "color": "#555555"},
+                     "textfont": {"size": 12 if n <= 32 else 10}})
+    notes = []
+    if threshold > 0:
+        notes.append(f"weights ≥ {threshold:g} only ({n} tokens)")
+    if (finite & (values < 0)).any() or not finite.all():
+        notes.append("negative and non-finite weights not drawn")
+    heads = f", head {head}" if trace[name].dim() == 3 else ""
+    title = (f"{step.label}{heads} as lines: query (left) → key (right)"
+             + (f"; {', '.join(notes)}" if notes else ""))
+    width = _label_width_px(labels) if show_labels else 10
+    layout = {
+        "title": {"text": literal.plotly(title), "x": 0, "xanchor": "left",
+                  "font": {"size": 15}},
+        "xaxis": {"visible": False, "range": [-0.6, 1.6], "fixedrange": True},
+        "yaxis": {"visible": False, "autorange": "reversed", "fixedrange": True},
+        "margin": {"l": 10 + width // 2, "r": 10 + width // 2, "t": 50, "b": 10},
+        "legend": {"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0,
+                   "title": {"text": "weight"}},
+        "dragmode": False, "hovermode": "closest", "modebar": {"orientation": "v"},
+        "plot_bgcolor": "#ffffff", "showlegend": True,
+    }
+    size = {"rows": n, "cols": 1, "max_cell": 24, "chrome": 0, "vertical": 140,
+            "min_height": 260, "max_height": 2400}
+    return Chart({"data": data, "layout": layout},
+                 filename=chart_filename(trace, f"{name}_lines", head if heads else None),
+                 size=size)
+
+
+def _block_labels(labels: list[str], blocks) -> list[str]:
+    """One label per block of tokens: the token, or ``first…last``."""
+    return [labels[a] if b - a == 1 else f"{labels[a]}…{labels[b - 1]}" for a, b in blocks]
+
+
+def head_overview_chart(overview, layer: int | None = None, head: int | None = None) -> Chart:
+    """Every head of every layer at a glance: a layers × heads grid of small
+    attention patterns, one heatmap trace per head (layer l, head h is trace
+    ``l · n_heads + h``, so a click's trace says which head was clicked).
+
+    ``overview`` is an `explorer.models.HeadOverview`: ``thumbnails`` (n_layers,
+    n_heads, t, t) with the token ``blocks`` behind each row and column, and the
+    shares ``to_previous``, ``to_first``, ``to_self`` (n_layers, n_heads), which
+    each thumbnail's hover gives. Rows are layers (labelled on the left), each
+    thumbnail is titled with its head; the shown ``layer`` and ``head`` is
+    outlined in the highlight colour. One [0, 1] colour scale.
+    """
+    thumbs = overview.thumbnails.to(torch.float32).numpy()
+    n_layers, n_heads, t, _ = thumbs.shape
+    names = [literal.plotly(s) for s in
+             _block_labels(token_labels(list(overview.tokens)), overview.blocks)]
+    shares = [s.to(torch.float64).numpy() for s in
+              (overview.to_previous, overview.to_first, overview.to_self)]
+    step = STEPS["attn_weights"]
+    layout: dict = {"title": {"text": f"Every head's attention weights ({n_layers} layers × "
+                                      f"{n_heads} heads)", "x": 0, "xanchor": "left",
+                              "font": {"size": 15}},
+                    "margin": {"l": 40, "r": 10, "t": 60, "b": 10}, "annotations": [],
+                    "shapes": [], "dragmode": False, "hovermode": "closest",
+                    "modebar": {"orientation": "v"}}
+    data = []
+    domains = grid_domains(n_layers * n_heads, n_heads, gap=0.02)
+    for k, ((x0, x1), (y0, y1)) in enumerate(domains):
+        lay, h = divmod(k, n_heads)
+        suffix = "" if k == 0 else str(k + 1)
+        axis = {"type": "category", "showticklabels": False, "ticks": "", "showgrid": False,
+                "fixedrange": True}
+        layout[f"xaxis{suffix}"] = {**axis, "domain": [x0, x1], "anchor": f"y{suffix}"}
+        layout[f"yaxis{suffix}"] = {**axis, "domain": [y0, y1], "anchor": f"x{suffix}",
+                                    "autorange": "reversed"}
+        habits = (f"previous token {shares[0][lay, h]:.2f} · first token "
+                  f"{shares[1][lay, h]:.2f} · itself {shares[2][lay, h]:.2f}")
+        data.append({"type": "heatmap", "x": names, "y": names, "xaxis": f"x{suffix}",
+                     "yaxis": f"y{suffix}", **_colours(step, (0.0, 1.0), False),
+                     "matrix": {"block": k, "rows": t, "cols": t, "decimals": [],
+                                "hover": f"layer {lay}, head {h}<br>{habits}<br>"
+                                         "query: %{y}<br>key: %{x}<br>", "words": None}})
+        layout["annotations"].append(
+            {"x": (x0 + x1) / 2, "y": y1, "xref": "paper", "yref": "paper",
+             "yanchor": "bottom", "showarrow": False, "text": f"H{h}",
+             "font": {"size": 10, "color": "#555555"}})
+        if h == 0:
+            layout["annotations"].append(
+                {"x": x0, "y": (y0 + y1) / 2, "xref": "paper", "yref": "paper",
+                 "xanchor": "right", "showarrow": False, "text": f"L{lay} ",
+                 "font": {"size": 10, "color": "#555555"}})
+        if (lay, h) == (layer, head):
+            layout["shapes"].append({"type": "rect", "xref": "paper", "yref": "paper",
+                                     "x0": x0, "x1": x1, "y0": y0, "y1": y1,
+                                     "line": {"color": HIGHLIGHT_COLOUR, "width": 3}})
+    size = {"rows": n_layers * 10, "cols": n_heads * 10, "max_cell": 9, "chrome": 50,
+            "vertical": 70 + 16 * n_layers, "min_height": 200, "max_height": 2000}
+    return Chart({"data": data, "layout": layout}, [m for row in thumbs for m in row],
+                 filename=f"every_head_{_slug(overview.model)}", size=size)
+
+
+def head_habits_table(overview) -> pd.DataFrame:
+    """Each head's measured habits on this input, one row per (layer, head): the
+    mean share of a token's weight on the previous token, on the first token
+    and on itself (see `explorer.models.HeadOverview`)."""
+    n_layers, n_heads = overview.to_previous.shape
+    index = pd.MultiIndex.from_product([range(n_layers), range(n_heads)],
+                                       names=["layer", "head"])
+    return pd.DataFrame({"previous token": overview.to_previous.flatten().tolist(),
+                         "first token": overview.to_first.flatten().tolist(),
+                         "itself": overview.to_self.flatten().tolist()}, index=index)
