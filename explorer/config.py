@@ -57,6 +57,7 @@ OPTION_HELP: dict[str, dict[str, str]] = {
         "identity": "W = I: no trainable weights, Q = K = V = X (simplified attention; "
                     "needs d_k = d_v = d_in)",
         "given": "your own W_query, W_key, W_value, typed into tables",
+        "model": "the trained weights, read from the model's checkpoint",  # real models only
     },
     "normalization": {
         "softmax": "torch.softmax(scores, dim=-1), made stable by subtracting each row's max",
@@ -351,6 +352,8 @@ def matrix_field(name: str, value: Any, shape: tuple[int, int], row_labels: Sequ
 def _as_float_tensor(value: Any) -> torch.Tensor | None:
     """``value`` as a float64 tensor if it converts cleanly (a tensor, an array,
     rows of numbers), else None, and the cell-by-cell check finds what is wrong."""
+    if getattr(getattr(value, "flags", None), "writeable", True) is False:
+        value = value.copy()  # a read-only numpy array (torch warns about those)
     try:
         tensor = torch.as_tensor(value)  # tensors and arrays without a copy
         if tensor.is_complex():

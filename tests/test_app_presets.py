@@ -169,3 +169,13 @@ def test_the_overflow_demo_is_drawn_only_when_opened():
     assert not any(key.startswith("overflow-demo") for key in all_charts(at))
     at.toggle(key="overflow_demo").set_value(True).run()
     assert {"overflow-demo-naive-softmax", "overflow-demo-softmax"} <= set(all_charts(at))
+
+
+def test_a_matrix_too_big_to_edit_by_hand_is_imported_not_drawn_as_a_table():
+    at = open_page(PAGES["Self-attention"][0], {"embedding": "given", "d_in": "1024"})
+    assert not at.exception and errors(at) == []
+    assert [e.key for e in at.data_editor] == []  # 6×1024 cells: no table sent to the page
+    assert any("Too many cells (6,144) to edit by hand" in c.value for c in at.caption)
+    # The starting numbers (the drawn embeddings) are kept and drawn.
+    x = compute_trace(AttentionConfig(d_in=1024))["embeddings"].numpy()
+    np.testing.assert_allclose(z_values(charts(at)["embeddings"]), x, atol=1e-6)
