@@ -7,8 +7,8 @@
 //   - size the chart to its column and choose the cell text (4 decimals, 2, or
 //     none) from the real size of a cell, so that numbers never overlap;
 //   - report a clicked cell back to Python.
-// The same `draw` serves the Streamlit component (default export), the
-// standalone report and the benchmark's floor page.
+// The same `draw` serves the Streamlit component and the standalone report
+// (both through the default export, `mountChart`) and the benchmark's floor page.
 //
 // Payload: uint32 header length (little-endian), the header as UTF-8 JSON,
 // zero padding to a multiple of 4, then one float32 block per entry of
@@ -196,8 +196,10 @@ export async function draw(div, header, matrices, onClick) {
   div.__explorerOnClick = onClick;
 }
 
-// The Streamlit component: one instance per chart, kept across reruns.
-export default function (component) {
+// The Streamlit component: one instance per chart, kept across reruns. The
+// standalone report (explorer/export.py) mounts its charts with it too, passing
+// { data, parentElement, setTriggerValue } itself.
+export default function mountChart(component) {
   const { data, parentElement, setTriggerValue } = component;
   if (!data) return;
   const { header, matrices, missing } = decode(data);

@@ -43,6 +43,12 @@ class Chart:
     clickable: bool = False
     columns: int = 1
 
+    def hashes(self) -> list[str]:
+        """The `matrix_hash` of each matrix, computed once."""
+        if getattr(self, "_hashes", None) is None:
+            self._hashes = [matrix_hash(m) for m in self.matrices]
+        return self._hashes
+
     def header(self, plotly_url: str | None = None) -> dict[str, Any]:
         return {"figure": self.figure, "filename": self.filename, "size": self.size,
                 "clickable": self.clickable, "columns": self.columns, "plotly": plotly_url}
@@ -58,9 +64,8 @@ def encode(chart: Chart, known: set[str] = frozenset(), plotly_url: str | None =
     """The payload ``chart.js`` decodes, leaving out the blocks whose hash is
     in ``known`` (the page holds them)."""
     blocks, data = [], []
-    for values in chart.matrices:
+    for values, digest in zip(chart.matrices, chart.hashes()):
         values = np.ascontiguousarray(values, dtype="<f4")
-        digest = matrix_hash(values)
         blocks.append({"rows": values.shape[0], "cols": values.shape[1], "hash": digest,
                        "cached": digest in known})
         if digest not in known:

@@ -6,8 +6,25 @@
   under the trace's own step names.
 - `matrix_csv(trace, name)`: one step as CSV, labelled with tokens and dims, that
   `explorer.ui.matrices.parse_csv_matrix` reads back exactly.
-- `html_report(trace)`: one page with every chart (Plotly, inlined once), the
+- `html_report(trace)`: one page with every chart the app's page shows, the
   settings, the tokens and ids: it opens offline, straight from disk.
+
+The report draws its charts with the app's own ``explorer/chart.js``, so that
+they look exactly like the page's (cell numbers chosen from the real cell
+size, colours, head outlines, sizing). It carries three things once each:
+
+1. Plotly.js (the installed ``plotly`` package's ``plotly.min.js``) as a
+   classic ``<script>`` in the head: it defines ``window.Plotly``, which
+   chart.js's ``loadPlotly`` then uses instead of fetching anything;
+2. each chart's `explorer.charts.encode` payload, base64, in the
+   ``data-chart`` attribute of its ``<div class="chart">``;
+3. one ``<script type="module">`` at the end of the body: chart.js's source,
+   unchanged (an inline module may declare exports that nothing imports, so no
+   rewriting is needed), followed by a four-line bootstrap that mounts every
+   chart with chart.js's default export ``mountChart``, exactly as Streamlit's
+   component does (same decoding, sizing and redraw on resize).
+
+Nothing is fetched, so it works from ``file://``.
 
 Visitor text (the sentence, its tokens, the link) never becomes code or markup:
 in the script it is a ``repr()`` literal or a one-line comment (`_comment_text`),
@@ -18,7 +35,9 @@ cell (quoted where needed) that a spreadsheet will not run as a formula
 
 from __future__ import annotations
 
+import base64
 import csv
+import dataclasses
 import io
 from collections.abc import Sequence
 from urllib.parse import urlsplit
@@ -26,8 +45,9 @@ from urllib.parse import urlsplit
 from torch import Tensor
 
 from explorer import literal
+from explorer.charts import CHART_JS, encode
 from explorer.config import OPTION_HELP, AttentionConfig
-from explorer.steps import STEPS, TOKENS, visible_steps
+from explorer.steps import STEPS, TOKENS, layout_rows, shows_colour_bar, visible_steps
 from explorer.tokenizer import STRIP_PUNCTUATION, build_vocab, token_labels
 from explorer.trace import Trace
 
@@ -532,27 +552,40 @@ def _link_html(link: str) -> str:
     return f"<code>{text}</code>"
 
 
-def _settings_html(config: AttentionConfig) -> str:
+def _settings_html(config) -> str:
+    """The settings as a table: `settings_table` for an `AttentionConfig`, every
+    field of any other config (a real model's) as it is."""
+    if isinstance(config, AttentionConfig):
+        table = settings_table(config)
+    else:
+        table = [(f.name, _field_text(getattr(config, f.name)))
+                 for f in dataclasses.fields(config) if getattr(config, f.name) is not None]
     rows = "".join(f"<tr><th>{literal.html(name)}</th><td>{literal.html(value)}</td></tr>"
-                   for name, value in settings_table(config))
+                   for name, value in table)
     return f"<table>{rows}</table>"
+
+
+def _field_text(value, limit: int = 200) -> str:
+    """A config field as one line of text, cut to ``limit`` characters."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _tokens_html(trace: Trace) -> str:
     ids = trace["token_ids"].tolist()
-    vocab = build_vocab(trace.tokens)
     rows = "".join(f"<tr><td>{i}</td><td>{literal.html(token)}</td><td>{token_id}</td></tr>"
                    for i, (token, token_id) in enumerate(zip(trace.tokens, ids)))
-    return (f"<p>{len(trace.tokens)} tokens, {len(vocab)} in the vocabulary (the sorted "
-            "unique tokens; a token's id is its index there).</p>"
+    about = f"{len(trace.tokens)} tokens"
+    if isinstance(trace.config, AttentionConfig):
+        about += (f", {len(build_vocab(trace.tokens))} in the vocabulary (the sorted "
+                  "unique tokens; a token's id is its index there)")
+    return (f"<p>{about}.</p>"
             f"<table><tr><th>position</th><th>token</th><th>id</th></tr>{rows}</table>")
 
 
-def _chart_heads(trace: Trace, name: str, heads: Sequence[int] | None) -> list[int | None]:
-    """Which heads to draw for a step: ``[None]`` for a step without a head axis."""
-    if trace[name].dim() != 3:
-        return [None]
-    n_heads = trace[name].shape[0]
+def _chart_heads(trace: Trace, heads: Sequence[int] | None) -> list[int]:
+    """The heads to draw per-head steps for (default: every head), checked."""
+    n_heads = trace.config.n_heads
     chosen = list(range(n_heads)) if heads is None else list(heads)
     for head in chosen:
         if not 0 <= head < n_heads:
@@ -560,25 +593,68 @@ def _chart_heads(trace: Trace, name: str, heads: Sequence[int] | None) -> list[i
     return chosen
 
 
-def _chart_html(trace: Trace, name: str, head: int | None, with_plotly_js: bool) -> str:
-    """One heatmap as a ``<div>`` and its script (Plotly's JSON escapes ``<``, ``>``, ``/``).
+def _sections(trace: Trace, names: list[str], heads: Sequence[int] | None
+              ) -> list[tuple[str, int | None, list[str]]]:
+    """The report's sections as ``(heading, head, step names)``, in the page's
+    order: the steps before the heads (with any step in between that has no head
+    axis, such as the causal mask), then the per-head steps once for each head,
+    then the steps after the heads. Without a head axis: one section."""
+    per_head = [name for name in names if trace[name].dim() == 3]
+    if not per_head:
+        return [("", None, names)]
+    first, last = names.index(per_head[0]), names.index(per_head[-1])
+    shared = [name for name in names[first:last + 1] if name not in per_head]
+    sections = [("", None, names[:first] + shared)]
+    sections += [(f"Head {head}", head, per_head) for head in _chart_heads(trace, heads)]
+    if names[last + 1:]:
+        sections.append(("Every head together", None, names[last + 1:]))
+    return sections
 
-    ``with_plotly_js`` inlines plotly.js (about 4.8 MB) before the chart.
-    """
-    from explorer.figures import heatmap  # imported here: the script and CSV need no plotly
 
-    fig = heatmap(trace, name, head=head or 0)
+def _chart_div(trace: Trace, name: str, head: int | None, columns: int, colorbar: bool) -> str:
+    """One chart as the page draws it: `explorer.figures.heatmap_chart` (titled with
+    the step, its formula, shape and head), packed by `explorer.charts.encode` into a
+    base64 ``data-chart`` attribute (base64 holds no character that HTML reads),
+    with the step's caption under it, as on the page."""
+    from explorer.figures import heatmap_chart  # the script and the CSV need no plotly
+
+    step = STEPS[name]
+    chart = heatmap_chart(trace, name, head=head or 0, colorbar=colorbar, columns=columns)
+    payload = base64.b64encode(encode(chart)).decode("ascii")
     div_id = f"chart-{name}" if head is None else f"chart-{name}-head-{head}"
-    return fig.to_html(full_html=False, include_plotlyjs=with_plotly_js, div_id=div_id,
-                       config={"displaylogo": False})
+    caption = (f'<p class="caption">{literal.html(step.caption(trace.config))}</p>'
+               if step.explain else "")
+    return (f'<div class="step"><div class="chart" id="{div_id}" data-chart="{payload}">'
+            f"</div>{caption}</div>")
 
+
+def _inline_script(code: str, kind: str | None = None) -> str:
+    """``code`` as an inline ``<script>``: code that could end the element early
+    (``</script``) or change how HTML reads it (``<!--``) is refused."""
+    lowered = code.lower()
+    if "</script" in lowered or "<!--" in lowered:
+        raise ValueError("this code cannot be inlined in a <script> element")
+    kind_attr = f' type="{kind}"' if kind else ""
+    return f"<script{kind_attr}>\n{code}\n</script>"
+
+
+_MOUNT_CHARTS = """
+// The report's bootstrap: mount every chart as the app's Streamlit component
+// does, with chart.js's default export (no server: clicks go nowhere).
+for (const div of document.querySelectorAll("div.chart[data-chart]")) {
+  const data = Uint8Array.from(atob(div.dataset.chart), (c) => c.charCodeAt(0));
+  mountChart({ data, parentElement: div, setTriggerValue: () => {} });
+}
+"""
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 1150px; margin: 2em auto; padding: 0 1em; }
+body { font-family: system-ui, sans-serif; max-width: 1150px; margin: 2em auto; padding: 0 1em;
+       color: #31333f; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left; vertical-align: top; }
-section { margin: 2em 0; }
-.caption { color: #555; }
+.row { display: grid; gap: 1rem; margin: 1.5em 0; }
+.step { min-width: 0; }
+.caption { color: #555; font-size: 0.9em; margin: 0.3em 0; }
 """
 
 
@@ -586,46 +662,59 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
                 heads: Sequence[int] | None = None) -> str:
     """A standalone HTML page with ``trace``'s charts, settings, tokens and ids.
 
-    ``steps``: the steps to draw, in that order (default `explorer.steps.visible_steps`: every
-    heatmap the app shows for the config, in pipeline order). A per-head step
-    gets one chart per head in ``heads`` (default: every head). Each chart is
-    `explorer.figures.heatmap` (interactive: hover a cell for its value), with
-    its caption; Plotly's JavaScript is inlined once, before the first chart,
-    so the page works offline from disk. ``link`` (the view in the explorer)
-    becomes an anchor if it is ``http(s)``, else plain text.
+    ``steps``: the steps to draw, in that order (default `explorer.steps.visible_steps`:
+    every heatmap the app shows for the config, in pipeline order). A per-head
+    step gets one chart per head in ``heads`` (default: every head), grouped by
+    head (`_sections`). The charts are the page's own (`explorer.figures.heatmap_chart`,
+    related steps side by side on one colour scale, as `explorer.steps.layout_rows`
+    and `explorer.steps.shows_colour_bar` say), drawn by the app's ``chart.js``, so
+    cell numbers, colours, head outlines and sizes match the page; hover a cell
+    for its value. Plotly.js and chart.js are inlined once each, so the page
+    works offline from disk (see the module docstring). ``link`` (the view in
+    the explorer) becomes an anchor if it is ``http(s)``, else plain text.
 
     Every piece of text, the visitor's sentence, tokens and link included,
     passes through `explorer.literal.html`. Raises ``KeyError`` for a
     step the trace does not have and ``ValueError`` for a head that does not exist.
     """
+    from explorer.figures import PLOTLY_MIN_JS, head_colour
+
     names = visible_steps(trace) if steps is None else list(dict.fromkeys(steps))
-    charts = []
     for name in names:
-        step = STEPS[name]
         trace[name]  # raises KeyError naming the steps the trace has
-        for head in _chart_heads(trace, name, heads):
-            chart = _chart_html(trace, name, head, with_plotly_js=not charts)
-            heading = step.label + ("" if head is None else f", head {head}")
-            charts.append(f"<section><h3>{literal.html(heading)}</h3>"
-                          f'<p class="caption">{literal.html(step.caption(trace.config))}</p>'
-                          f"{chart}</section>")
-    sentence = trace.config.sentence
+    body = []
+    for heading, head, section in _sections(trace, names, heads):
+        if heading:
+            colour = "" if head is None else f' style="color: {head_colour(head)}"'
+            body.append(f"<h2{colour}>{literal.html(heading)}</h2>")
+        for row in layout_rows(section):
+            cells = "".join(_chart_div(trace, name, head if trace[name].dim() == 3 else None,
+                                       len(row), shows_colour_bar(row, i))
+                            for i, name in enumerate(row))
+            body.append(f'<div class="row" style="grid-template-columns: repeat({len(row)}, '
+                        f'minmax(0, 1fr))">{cells}</div>')
+    sentence = getattr(trace.config, "sentence", None) or " ".join(trace.tokens)
     title = _comment_text(sentence, 60)
     view = f"<p>View in the explorer: {_link_html(link)}</p>" if link else ""
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>Self-attention: {literal.html(title)}</title>",
-        f"<style>{_STYLE}</style></head><body>",
+        f"<style>{_STYLE}</style>",
+        _inline_script(PLOTLY_MIN_JS.read_text(encoding="utf-8")),
+        "</head><body>",
         "<h1>Self-attention, step by step</h1>",
         f'<p>Sentence: <q class="sentence">{literal.html(sentence)}</q></p>',
         view,
         "<h2>Settings</h2>", _settings_html(trace.config),
         "<h2>Tokens and ids</h2>", _tokens_html(trace),
         "<h2>Steps</h2>",
-        *charts,
-        ("<footer><p>Made by the self-attention explorer. The charts use Plotly.js, "
-         "included in this file, so it works offline.</p></footer>"),
+        *body,
+        ("<footer><p class=\"caption\">Made by the self-attention explorer. Hover a cell "
+         "for its value; each chart's toolbar saves it as PNG or SVG. Plotly.js is included "
+         "in this file, so it works offline.</p></footer>"),
+        _inline_script(CHART_JS.read_text(encoding="utf-8") + _MOUNT_CHARTS, kind="module"),
         "</body></html>",
         "",
     ])

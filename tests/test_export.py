@@ -9,6 +9,7 @@ steps to 1e-6 (absolute or relative).
 from __future__ import annotations
 
 import ast
+import base64
 import csv
 import io
 import subprocess
@@ -17,13 +18,16 @@ from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer import AttentionConfig, compute_trace
+from explorer.charts import CHART_JS, decode
 from explorer.export import HEADING, html_report, matrix_csv, pytorch_script
+from explorer.figures import chart_filename, heatmap_chart, step_matrix
 from explorer.presets import PRESETS
 from explorer.steps import visible_steps
 from explorer.ui.matrices import parse_csv_matrix
@@ -340,18 +344,24 @@ class Page(HTMLParser):
     def all(self, tag: str) -> list[dict]:
         return [attrs for name, attrs in self.tags if name == tag]
 
+    def charts(self) -> dict[str, tuple[dict, list]]:
+        """Each chart div's id -> its payload decoded (`explorer.charts.decode`)."""
+        return {a["id"]: decode(base64.b64decode(a["data-chart"])) for a in self.all("div")
+                if "chart" in a.get("class", "").split()}
+
     def chart_ids(self) -> list[str]:
-        return [a["id"] for a in self.all("div") if "plotly-graph-div" in a.get("class", "")]
+        return list(self.charts())
 
 
-def _charts_expected(trace, steps=None, heads=None) -> list[str]:
-    ids = []
-    for name in steps or visible_steps(trace):
-        if trace[name].dim() == 3:
-            ids += [f"chart-{name}-head-{h}" for h in (heads or range(trace[name].shape[0]))]
-        else:
-            ids.append(f"chart-{name}")
-    return ids
+MULTI_HEAD = AttentionConfig(n_heads=2, d_k=4, d_v=4, causal=True, vocab_size=10)
+PER_HEAD = ["queries", "keys", "values", "attn_scores", "scaled_scores", "masked_scores",
+            "attn_weights"]
+MULTI_HEAD_CHARTS = [
+    "chart-embeddings", "chart-W_query", "chart-W_key", "chart-W_value", "chart-causal_mask",
+    *(f"chart-{name}-head-0" for name in PER_HEAD), *(f"chart-{name}-head-1" for name in PER_HEAD),
+    "chart-context", "chart-W_out", "chart-b_out", "chart-output"]
+"""The multi-head page's charts, grouped as the report draws them: the steps before
+the heads and the mask (shared by every head), each head's steps, then the rest."""
 
 
 @pytest.fixture(scope="module")
@@ -360,14 +370,35 @@ def default_report() -> tuple[object, str]:
     return trace, html_report(trace, link="http://localhost:8501/Self_attention?seed=123")
 
 
-def test_report_inlines_plotly_once_and_draws_every_shown_step(default_report):
+def test_report_inlines_plotly_and_chart_js_once_and_draws_every_shown_step(default_report):
     trace, text = default_report
     page = Page(text)
-    assert text.count(PLOTLY_JS_SIGNATURE) == 1
-    assert page.chart_ids() == _charts_expected(trace)
+    assert text.count(PLOTLY_JS_SIGNATURE) == 1  # one inlined copy of plotly.js
+    assert text.count(CHART_JS.read_text()) == 1  # and of the app's chart.js, unchanged
+    assert [a.get("type") for a in page.all("script")] == [None, "module"]
+    assert page.chart_ids() == [f"chart-{name}" for name in visible_steps(trace)]
     assert "scaled_scores" in visible_steps(trace) and "token_ids" not in visible_steps(trace)
     assert all("src" not in attrs for attrs in page.all("script"))  # offline: nothing fetched
     assert not [a for a in page.all("link") if a.get("rel") == "stylesheet"]
+
+
+def test_report_charts_are_the_page_charts(default_report):
+    """Each payload is what the page sends for that step: the same figure (title,
+    colours, sizes) and the trace's numbers as float32, one colour bar per scale."""
+    trace, text = default_report
+    charts = Page(text).charts()
+    for name in visible_steps(trace):
+        header, (matrix,) = charts[f"chart-{name}"]
+        page_chart = heatmap_chart(trace, name)
+        assert header["figure"]["layout"]["title"]["text"] == \
+            page_chart.figure["layout"]["title"]["text"]
+        assert header["filename"] == chart_filename(trace, name)
+        np.testing.assert_array_equal(matrix, step_matrix(trace, name).astype(np.float32))
+    # W_query, W_key and W_value share a row and a scale: only W_value shows the bar.
+    bars = {name: charts[f"chart-{name}"][0]["figure"]["data"][0]["showscale"]
+            for name in ("W_query", "W_key", "W_value", "attn_weights")}
+    assert bars == {"W_query": False, "W_key": False, "W_value": True, "attn_weights": True}
+    assert charts["chart-W_key"][0]["columns"] == 3 and charts["chart-context"][0]["columns"] == 1
 
 
 def test_report_lists_settings_tokens_ids_and_the_link(default_report):
@@ -383,9 +414,12 @@ def test_report_lists_settings_tokens_ids_and_the_link(default_report):
 
 
 def test_report_of_several_heads_draws_each_head_or_those_asked():
-    trace = compute_trace(AttentionConfig(n_heads=2, d_k=4, d_v=4, causal=True, vocab_size=10))
-    assert Page(html_report(trace)).chart_ids() == _charts_expected(trace)
-    assert "chart-attn_weights-head-1" in _charts_expected(trace)
+    trace = compute_trace(MULTI_HEAD)
+    page = Page(html_report(trace))
+    assert page.chart_ids() == MULTI_HEAD_CHARTS
+    head_1 = page.charts()["chart-attn_weights-head-1"]
+    np.testing.assert_array_equal(head_1[1][0], trace["attn_weights"][1].numpy())
+    assert head_1[0]["figure"]["layout"]["title"]["text"].endswith(", head 1")
     only = html_report(trace, steps=["attn_weights", "context"], heads=[1])
     assert Page(only).chart_ids() == ["chart-attn_weights-head-1", "chart-context"]
     assert only.count(PLOTLY_JS_SIGNATURE) == 1
@@ -405,7 +439,10 @@ def test_report_escapes_the_visitor_text():
     assert sentence in page.text  # shown literally, as one piece of text
     for script in page.scripts:
         assert "<script" not in script.lower() and "<img" not in script.lower()
-    assert len(page.scripts) == len(page.chart_ids()) + 2  # + plotly.js and its config
+    assert len(page.scripts) == 2  # plotly.js; chart.js with its bootstrap
+    # In the charts the tokens are labels that Plotly shows as text.
+    header, _ = page.charts()["chart-embeddings"]
+    assert header["figure"]["data"][0]["y"][0] == "&lt;script&gt;alert(1)&lt;/script&gt;"
 
 
 @pytest.mark.parametrize("link", ["javascript:alert(1)", " JavaScript:alert(1)",

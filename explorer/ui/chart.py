@@ -29,7 +29,8 @@ import plotly
 import streamlit as st
 from streamlit import config
 
-from explorer.charts import CHART_JS, Chart, encode, matrix_hash
+from explorer.charts import CHART_JS, Chart, encode
+from explorer.figures import PLOTLY_MIN_JS
 
 ROOT = Path(__file__).resolve().parents[2]
 PLOTLY_JS = ROOT / "static" / "plotly.min.js"
@@ -42,7 +43,7 @@ _SENT_KEY = "_chart_sent"  # chart key -> hashes of the matrices its page holds
 def ensure_plotly_js() -> Path:
     """Copy the installed ``plotly`` package's ``plotly.min.js`` to ``static/``
     (git-ignored), once per version, so the page can load it."""
-    source = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    source = PLOTLY_MIN_JS
     if not PLOTLY_JS.exists() or PLOTLY_JS.stat().st_size != source.stat().st_size:
         PLOTLY_JS.parent.mkdir(exist_ok=True)
         shutil.copyfile(source, PLOTLY_JS)
@@ -64,7 +65,7 @@ def show(chart: Chart, key: str, on_click: Callable[[dict[str, int]], None] | No
     # AppTest keeps only the last run's elements, so there every run sends every matrix.
     known = set() if config.get_option("global.appTest") else sent.get(key, set())
     payload = encode(chart, known, PLOTLY_URL)
-    sent[key] = {matrix_hash(m) for m in chart.matrices}
+    sent[key] = set(chart.hashes())
     _component(key=key, data=payload,
                on_click_change=lambda: _clicked(key, on_click),
                on_missing_change=lambda: _resend(key))

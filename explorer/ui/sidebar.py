@@ -14,7 +14,7 @@ from explorer.config import GIVEN_MATRICES, AttentionConfig, ConfigError
 from explorer.presets import Preset
 from explorer.tokenizer import tokenize
 from explorer.trace import Trace
-from explorer.ui import controls, matrices, presets, urlstate
+from explorer.ui import controls, downloads, matrices, presets, urlstate
 from explorer.ui.cache import cached_trace
 from explorer.ui.controls import ADVANCED, BASIC, Control
 from explorer.ui.navigation import follow_requested_switch, page_menu
@@ -83,7 +83,7 @@ def settings(page: str, simplified: bool = False, extra: tuple[Control, ...] = (
     fields = {c.key: c.to_config(values[c.key]) for c in controls.ALL if c.key in values}
     given, starts = _given_matrices(values, preset)
     with link_box:
-        _share_link(page, values, base, preset, given, starts, view)
+        link = _share_link(page, values, base, preset, given, starts, view)
     try:
         config, before_heads_only = _config({**fields, **given})
         trace = cached_trace(config)
@@ -94,9 +94,7 @@ def settings(page: str, simplified: bool = False, extra: tuple[Control, ...] = (
     _check_link_view(trace, view)
     _show_problems(messages)
     with st.sidebar:
-        st.download_button("Download every matrix (JSON)", data=trace.to_json,
-                           file_name="attention_trace.json", mime="application/json",
-                           on_click="ignore", icon=":material/download:")
+        downloads.take_it_with_you(trace, link)
     presets.show_check(preset, config, trace, page)
     return View(config, trace, preset, before_heads_only)
 
@@ -174,10 +172,11 @@ def _keep_across_pages() -> None:
 
 def _share_link(page: str, values: dict[str, Any], base: dict[str, Any],
                 preset: Preset | None, given: dict[str, Any], starts: dict[str, Any],
-                view: tuple[str, ...]) -> None:
+                view: tuple[str, ...]) -> str:
     """The link that reproduces this view: the preset, every setting that
     differs from the baseline, the view state and the edited matrices if they
-    fit. Collapsed, with Streamlit's copy button."""
+    fit. Collapsed, with Streamlit's copy button. Returns it (the downloads
+    write it into the script and the report)."""
     params: dict[str, Any] = {urlstate.PRESET: preset.slug} if preset else {}
     params.update({key: value for key, value in values.items()
                    if key in controls.BY_KEY and urlstate.url_value(value)
@@ -198,6 +197,7 @@ def _share_link(page: str, values: dict[str, Any], base: dict[str, Any],
             st.caption(f"The link leaves out your hand-edited matrices ({length:,} characters; "
                        f"a link carries up to {urlstate.MAX_LINK_MATRIX_CHARS:,}). Download "
                        "them as JSON instead.")
+    return url
 
 
 def _same_numbers(a: Any, b: Any) -> bool:

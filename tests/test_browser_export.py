@@ -1,0 +1,83 @@
+"""Playwright in real headless Chromium: the sidebar's downloads deliver files, the
+downloaded report draws every chart from disk with no server, and a chart's
+toolbar saves it as SVG."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.test_browser import chart_count, page_url, settle
+
+pytestmark = pytest.mark.browser
+
+DOWNLOADS = {"attention.py": ".py", "Report (HTML)": ".html", "Every matrix (JSON)": ".json",
+             "CSV": ".csv"}
+"""Each button of "Take it with you" and the file type it delivers."""
+NUMBER = re.compile(r"^−?-?\d+\.\d{2,4}$")
+
+
+def _download(page: Page, button, folder: Path) -> Path:
+    """Click ``button`` and save the file it delivers in ``folder``."""
+    with page.expect_download(timeout=30_000) as info:
+        button.click()
+    download = info.value
+    path = folder / download.suggested_filename
+    download.save_as(path)
+    return path
+
+
+def test_every_download_delivers_its_file_and_the_report_draws_offline(
+        fresh_server, page: Page, tmp_path):
+    page.goto(page_url(fresh_server, "Self_attention"))
+    settle(page)
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_text("Take it with you").click()
+    files = {}
+    for label, suffix in DOWNLOADS.items():
+        button = sidebar.get_by_role("button", name=label)
+        path = _download(page, button, tmp_path)
+        assert path.suffix == suffix and path.stat().st_size > 0, label
+        files[suffix] = path
+    assert files[".py"].name == "attention.py"
+    compile(files[".py"].read_text(), "attention.py", "exec")
+    json.loads(files[".json"].read_text())
+    assert files[".csv"].read_text().startswith("query,key: Life")
+
+    # From here on no server: the report must draw from disk alone.
+    assert "Traceback" not in fresh_server.stop()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:"))
+            else problems.append(f"fetched {r.url}"))
+    page.goto(files[".html"].as_uri())
+    n_charts = page.locator("div.chart[data-chart]").count()
+    assert n_charts == 11  # every heatmap of the Self-attention page
+    drawn = page.locator(".js-plotly-plot:has(.main-svg)")
+    expect(drawn).to_have_count(n_charts, timeout=30_000)
+    cells = page.locator(".js-plotly-plot").first.locator(".heatmaplayer text")
+    expect(cells.first).to_be_attached()
+    numbers = [text for text in cells.all_text_contents() if NUMBER.match(text)]
+    assert "0.3374" in numbers  # X[Life, 0]: 002_8c91a21803773e04.txt, cell 9
+    page.wait_for_timeout(500)
+    assert problems == []
+
+
+def test_a_chart_toolbar_saves_it_as_svg(fresh_server, page: Page):
+    page.goto(page_url(fresh_server, "Self_attention"))
+    settle(page)
+    chart_count(page)
+    chart = page.locator(".js-plotly-plot").first
+    chart.hover()
+    button = chart.locator("[data-title='Download as SVG (for print)']")
+    with page.expect_download(timeout=30_000) as info:
+        button.click()
+    download = info.value
+    assert download.suggested_filename.endswith(".svg")
+    assert download.suggested_filename.startswith("embeddings_life-is-short")
+    assert "<svg" in Path(download.path()).read_text()[:2000]
