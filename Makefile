@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
 
-.PHONY: run test bench fuzz screenshots clean
+.PHONY: run test bench fuzz screenshots download-models clean
 
 $(VENV)/.app-installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ bench: $(VENV)/.dev-installed
 ## make fuzz: ten times the fuzzing in make test (20,000 backend configs, 3,000 URLs); prints counts
 fuzz: $(VENV)/.dev-installed
 	$(BIN)/python -m tests.fuzzing --examples 20000 --urls 3000
+
+## make download-models: fetch GPT-2 small once (online) so the Real model page works offline
+download-models: $(VENV)/.app-installed
+	$(BIN)/python -m explorer.models download gpt2
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -8,11 +8,25 @@ the whole server may use; every other figure here is a share of it:
 - `TABLE_CACHE_BYTES`: embedding-table rows kept per (seed, vocab_size, d_in);
 - `WORK_BYTES`: tensors being computed at the same time, across all sessions;
   a trace that alone needs more is refused with a message, and concurrent
-  ones wait their turn.
+  ones wait their turn;
+- `MODEL_BYTES`: the real models of the "Real model" page, loaded once per
+  name and shared by every session. Their float32 weights: GPT-2 small 475 MB,
+  BERT base 415 MB, DistilGPT-2 312 MB (MB = 2**20 bytes, as in
+  ``EXPLORER_MEMORY_BUDGET_MB``). The default share, 512 MB, holds one of them
+  at a time; a model larger than the share is refused with the figures;
+- `MODEL_TRACE_CACHE_BYTES`: real-model traces, head overviews and checks
+  (GPT-2 small: about 10 MB a trace of a short sentence, 66 MB at 512 tokens).
 
 The rest is the baseline of Python, torch, Streamlit and the charts being
-sent. The byte counts are exact for tensors (`trace_bytes`), so a cache never
-holds more than its share, whatever visitors ask for.
+sent (about 360 MB after one visit, measured by ``make bench``). The byte
+counts are exact for tensors (`trace_bytes`), so a cache never holds more than
+its share, whatever visitors ask for. A loaded GPT-2 small and full trace
+caches together need more than 1024 MB: a server that offers real models to
+many visitors should run with ``EXPLORER_MEMORY_BUDGET_MB=2048``.
+
+``EXPLORER_MODEL_FOLDERS`` (default on) is the other server switch read here:
+``0`` hides the Real model page's "local folder" option, so that visitors of a
+public server cannot make it read folders of its disk (`MODEL_FOLDERS`).
 """
 
 from __future__ import annotations
@@ -35,6 +49,11 @@ WORK_FACTOR = 1.5
 """A trace's peak while being computed, as a multiple of its finished size
 (softmax's exponentials and the like exist for a moment)."""
 WAIT_SECONDS = 30.0
+MODEL_BYTES = MEMORY_BUDGET_BYTES * 50 // 100
+MODEL_TRACE_CACHE_BYTES = MEMORY_BUDGET_BYTES * 5 // 100
+MODEL_FOLDERS = os.environ.get("EXPLORER_MODEL_FOLDERS", "1").strip() != "0"
+"""Whether the Real model page offers to open a local folder holding a GPT-2 or
+BERT checkpoint (``EXPLORER_MODEL_FOLDERS``; anything but ``0`` means yes)."""
 
 
 class BudgetError(ConfigError):
@@ -108,3 +127,27 @@ class WorkBudget:
 
 WORK = WorkBudget(WORK_BYTES)
 """The server's one work allowance."""
+
+
+def model_pass_bytes(n_layers: int, n_heads: int, d_model: int, n_tokens: int) -> int:
+    """The peak bytes of one forward pass of a real model with
+    ``output_attentions``, an estimate for `WORK`: every layer's (n_heads, n, n)
+    float32 weights are kept, plus one layer's activations at a time (about
+    16 · n · d_model floats: hidden states, Q, K, V, the MLP's 4 · d_model).
+    GPT-2 small at 512 tokens: about 168 MB."""
+    return 4 * (n_layers * n_heads * n_tokens * n_tokens + 16 * n_tokens * d_model)
+
+
+def check_model_fits(label: str, nbytes: int) -> None:
+    """Raise `BudgetError` when a model of ``nbytes`` (its float32 weights) is
+    larger than `MODEL_BYTES`, saying both figures and the setting that
+    raises the share, e.g. "GPT-2 small needs about 475 MB; this server allows
+    256 MB for models (EXPLORER_MEMORY_BUDGET_MB=512) ..."."""
+    if nbytes > MODEL_BYTES:
+        share = MODEL_BYTES / MEMORY_BUDGET_BYTES
+        enough = -(-nbytes // int(share * 256 * MIB)) * 256  # MB, a multiple of 256
+        raise BudgetError(
+            f"{label} needs about {_mb(nbytes)}; this server allows {_mb(MODEL_BYTES)} for "
+            f"models (EXPLORER_MEMORY_BUDGET_MB={MEMORY_BUDGET_BYTES // MIB}, of which "
+            f"{share:.0%} goes to models). Pick a smaller model, or start the server with "
+            f"EXPLORER_MEMORY_BUDGET_MB={enough} or more.")

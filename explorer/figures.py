@@ -60,10 +60,12 @@ def axis_labels(trace: Trace, axis: Axis, size: int) -> list[str]:
     return token_labels(trace.tokens)
 
 
-def step_matrix(trace: Trace, name: str, head: int = 0, head_slice: bool = False) -> np.ndarray:
+def step_matrix(trace: Trace, name: str, head: int = 0, head_slice: bool = False,
+                dtype=np.float64) -> np.ndarray:
     """The step as a 2-D float array: one head of a per-head step, a vector as
     one row, booleans as 0/1. ``head_slice``: only head ``head``'s columns
-    (`head_columns`), e.g. (d_model, head_dim) of a real model's W_query."""
+    (`head_columns`), e.g. (d_model, head_dim) of a real model's W_query.
+    ``dtype=np.float32`` gives the trace's own numbers without a copy (charts)."""
     tensor = trace[name]
     if tensor.dim() == 3:
         tensor = tensor[head]
@@ -72,7 +74,7 @@ def step_matrix(trace: Trace, name: str, head: int = 0, head_slice: bool = False
     if head_slice:
         columns = head_columns(trace, name, head)
         tensor = tensor[:, columns.start:columns.stop]
-    return tensor.to(torch.float64).numpy()
+    return tensor.numpy().astype(dtype, copy=False)
 
 
 def head_columns(trace: Trace, name: str, head: int) -> range:
@@ -112,9 +114,9 @@ def colour_range(trace: Trace, name: str, head: int = 0,
     if step.colour == MASK:
         return 0.0, 1.0
     if step.colour == WEIGHTS or name == "dropped_weights":
-        return 0.0, max(1.0, _bound(step_matrix(trace, name, head)))
-    bound = _bound(*(step_matrix(trace, other, head, head_slice) for other in scale_group(name)
-                     if other in trace))
+        return 0.0, max(1.0, _bound(step_matrix(trace, name, head, dtype=np.float32)))
+    bound = _bound(*(step_matrix(trace, other, head, head_slice, np.float32)
+                     for other in scale_group(name) if other in trace))
     return -bound, bound
 
 
@@ -185,7 +187,7 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
     vertical = 70 + (_label_width_px(col_labels) // 2 if tokens_on_x else 40)
     size = {"rows": n_rows, "cols": n_cols, "max_cell": MAX_CELL_PX, "chrome": chrome,
             "vertical": vertical, "min_height": MIN_HEIGHT_PX, "max_height": MAX_HEIGHT_PX}
-    return Chart({"data": [trace], "layout": layout}, [values.astype(np.float32)],
+    return Chart({"data": [trace], "layout": layout}, [values.astype(np.float32, copy=False)],
                  filename=filename, size=size, columns=columns)
 
 
@@ -215,16 +217,13 @@ def heatmap_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | N
     in the head's colour; ``marked_cell`` and clicks are then in the slice's
     own (row, column). See `matrix_chart` for the rest."""
     step = STEPS[name]
-    values = step_matrix(trace, name, head, head_slice)
+    values = step_matrix(trace, name, head, head_slice, np.float32)
     per_head = trace[name].dim() == 3
     sliced = head_slice and len(head_columns(trace, name, head)) < trace[name].shape[-1]
     if title is None:
         title = step.title(trace.config, values.shape)
-        if per_head:
+        if per_head or sliced:  # a slice's column numbers are on its axis
             title += f", head {head}"
-        if sliced:
-            cols = head_columns(trace, name, head)
-            title += f", head {head}'s columns {cols.start}–{cols.stop - 1}"
     col_labels = ([str(c) for c in head_columns(trace, name, head)] if sliced
                   else axis_labels(trace, step.cols, values.shape[1]))
     chart = matrix_chart(values, axis_labels(trace, step.rows, values.shape[0]), col_labels,
@@ -233,6 +232,8 @@ def heatmap_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | N
                          marked_cell=marked_cell, colorbar=colorbar, columns=columns,
                          filename=chart_filename(trace, name,
                                                  head if per_head or sliced else None))
+    if sliced:  # column numbers run into the hundreds: fewer ticks keep them apart
+        chart.figure["layout"]["xaxis"]["nticks"] = 8
     if trace.config.n_heads > 1 and step.head_columns and not sliced:
         outline_heads(chart.figure["layout"], trace.config.n_heads,
                       values.shape[1] // trace.config.n_heads)
@@ -648,8 +649,7 @@ def attention_lines_chart(trace: Trace, name: str = "attn_weights", head: int = 
     if (finite & (values < 0)).any() or not finite.all():
         notes.append("negative and non-finite weights not drawn")
     heads = f", head {head}" if trace[name].dim() == 3 else ""
-    title = (f"{step.label}{heads} as lines: query (left) → key (right)"
-             + (f"; {', '.join(notes)}" if notes else ""))
+    title = f"{step.label}{heads}: query → key" + (f"; {', '.join(notes)}" if notes else "")
     width = _label_width_px(labels) if show_labels else 10
     layout = {
         "title": {"text": literal.plotly(title), "x": 0, "xanchor": "left",

@@ -21,6 +21,9 @@ SIGNED = "signed"    # diverging scale centred at 0
 WEIGHTS = "weights"  # fixed [0, 1]
 MASK = "mask"        # booleans
 
+_INPUT_STEPS = ("token_ids", "embeddings")
+"""The steps whose caption says what X is for a real model (``config.input_note``)."""
+
 
 @dataclass(frozen=True)
 class Axis:
@@ -45,7 +48,7 @@ class Step:
     the "Simplified attention" page). explain: one sentence for learners.
     shown(config): whether a page draws it (e.g. no "scaled scores" chart when
     scaling is off, since they equal the scores). head_columns: its columns fall
-    into one block per head (W_query, W_key, W_value, the context).
+    into one block per head (W_query, W_key, W_value, their biases, the context).
     cell_text: for a mask, the text printed for False and for True.
     """
 
@@ -66,8 +69,11 @@ class Step:
     cell_text: tuple[str, str] | None = None
 
     def caption(self, config: AttentionConfig) -> str:
-        """The explanation under the chart, with the weight recipe filled in."""
-        return self.explain.format(recipe=OPTION_HELP["weight_init"][config.weight_init])
+        """The explanation under the chart, with the weight recipe filled in; for
+        a real model's X, what X is there (``config.input_note``)."""
+        text = self.explain.format(recipe=OPTION_HELP["weight_init"][config.weight_init])
+        note = getattr(config, "input_note", "")
+        return f"{text} {note}".strip() if note and self.name in _INPUT_STEPS else text
 
     def title(self, config: AttentionConfig, shape: tuple[int, ...]) -> str:
         """Chart title: name, symbol and formula, and shape, e.g.
@@ -137,22 +143,44 @@ def _context_latex(c: AttentionConfig) -> str:
     return rf"Z = {a} {v}, \quad z_i = \sum_j {a}_{{ij}}\, {v.lower()}_j" + heads
 
 
+def _bias(c: AttentionConfig) -> bool:
+    """Whether Q, K and V add a bias (real models: ``config.qkv_bias``)."""
+    return getattr(c, "qkv_bias", False)
+
+
 def _proj(letter: str, weight: str) -> Callable[[AttentionConfig], str]:
-    return lambda c: "X (no weights)" if _simple(c) else f"X·{weight}"
+    def expr(c: AttentionConfig) -> str:
+        if _simple(c):
+            return "X (no weights)"
+        return f"X·{weight}" + (f" + b_{weight[2:]}" if _bias(c) else "")
+    return expr
 
 
 def _proj_latex(letter: str, weight: str) -> Callable[[AttentionConfig], str]:
     def latex(c: AttentionConfig) -> str:
         if _simple(c):
             return rf"{letter} = X"
+        bias = rf" + b_{{\text{{{weight[2:]}}}}}" if _bias(c) else ""
         if c.n_heads > 1:  # head h's slice of the columns
-            return rf"{letter}_h = X\, W_{{\text{{{weight[2:]}}}}}^{{(h)}}"
-        return rf"{letter} = X\, W_{{\text{{{weight[2:]}}}}}"
+            return (rf"{letter}_h = X\, W_{{\text{{{weight[2:]}}}}}^{{(h)}}"
+                    + (bias + "^{(h)}" if bias else ""))
+        return rf"{letter} = X\, W_{{\text{{{weight[2:]}}}}}" + bias
     return latex
 
 
 def _weight_latex(name: str, out: str) -> Callable[[AttentionConfig], str]:
     return lambda c: rf"W_{{\text{{{name}}}}} \in \mathbb{{R}}^{{d_{{in}} \times {out}}}"
+
+
+def _bias_latex(name: str, out: str) -> Callable[[AttentionConfig], str]:
+    return lambda c: rf"b_{{\text{{{name}}}}} \in \mathbb{{R}}^{{{out}}}"
+
+
+def _input_latex(c: AttentionConfig) -> str:
+    if getattr(c, "input_note", ""):  # a real model: X is a layer's input, not an embedding
+        return (rf"X \in \mathbb{{R}}^{{n \times d_{{model}}}},\quad x_i = \text{{token }} i"
+                rf"\text{{'s input to layer }} {c.layer}")
+    return r"X \in \mathbb{R}^{n \times d_{in}},\quad x_i = \text{embedding of token } i"
 
 
 _WEIGHT_DIMS_ROWS = Axis("input dim (d_in)", DIMS)
@@ -161,8 +189,7 @@ STEPS: dict[str, Step] = {s.name: s for s in [
     Step("token_ids", "Token ids", "ids", _const("vocabulary index"),
          _const(r"\text{id}(t) = \text{index of } t \text{ in sorted(set(tokens))}"),
          TOKEN_ROWS, Axis("id", DIMS), heatmap=False),
-    Step("embeddings", "Embeddings", "X", _const(""),
-         _const(r"X \in \mathbb{R}^{n \times d_{in}},\quad x_i = \text{embedding of token } i"),
+    Step("embeddings", "Embeddings", "X", _const(""), _input_latex,
          TOKEN_ROWS, Axis("embedding dim", DIMS),
          explain="Each row is one token's input vector."),
     Step("W_query", "Query weights", "W_query", _const(""), _weight_latex("query", "d_k"),
@@ -177,6 +204,15 @@ STEPS: dict[str, Step] = {s.name: s for s in [
          _WEIGHT_DIMS_ROWS, Axis("value dim (d_v)", DIMS), projection=True,
          explain="Trainable: projects each embedding to a value. Here: {recipe}.",
          head_columns=True),
+    Step("b_query", "Query bias", "b_query", _const(""), _bias_latex("query", "d_k"),
+         Axis("", DIMS), Axis("query dim (d_k)", DIMS), projection=True, head_columns=True,
+         explain="Trainable: added to every token's query. Here: {recipe}."),
+    Step("b_key", "Key bias", "b_key", _const(""), _bias_latex("key", "d_k"),
+         Axis("", DIMS), Axis("key dim (d_k)", DIMS), projection=True, head_columns=True,
+         explain="Trainable: added to every token's key. Here: {recipe}."),
+    Step("b_value", "Value bias", "b_value", _const(""), _bias_latex("value", "d_v"),
+         Axis("", DIMS), Axis("value dim (d_v)", DIMS), projection=True, head_columns=True,
+         explain="Trainable: added to every token's value. Here: {recipe}."),
     Step("queries", "Queries", "Q", _proj("Q", "W_query"), _proj_latex("Q", "W_query"),
          TOKEN_ROWS, Axis("query dim", DIMS), per_head=True, projection=True,
          explain="What each token is looking for."),
@@ -238,6 +274,7 @@ STEPS: dict[str, Step] = {s.name: s for s in [
 
 SIDE_BY_SIDE: tuple[tuple[str, ...], ...] = (
     ("W_query", "W_key", "W_value"),
+    ("b_query", "b_key", "b_value"),
     ("queries", "keys", "values"),
     ("attn_scores", "scaled_scores"),
     ("causal_mask", "masked_scores"),
@@ -249,6 +286,7 @@ SIDE_BY_SIDE: tuple[tuple[str, ...], ...] = (
 
 SHARED_SCALES: tuple[tuple[str, ...], ...] = (
     ("W_query", "W_key", "W_value"),
+    ("b_query", "b_key", "b_value"),
     ("queries", "keys", "values"),
     ("attn_scores", "scaled_scores", "masked_scores"),
 )
@@ -267,6 +305,12 @@ def visible_steps(trace, keep: Callable[[Step], bool] = lambda step: True) -> li
     for its config (no scaled scores when scaling is off) and ``keep`` accepts."""
     return [name for name in trace
             if STEPS[name].heatmap and STEPS[name].shown(trace.config) and keep(STEPS[name])]
+
+
+def shows_colour_bar(row: list[str], i: int) -> bool:
+    """Whether the ``i``-th chart of a page row (`layout_rows`) shows its colour
+    bar: not when the next chart of the row shares its scale and shows it."""
+    return not (i + 1 < len(row) and row[i + 1] in scale_group(row[i]))
 
 
 def layout_rows(names: list[str]) -> list[list[str]]:

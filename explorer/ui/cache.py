@@ -5,11 +5,18 @@ sets the bounds), behind a lock, since Streamlit serves sessions in threads.
 A cached `Trace` is shared, never copied: treat its tensors as read-only.
 Computing a trace that is not cached reserves its bytes from the server's
 work allowance first (`explorer.budget.WORK`).
+
+The Real model page adds two more: loaded models (`cached_model`, one per
+name or folder, within `explorer.budget.MODEL_BYTES`) and what is computed from
+them (`cached_model_result`: traces, head overviews, checks). This module never
+imports `explorer.models` (transformers): the page passes its loaders in.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 import cachetools
 
@@ -52,14 +59,97 @@ def cached_trace(config: AttentionConfig) -> Trace:
     return trace
 
 
+T = TypeVar("T")
+SMALL_RESULT_BYTES = 4096
+"""What a cached model result without ``nbytes`` (a check, a measured example) counts as."""
+_models = cachetools.LRUCache(maxsize=budget.MODEL_BYTES,
+                              getsizeof=lambda model: model.memory_bytes)
+_model_results = cachetools.LRUCache(
+    maxsize=budget.MODEL_TRACE_CACHE_BYTES,
+    getsizeof=lambda value: getattr(value, "nbytes", SMALL_RESULT_BYTES))
+_loading: dict[str, threading.Lock] = {}
+
+
+def cached_model(key: str, load: Callable[[], T], label: str,
+                 expected_bytes: int | None = None) -> T:
+    """The model under ``key`` (a Hub name or a folder's path), loaded by
+    ``load()`` the first time and then shared by every session.
+
+    ``expected_bytes`` (its float32 weights, when known before loading) is
+    checked against `explorer.budget.MODEL_BYTES` first, and the loaded
+    model's ``memory_bytes`` after, so a model that does not fit is refused
+    with the figures (`explorer.budget.BudgetError`, naming it ``label``). To
+    make room, the least recently used models are dropped before loading. Two
+    sessions asking for the same model at once load it once. Errors of
+    ``load`` (e.g. `explorer.models.ModelUnavailable`) pass through.
+    """
+    with _lock:
+        model = _models.get(key)
+        waiting = _loading.setdefault(key, threading.Lock())
+    if model is not None:
+        return model
+    with waiting:  # one load per key at a time; the others then find it cached
+        with _lock:
+            model = _models.get(key)
+        if model is not None:
+            return model
+        if expected_bytes is not None:
+            budget.check_model_fits(label, expected_bytes)
+            with _lock:
+                while _models and _models.currsize + expected_bytes > _models.maxsize:
+                    _models.popitem()
+        try:
+            model = load()
+            budget.check_model_fits(label, model.memory_bytes)
+            with _lock:
+                _models[key] = model
+        finally:
+            with _lock:  # later callers find the model cached, or try again
+                _loading.pop(key, None)
+        return model
+
+
+def loaded_model(key: str) -> Any | None:
+    """The model under ``key`` if it is loaded, else None (never loads)."""
+    with _lock:
+        return _models.get(key)
+
+
+def cached_model_result(key: Hashable, compute: Callable[[], T], work_bytes: int,
+                        what: str = "this input") -> T:
+    """``compute()`` of a real model, kept under ``key`` (e.g. ``("trace",
+    model location, input ids, layer)``) within
+    `explorer.budget.MODEL_TRACE_CACHE_BYTES`, counted by the value's
+    ``nbytes`` (`SMALL_RESULT_BYTES` without one).
+
+    A miss reserves ``work_bytes`` from `explorer.budget.WORK` while computing,
+    so it raises `explorer.budget.BudgetError` when that is more than the
+    server's allowance (the message names ``what``). A value larger than the
+    whole cache is computed but not kept.
+    """
+    with _lock:
+        value = _model_results.get(key)
+    if value is not None:
+        return value
+    with budget.WORK.reserve(int(work_bytes), what=what):
+        value = compute()
+    if _model_results.getsizeof(value) <= _model_results.maxsize:
+        with _lock:
+            _model_results[key] = value
+    return value
+
+
 def cache_bytes() -> dict[str, int]:
     """Bytes held by each cache now (for the memory benchmark and tests)."""
     with _lock:
-        return {"traces": int(_traces.currsize), "tables": int(_tables.currsize)}
+        return {"traces": int(_traces.currsize), "tables": int(_tables.currsize),
+                "models": int(_models.currsize), "model results": int(_model_results.currsize)}
 
 
 def clear() -> None:
-    """Empty both caches (tests)."""
+    """Empty every cache (tests)."""
     with _lock:
         _traces.clear()
         _tables.clear()
+        _models.clear()
+        _model_results.clear()

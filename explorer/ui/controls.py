@@ -83,8 +83,20 @@ def _vocab(control: Control, default: int, on_change) -> int:
                            **widget_args(control, on_change))
 
 
+def _offered(field: str) -> list[str]:
+    """The choices of ``field`` the sidebar offers: those of `OPTION_HELP` that
+    `AttentionConfig` accepts (weight_init "model" belongs to real-model traces)."""
+    def accepted(option: str) -> bool:
+        try:
+            parse_field(field, option)
+        except ConfigError:
+            return False
+        return True
+    return [option for option in OPTION_HELP[field] if accepted(option)]
+
+
 def _choice(control: Control, default: str, on_change) -> str:
-    options = list(OPTION_HELP[control.key])
+    options = _offered(control.key)
     value = st.selectbox(options=options, index=options.index(default),
                          **widget_args(control, on_change))
     st.caption(f"`{value}`: {OPTION_HELP[control.key][value]}")
@@ -152,7 +164,7 @@ def _check_optional_seed(raw: str) -> int | None:
 
 
 def _choices_help(field: str) -> str:
-    return "\n".join(f"- **{name}**: {text}" for name, text in OPTION_HELP[field].items())
+    return "\n".join(f"- **{name}**: {OPTION_HELP[field][name]}" for name in _offered(field))
 
 
 BASIC: tuple[Control, ...] = (

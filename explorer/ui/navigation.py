@@ -9,12 +9,14 @@ from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_
 from explorer.ui.urlstate import PRESET
 
 HOME_PAGE = "Home"
+MODEL_PAGE = "Real model"
 PAGES: dict[str, tuple[str, str]] = {
     HOME_PAGE: ("streamlit_app.py", ":material/home:"),
     SIMPLIFIED_PAGE: ("pages/1_Simplified_attention.py", ":material/looks_one:"),
     SELF_ATTENTION_PAGE: ("pages/2_Self_attention.py", ":material/looks_two:"),
     MULTI_HEAD_PAGE: ("pages/3_Causal_and_multi_head.py", ":material/looks_3:"),
     EXPERIMENTS_PAGE: ("pages/4_Experiments.py", ":material/science:"),
+    MODEL_PAGE: ("pages/5_Real_model.py", ":material/memory:"),
 }
 """Page label -> (script, icon)."""
 

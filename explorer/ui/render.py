@@ -8,7 +8,7 @@ from functools import partial
 import streamlit as st
 
 from explorer import explain, figures, literal
-from explorer.steps import STEPS, TOKENS, Step, layout_rows, scale_group
+from explorer.steps import STEPS, TOKENS, Step, layout_rows, shows_colour_bar
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
 from explorer.ui import chart, urlstate
@@ -37,10 +37,11 @@ def _set_cell(cell: tuple[str, int, int, int] | None) -> None:
     urlstate.set_param(urlstate.CELL, urlstate.cell_text(*cell[:3]) if cell else None)
 
 
-def _follow_click(step: Step, head: int, cell: dict[str, int]) -> None:
+def _follow_click(step: Step, head: int, cell: dict[str, int], col_offset: int = 0) -> None:
     """Explain the clicked cell; in a chart whose rows are tokens it also
-    picks the query."""
-    _set_cell((step.name, cell["row"], cell["col"], head))
+    picks the query. ``col_offset``: the chart shows one head's columns from
+    that one on (a head slice), so the cell's column in the step is col + offset."""
+    _set_cell((step.name, cell["row"], cell["col"] + col_offset, head))
     if step.rows.labels == TOKENS:
         set_query(cell["row"])
 
@@ -50,43 +51,67 @@ def _follow_click(step: Step, head: int, cell: dict[str, int]) -> None:
 # ---------------------------------------------------------------------------
 BIG_MATRIX_CELLS = 64 * 64
 """Above this many cells a cell is a pixel or two: a picker explains one by number."""
+LINE_VIEW_STEPS = ("attn_weights",)
+"""Steps that offer "Show as lines" under their heatmap (BertViz's head view)."""
 
 
 def step_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
-               columns: int = 1, colorbar: bool = True) -> None:
+               columns: int = 1, colorbar: bool = True, head_slice: bool = False) -> None:
     """One step: its formula (st.latex), heatmap and a one-line explanation.
 
     Clicking a cell explains it under the chart (`cell_explanation`) and, when
     the rows are tokens, makes that token the highlighted query on the page.
     ``columns`` charts share the page's row; ``colorbar=False`` leaves the
-    colour bar to a neighbour on the same scale."""
+    colour bar to a neighbour on the same scale. ``head_slice`` draws only head
+    ``head``'s columns of a step such as W_query (`figures.head_columns`); its
+    cells are still explained and linked by their column in the whole step."""
     step = STEPS[name]
     st.latex(step.latex(trace.config))
-    key = f"chart-{name}"
     n_rows, n_cols = figures.step_matrix(trace, name, head).shape
+    shown = figures.head_columns(trace, name, head) if head_slice else range(n_cols)
+    key = f"chart-{name}" + ("-head" if len(shown) < n_cols else "")
     cell = explained_cell(name, head, (n_rows, n_cols))
+    if cell is not None and cell[1] not in shown:  # another head's column: not here
+        cell = None
+    marked = None if cell is None else (cell[0], cell[1] - shown.start)
     chart.show(figures.heatmap_chart(trace, name, head=head, highlight_row=highlight_row,
-                                     marked_cell=cell, colorbar=colorbar, columns=columns),
-               key=key, on_click=partial(_follow_click, step, head))
+                                     marked_cell=marked, colorbar=colorbar, columns=columns,
+                                     head_slice=head_slice),
+               key=key, on_click=partial(_follow_click, step, head, col_offset=shown.start))
     if step.explain:
         st.caption(step.caption(trace.config))
-    if n_rows * n_cols > BIG_MATRIX_CELLS:
-        _cell_picker(key, step, n_rows, n_cols, head)
+    if name in LINE_VIEW_STEPS:
+        line_view(trace, name, head, highlight_row)
+    if n_rows * len(shown) > BIG_MATRIX_CELLS:
+        _cell_picker(key, step, n_rows, shown, head)
     if cell is not None:
         cell_explanation(trace, name, *cell, head=head)
 
 
-def _cell_picker(key: str, step: Step, n_rows: int, n_cols: int, head: int) -> None:
-    """For matrices whose cells are too small to aim at: pick one by number."""
+def line_view(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None) -> None:
+    """The "Show as lines" toggle and, when on, the weights as lines from each
+    query token to each key token (`figures.attention_lines_chart`)."""
+    if st.toggle("Show as lines", key=f"lines-{name}",
+                 help="Each weight as a line from its query token (left) to its key token "
+                      "(right): the larger the weight, the thicker and darker the line."):
+        chart.show(figures.attention_lines_chart(trace, name, head, highlight_row),
+                   key=f"lines-chart-{name}")
+
+
+def _cell_picker(key: str, step: Step, n_rows: int, cols: range, head: int) -> None:
+    """For matrices whose cells are too small to aim at: pick one by number
+    (``cols``: the columns the chart shows, numbered as in the whole step)."""
+    col_key = f"{key}-col" if cols.start == 0 else f"{key}-col{cols.start}"
     with st.popover("Explain a cell", icon=":material/calculate:"):
         st.number_input("row", 0, n_rows - 1, key=f"{key}-row")
-        st.number_input("column", 0, n_cols - 1, key=f"{key}-col")
-        st.button("Explain", key=f"{key}-explain", on_click=_pick_cell, args=(key, step, head))
+        st.number_input("column", cols.start, cols.stop - 1, key=col_key)
+        st.button("Explain", key=f"{key}-explain", on_click=_pick_cell,
+                  args=(key, col_key, step, head))
 
 
-def _pick_cell(key: str, step: Step, head: int) -> None:
+def _pick_cell(key: str, col_key: str, step: Step, head: int) -> None:
     _follow_click(step, head, {"row": st.session_state[f"{key}-row"],
-                               "col": st.session_state[f"{key}-col"]})
+                               "col": st.session_state[col_key]})
 
 
 def cell_explanation(trace: Trace, name: str, row: int, col: int, head: int = 0) -> None:
@@ -110,16 +135,16 @@ def cell_explanation(trace: Trace, name: str, row: int, col: int, head: int = 0)
 
 
 def step_charts(trace: Trace, names: list[str], head: int = 0,
-                highlight_row: int | None = None) -> None:
+                highlight_row: int | None = None, head_slice: bool = False) -> None:
     """Draw ``names`` in pipeline order, related steps side by side; steps of
-    one colour scale in a row show one colour bar, on the last of them."""
+    one colour scale in a row show one colour bar, on the last of them.
+    ``head_slice``: see `step_chart`."""
     for row in layout_rows(names):
         columns = st.columns(len(row)) if len(row) > 1 else [st.container()]
         for i, (column, name) in enumerate(zip(columns, row)):
-            shares_next = i + 1 < len(row) and row[i + 1] in scale_group(name)
             with column:
                 step_chart(trace, name, head, highlight_row, columns=len(row),
-                           colorbar=not shares_next)
+                           colorbar=shows_colour_bar(row, i), head_slice=head_slice)
 
 
 # ---------------------------------------------------------------------------

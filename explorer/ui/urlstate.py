@@ -11,6 +11,10 @@ The parameters:
   0-based;
 - ``cell``: the explained cell, ``step:row,col`` (``attn_scores:1,0``), of the
   head ``head`` for a per-head step;
+- ``model`` and ``layer``, on the Real model page only: the model by its Hub
+  name (``gpt2``; a folder's path never goes into a link) and the layer shown,
+  0-based; ``sentence``, ``head``, ``query`` and ``cell`` work there too (the
+  page checks ``model`` and ``layer`` itself, through `clean`'s ``checks``);
 - ``embeddings``, ``W_query``, ``W_key``, ``W_value``: hand-edited matrices,
   rows separated by ``;`` and cells by ``,``, each number in the shortest text
   that reads back as the same float32 (``0.43,0.15;0.55,0.87``). Together at
@@ -37,6 +41,7 @@ from explorer.config import GIVEN_MATRICES, ConfigError, shown
 from explorer.steps import STEPS
 
 PRESET, HEAD, QUERY, CELL = "preset", "head", "query", "cell"
+MODEL, LAYER = "model", "layer"
 MATRICES: tuple[str, ...] = tuple(f for fields in GIVEN_MATRICES.values() for f in fields)
 VIEW = (HEAD, QUERY, CELL)
 MAX_LINK_MATRIX_CHARS = 2048

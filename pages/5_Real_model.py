@@ -1,0 +1,46 @@
+"""Real model: one layer and one head of GPT-2 or BERT, step by step."""
+
+import streamlit as st
+
+from explorer.steps import stages, visible_steps
+from explorer.ui import real_model
+from explorer.ui.multihead import head_picker
+from explorer.ui.navigation import MODEL_PAGE
+from explorer.ui.render import page_header, query_picker, step_charts, token_table
+
+page_header(
+    MODEL_PAGE,
+    "The same steps as the Self-attention page, inside a **trained model**: GPT-2 or BERT, "
+    "with its own weights **and biases** (Q = X·W_query + b_query). Pick a layer and a head; "
+    "every matrix below is that head's, computed here step by step and checked against the "
+    "model's own numbers. The grid at the bottom shows every head at once: click one to "
+    "open it.",
+)
+view = real_model.settings()
+if view is not None:
+    trace = view.trace
+    head = head_picker(trace)
+    query = query_picker(trace, "Highlight a query token in every chart")
+    real_model.verification(view)
+    real_model.examples(view)
+
+    st.header("Tokens as the model sees them")
+    st.caption("The model's own tokenizer splits the sentence: GPT-2 writes a word's leading "
+               "space as ·, BERT marks the rest of a split word with ## and adds [CLS] and "
+               "[SEP]. Each id is the token's row in the model's vocabulary.")
+    token_table(trace)
+
+    before, per_head, after = stages(visible_steps(trace))
+    st.header(f"1. Layer {view.layer}'s input, and head {head}'s slice of the weights")
+    step_charts(trace, before, head=head, highlight_row=query, head_slice=True)
+
+    st.header(f"2. Attention inside head {head}")
+    step_charts(trace, per_head, head=head, highlight_row=query)
+    step_charts(trace, ["context"], head=head, highlight_row=query, head_slice=True)
+
+    st.header("3. The whole layer: every head's context side by side, then the output "
+              "projection")
+    step_charts(trace, after, highlight_row=query)
+
+    st.header("4. Every head at a glance")
+    real_model.every_head(view, head)

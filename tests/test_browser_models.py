@@ -1,0 +1,94 @@
+"""Playwright: the "Real model" page in headless Chromium against a freshly
+started server (``HF_HUB_OFFLINE=1``, so "gpt2" has no weights), with a tiny
+random GPT-2 saved to a folder and opened through the sidebar, as a visitor would."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from explorer.models import DOWNLOAD_COMMAND
+from tests.conftest import Server
+from tests.test_browser import chart_count, page_url, settle
+from tests.tiny_models import save_tiny_gpt2
+
+pytestmark = pytest.mark.browser
+
+SENTENCE = "the cat sat on the mat"
+N_CHARTS = 21  # 20 steps (GPT-2: causal mask and masked scores; W, b, context sliced) + the grid
+
+
+@pytest.fixture(scope="module")
+def model_server():
+    server = Server(env={"HF_HUB_OFFLINE": "1"})
+    yield server
+    log = server.stop()
+    assert "Traceback" not in log, f"the server logged an exception:\n{log}"
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory):
+    return save_tiny_gpt2(tmp_path_factory.mktemp("models") / "tiny-gpt2")
+
+
+def no_error(page: Page) -> None:
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
+
+
+def open_folder(page: Page, server, folder) -> None:
+    """Open the page, choose "a local folder…" in the sidebar and give ``folder``."""
+    page.goto(page_url(server, "Real_model", sentence=SENTENCE))
+    settle(page)
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_test_id("stSelectbox").filter(has_text="Model").click()
+    page.get_by_role("option", name="a local folder…").click()
+    settle(page)
+    box = sidebar.get_by_role("textbox", name="Folder")
+    box.fill(str(folder))
+    box.press("Enter")
+    settle(page)
+
+
+def test_no_weights_and_no_network_is_said_with_the_command(model_server, page: Page):
+    page.goto(page_url(model_server, "Real_model"))
+    settle(page)
+    expect(page.get_by_test_id("stAlertContentError")).to_contain_text(
+        "No weights for 'gpt2' on this machine")
+    expect(page.get_by_test_id("stCode").filter(has_text=DOWNLOAD_COMMAND)).to_have_count(1)
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    assert page.locator(".js-plotly-plot").count() == 0
+
+
+def test_a_folder_model_draws_every_chart_opens_a_head_and_draws_lines(
+        model_server, gpt2_dir, page: Page):
+    open_folder(page, model_server, gpt2_dir)
+    chart_count(page)
+    expect(page.locator(".js-plotly-plot")).to_have_count(N_CHARTS, timeout=30_000)
+    no_error(page)
+    expect(page.get_by_test_id("stAlertContentSuccess").first).to_contain_text(
+        "Verified against the model")
+    assert "model=" not in page.url  # a folder never goes into the link
+
+    # Click the thumbnail of layer 1, head 1 (the grid's 4th plot).
+    grid = page.locator(".js-plotly-plot", has=page.locator(
+        ".gtitle", has_text="Every head's attention weights"))
+    grid.scroll_into_view_if_needed()
+    area = grid.locator(".nsewdrag").nth(3).bounding_box()
+    page.mouse.click(area["x"] + area["width"] / 2, area["y"] + area["height"] / 2)
+    settle(page)
+    expect(page.get_by_role("radio", name="layer 1", exact=True)).to_have_attribute(
+        "aria-checked", "true")
+    expect(page.get_by_role("radio", name="head 1", exact=True)).to_have_attribute(
+        "aria-checked", "true")
+    weights = page.locator(".js-plotly-plot .gtitle", has_text="Attention weights: α")
+    expect(weights.first).to_contain_text("head 1")
+    assert "layer=1" in page.url and "head=1" in page.url
+
+    # "Show as lines" draws the weights as lines from query to key tokens.
+    page.get_by_text("Show as lines").click()
+    settle(page)
+    lines = page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text="query → key"))
+    expect(lines).to_have_count(1, timeout=30_000)
+    assert lines.locator(".scatterlayer path.js-line").count() >= 2  # a path per weight bin
+    no_error(page)
