@@ -13,43 +13,55 @@ in this order in one browser tab:
   server computes a new trace, as it does for a learner's edit).
 - **head switch** (multi-head page): click "head 1" until the per-head charts
   hold head 1's numbers.
-- **cell click**: click cell (1, 0) of the attention-scores heatmap until the
-  explanation of the cell appears and every chart shows the new outlines (the
-  marked cell; a click also makes its row the highlighted query). Above 64×64
-  cells the app offers a picker instead of clicks: the row and column are
-  filled in first, untimed, and its "Explain" button is timed.
+- **cell click**: click the centre of cell (1, 0) of the attention-scores
+  heatmap (Plotly's own ``plotly_click``, at every size) until the explanation
+  of exactly that cell appears and every chart shows the new outlines (the
+  marked cell; a click also makes its row the highlighted query). A click that
+  explains another cell is a failed measurement that names the cell explained.
 - **query pick**: choose the last token in "Highlight a query token" until every
   chart outlines its row.
 
-"Holds the numbers" is checked, not assumed. In the page each chart's Plotly
-graph div, found in the ``st-key-<key>`` container Streamlit gives a keyed
-element, is reduced to a `checksum` of its z values (count, sum and a
-position-weighted sum of the finite values, from plain, typed or ``bdata``
-arrays), which must equal the checksum of the same numbers taken from
-`explorer.compute_trace` for the page's configuration (`expected_checksums`,
-`page_charts`). The outlines (highlighted row, marked cell, heads) are compared
-by their shapes' count and coordinates with the figures the app's own figure
-code builds. A chart that is missing, or never holds the expected numbers within
-`TIMEOUT_MS`, makes a failed measurement, printed and stored, not a hang.
+"Holds the numbers" is checked, not assumed. Every chart of the app is an
+`explorer.charts.Chart` drawn by ``explorer/chart.js`` into a Plotly graph div
+(``.explorer-chart``) in the ``st-key-<key>`` container Streamlit gives a keyed
+element. In the page each such div is reduced to a `checksum` of its z values
+(count, sum and a position-weighted sum of the finite values; chart.js hands
+Plotly rows of float32 with NaN for non-finite values), which must equal the
+checksum of the same numbers taken from `explorer.compute_trace` for the page's
+configuration (`page_charts`, `expected_checksums`). The outlines (highlighted
+row, marked cell, heads) are compared by their shapes' count and coordinates
+with the charts the app's own figure code builds. A chart that is missing, or
+never holds the expected numbers within `TIMEOUT_MS`, makes a failed
+measurement, printed and stored, not a hang. Charts the page may or may not
+draw (the softmax-overflow demo, drawn only while its toggle is on) are
+optional: checked when present; which of them the app drew on its first open
+decides what the floor draws.
 
 **The floor.** Interleaved with the app's runs (app, floor, app, floor, ...),
 the same pictures are drawn by the most direct route: a static page served
-from loopback loads the plotly.min.js of the installed plotly package and calls
-``Plotly.react`` for each figure; the figures are built with the app's figure
-code (`page_charts`) and serialised as ``fig.to_json()`` does. The floor's
-first open uses a new browser context too; its edit and interactions fetch and
-redraw only the charts that change, and send only the layout of a chart whose
-data is unchanged (a new outline). The floor is what any web page pays to show
-these pictures, so **ratio = app median / floor median** is the price of
-everything else: Streamlit rerunning the whole script, building and
-serialising figures on the server, the websocket, React. A ratio near 1 means
+from loopback loads the plotly.min.js of the installed plotly package and the
+app's own ``explorer/chart.js`` (as an ES module), fetches each chart's
+payload (`explorer.charts.encode` of the chart the app's figure code builds;
+one precomputed file per chart, fetched as an ArrayBuffer) and calls chart.js's
+``draw(div, header, matrices)`` for it, in divs as wide as the app's columns
+(Streamlit's wide layout at `VIEWPORT` with the sidebar open, rows split into
+equal columns like ``st.columns``; the app's and the floor's chart sizes are
+compared on the first run and any difference printed). The floor's first open
+uses a new browser context too; its edit draws the other seed's payloads, and a
+local interaction draws again only the charts whose picture it changes, with
+payloads that leave out the matrices the page already holds (``known`` = their
+hashes, as the app does), so that only headers travel. The floor is what any
+web page pays to show these pictures, so **ratio = app median / floor median**
+is the price of everything else: Streamlit rerunning the whole script, building
+and encoding charts on the server, the websocket, React. A ratio near 1 means
 the app is as fast as its pictures allow; a large one is overhead worth
-removing. The floor's edit draws precomputed figures, so the app's edit also
+removing. The floor's edit draws precomputed charts, so the app's edit also
 pays the server's trace computation (`benchmarks.run` times that alone).
 
-Bytes (app only): the websocket payload bytes (after decompression, as
+Bytes: for the app, the websocket payload bytes (after decompression, as
 Playwright reports them) the page received from the action until it settled;
 for the first open also the HTTP response bodies (Streamlit's own scripts).
+For the floor, the chart payload bytes it fetched (what the data alone costs).
 Timings are wall-clock seconds from the action until the page settled, taken in
 this process, so Playwright's round trips count for app and floor alike. The
 first app run of a case is the server's first sight of its configuration.
@@ -80,23 +92,30 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
 import plotly
-import plotly.graph_objects as go
-import plotly.io as pio
 import torch
 from playwright.sync_api import Browser, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
 from explorer import AttentionConfig, compute_trace, figures
 from explorer import attention as att
+from explorer.charts import CHART_JS, Chart, encode, matrix_hash
 from explorer.explain import explain_cell
-from explorer.steps import STEPS, layout_rows, split_after, stages, visible_steps
+from explorer.steps import STEPS, layout_rows, scale_group, split_after, stages, visible_steps
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
 from tests.server import Server
+
+try:  # the app's own rule (explorer.ui.render.step_charts uses it)
+    from explorer.steps import shows_colour_bar
+except ImportError:  # before it existed: the same rule, written out
+    def shows_colour_bar(row: list[str], i: int) -> bool:
+        """Whether the ``i``-th chart of a page row shows its colour bar."""
+        return not (i + 1 < len(row) and row[i + 1] in scale_group(row[i]))
 
 RESULTS = Path(__file__).parent / "results" / "latest.json"
 CHROMIUM = "/usr/bin/chromium"
@@ -104,6 +123,17 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
 VIEWPORT = {"width": 1400, "height": 1000}
+SIDEBAR_PX = 300
+"""Streamlit's sidebar, open (its default width)."""
+MAIN_PADDING_PX = 80
+"""The wide layout's padding of the main block, left and right (5rem)."""
+COLUMN_GAP_PX = 16
+"""``st.columns``' default gap ("small", 1rem)."""
+BORDER_INSET_PX = 17
+"""``st.container(border=True)``: a 1px border and 1rem of padding on each side."""
+MAIN_WIDTH_PX = VIEWPORT["width"] - SIDEBAR_PX - 2 * MAIN_PADDING_PX
+"""The width of the app's main area at `VIEWPORT` (940 px): a chart alone in
+its row is this wide; a row of k charts splits it into k equal columns."""
 SERVER_ENV = {"STREAMLIT_SERVER_FILE_WATCHER_TYPE": "none"}
 """No file watcher: edits to the app made while the benchmark runs cannot reload
 it mid-run, and the watcher's own work is not timed."""
@@ -196,17 +226,24 @@ class View:
         return self.explained[1], self.explained[2]
 
 
+MAIN, BORDERED = "main", "bordered"
+"""Where a chart's row sits: the main area, or a bordered container in it."""
+
+
 @dataclass(frozen=True)
-class Chart:
+class PageChart:
     """One chart of a page: ``key`` names its ``st-key-<key>`` container,
-    ``share`` is how many charts its row holds, ``numbers()`` the matrices it
-    shows (one per Plotly trace with z values) straight from the trace, and
-    ``figure()`` builds it with the app's figure code."""
+    ``numbers()`` gives the matrices it shows (one per heatmap trace) straight
+    from the trace, ``build()`` the `explorer.charts.Chart` the app's figure
+    code makes of them. ``columns`` charts share its row, which sits in
+    ``frame``; an ``optional`` chart may or may not be on the page."""
 
     key: str
-    share: int
     numbers: Callable[[], list[np.ndarray]]
-    figure: Callable[[], go.Figure]
+    build: Callable[[], Chart]
+    columns: int = 1
+    optional: bool = False
+    frame: str = MAIN
 
 
 def _step_numbers(trace: Trace, name: str, head: int) -> list[np.ndarray]:
@@ -216,25 +253,32 @@ def _step_numbers(trace: Trace, name: str, head: int) -> list[np.ndarray]:
     return [tensor.to(torch.float64).numpy()]
 
 
-def _step_chart(trace: Trace, name: str, view: View, head: int, share: int) -> Chart:
-    """`explorer.ui.render.step_chart`: one step's heatmap."""
-    return Chart(f"chart-{name}", share, lambda: _step_numbers(trace, name, head),
-                 lambda: figures.heatmap(trace, name, head=head, highlight_row=view.query,
-                                         share=share, marked_cell=view.marked(name)))
+def _clickable(build: Callable[[], Chart]) -> Callable[[], Chart]:
+    """``build`` for a chart the page shows with an ``on_click`` (`explorer.ui.chart.show`)."""
+    def built() -> Chart:
+        chart = build()
+        chart.clickable = True
+        return chart
+    return built
 
 
-def _step_charts(trace: Trace, names: list[str], view: View, head: int = 0) -> list[Chart]:
-    """`explorer.ui.render.step_charts`: the steps in layout rows."""
-    return [_step_chart(trace, name, view, head, len(row))
-            for row in layout_rows(names) for name in row]
+def _step_charts(trace: Trace, names: list[str], view: View, head: int = 0) -> list[PageChart]:
+    """`explorer.ui.render.step_charts` (and `step_chart`): the steps in layout
+    rows; in a row, a step followed by one on its colour scale has no colour bar."""
+    return [PageChart(f"chart-{name}", partial(_step_numbers, trace, name, head),
+                      _clickable(partial(figures.heatmap_chart, trace, name, head=head,
+                                         highlight_row=view.query, marked_cell=view.marked(name),
+                                         colorbar=shows_colour_bar(row, i), columns=len(row))),
+                      columns=len(row))
+            for row in layout_rows(names) for i, name in enumerate(row)]
 
 
-def page_charts(page: str, trace: Trace, view: View = View()) -> list[Chart]:
+def page_charts(page: str, trace: Trace, view: View = View()) -> list[PageChart]:
     """The charts ``page`` draws for ``trace`` in ``view``, in page order.
 
     This mirrors pages/2_Self_attention.py and pages/3_Causal_and_multi_head.py
-    (with explorer/ui/multihead.py and lessons.py); update it when they change
-    what they draw.
+    (with explorer/ui/render.py, multihead.py and lessons.py); update it when
+    they change what they draw.
     """
     steps = visible_steps(trace)
     if page == SELF_ATTENTION:
@@ -242,37 +286,42 @@ def page_charts(page: str, trace: Trace, view: View = View()) -> list[Chart]:
     c = trace.config
     before, per_head, after = stages(steps)
     charts = _step_charts(trace, before, view)
-    if c.n_heads > 1:
-        charts += [Chart(f"split-{name}", 3,
-                         lambda name=name: [figures.combine_heads_np(trace[name])],
-                         lambda name=name: figures.head_split(trace, name))
+    if c.n_heads > 1:  # explorer.ui.multihead.head_split
+        charts += [PageChart(f"split-{name}",
+                             partial(lambda name: [figures.combine_heads_np(trace[name])], name),
+                             partial(figures.head_split_chart, trace, name), columns=3)
                    for name in ("queries", "keys", "values")]
     weights, dropout = split_after(per_head, "attn_weights")
     charts += _step_charts(trace, weights, view, head=view.head)
-    if c.causal and c.normalization == "softmax":
-        charts.append(Chart("causal-second-route", 1,
-                            lambda: [_second_route(trace, view.head)],
-                            lambda: _second_route_figure(trace, view.head)))
+    if c.causal and c.normalization == "softmax":  # multihead.causal_second_route
+        charts.append(PageChart("causal-second-route",
+                                lambda: [_second_route(trace, view.head)],
+                                lambda: _second_route_chart(trace, view.head)))
     charts += _step_charts(trace, dropout, view, head=view.head)
-    if c.n_heads > 1:
-        charts.append(Chart("heads-grid", 1,
-                            lambda: list(trace["attn_weights"].to(torch.float64).numpy()),
-                            lambda: figures.heads_grid(trace)))
+    if c.n_heads > 1:  # multihead.heads_grid
+        charts.append(PageChart(
+            "heads-grid", lambda: list(trace["attn_weights"].to(torch.float64).numpy()),
+            _clickable(partial(figures.heads_grid_chart, trace))))
     return charts + _step_charts(trace, after, view)
 
 
-def _overflow_demo_charts(trace: Trace) -> list[Chart]:
+def _overflow_demo_charts(trace: Trace) -> list[PageChart]:
     """`explorer.ui.lessons.softmax_overflow` at its default factor (X × 1): the
-    naive and the stable softmax side by side, drawn in a collapsed expander."""
-    base = trace.config.replace(embedding="given", embeddings=trace["embeddings"].tolist())
-    charts = []
-    for name, normalization in (("naive softmax", "naive_softmax"), ("softmax", "softmax")):
-        shown = compute_trace(base.replace(normalization=normalization))
-        charts.append(Chart(f"overflow-demo-{name.replace(' ', '-')}", 2,
-                            lambda shown=shown: _step_numbers(shown, "attn_weights", 0),
-                            lambda shown=shown, name=name: figures.heatmap(
-                                shown, "attn_weights", share=2, title=f"{name}, X × 1")))
-    return charts
+    naive and the stable softmax side by side in a bordered container, drawn
+    only while the section is open (so optional)."""
+    @cache
+    def shown(normalization: str) -> Trace:
+        base = trace.config.replace(embedding="given", embeddings=trace["embeddings"] * 1)
+        return compute_trace(base.replace(normalization=normalization))
+
+    return [PageChart(f"overflow-demo-{name.replace(' ', '-')}",
+                      partial(lambda n: _step_numbers(shown(n), "attn_weights", 0), normalization),
+                      partial(lambda n, name: figures.heatmap_chart(
+                          shown(n), "attn_weights", columns=2, title=f"{name}, X × 1"),
+                          normalization, name),
+                      columns=2, optional=True, frame=BORDERED)
+            for name, normalization in (("naive softmax", "naive_softmax"),
+                                        ("softmax", "softmax"))]
 
 
 def _second_route(trace: Trace, head: int) -> np.ndarray:
@@ -282,13 +331,15 @@ def _second_route(trace: Trace, head: int) -> np.ndarray:
     return (rerouted[head] if rerouted.dim() == 3 else rerouted).to(torch.float64).numpy()
 
 
-def _second_route_figure(trace: Trace, head: int) -> go.Figure:
+def _second_route_chart(trace: Trace, head: int) -> Chart:
     """The multi-head page's "same weights by the other route" chart."""
-    values = _second_route(trace, head)
-    labels = token_labels(trace.tokens)
-    return figures.matrix_heatmap(
-        values, labels, labels, STEPS["attn_weights"],
-        f"softmax(ω̃), future zeroed, rows renormalised ({len(labels)}×{len(labels)})")
+    rerouted = att.mask_after_softmax(trace["scaled_scores"], trace["causal_mask"])
+    values = rerouted[head] if rerouted.dim() == 3 else rerouted
+    n = trace.n_tokens
+    heads = f", head {head}" if trace.config.n_heads > 1 else ""
+    return figures.labelled_chart(
+        values, trace, "attn_weights",
+        f"softmax(ω̃), future zeroed, rows renormalised ({n}×{n}){heads}")
 
 
 # ---------------------------------------------------------------------------
@@ -310,27 +361,24 @@ def checksum(matrices: list[np.ndarray]) -> dict[str, float]:
     return {"count": count, "sum": total, "wsum": weighted, "scale": scale}
 
 
-def shapes_signature(fig: go.Figure) -> list[float]:
+def shapes_signature(chart: Chart) -> list[float]:
     """[number of layout shapes, sum of their numeric x0, x1, y0, y1]."""
-    shapes = fig.layout.shapes or ()
-    coordinates = [getattr(s, a) for s in shapes for a in ("x0", "x1", "y0", "y1")]
-    return [len(shapes), float(sum(v for v in coordinates if isinstance(v, (int, float))))]
+    shapes = chart.figure["layout"].get("shapes") or ()
+    coordinates = [s.get(a) for s in shapes for a in ("x0", "x1", "y0", "y1")]
+    return [len(shapes), float(sum(v for v in coordinates
+                                   if isinstance(v, (int, float)) and not isinstance(v, bool)))]
 
 
-def figure_json(fig: go.Figure) -> tuple[str, str]:
-    """A figure's data and layout as Plotly JSON (arrays as typed ``bdata``, as
-    ``fig.to_json()`` writes them), kept apart so that the floor can send a
-    layout alone."""
-    spec = fig.to_dict()
-    return pio.json.to_json_plotly(spec["data"]), pio.json.to_json_plotly(spec["layout"])
-
-
-def expected_checksums(charts: list[Chart],
+def expected_checksums(charts: list[PageChart],
                        shapes: dict[str, list[float]] | None = None) -> dict:
     """What the page must show: chart key (e.g. ``"chart-attn_weights"``) -> the
-    `checksum` of its numbers from the trace (and its shapes signature)."""
+    `checksum` of its numbers from the trace (and its shapes signature, and
+    whether it is optional); a chart missing from ``shapes`` has its numbers
+    checked only."""
     return {chart.key: {**checksum(chart.numbers()),
-                        **({"shapes": shapes[chart.key]} if shapes else {})}
+                        **({"shapes": shapes[chart.key]} if shapes and chart.key in shapes
+                           else {}),
+                        **({"optional": True} if chart.optional else {})}
             for chart in charts}
 
 
@@ -384,22 +432,24 @@ window.__bench = (() => {
     return total;
   }
   const close = (a, b, tol) => Math.abs(a - b) <= tol;
-  // {ok, problems}: every expected chart drawn with its numbers; for the app also
-  // every Plotly chart on the page drawn and Streamlit's script finished after
-  // at least `minRuns` runs.
+  // {ok, problems}: every expected chart drawn with its numbers (an optional one
+  // only if its container is on the page); for the app also every chart on the
+  // page drawn and Streamlit's script finished after at least `minRuns` runs.
   function check(expected, minRuns, relTol) {
     const problems = [];
+    if (window.__floorError) problems.push('floor: ' + window.__floorError);
     if (minRuns !== null) {
       const app = document.querySelector("[data-testid='stApp']");
       const state = app && app.getAttribute('data-test-script-state');
       if ((window.__runs || 0) < minRuns || state !== 'notRunning')
         return {ok: false, problems: ['script ' + state + ', runs ' + (window.__runs || 0)]};
-      for (const el of document.querySelectorAll("[data-testid='stPlotlyChart']"))
-        if (!drawn(el.querySelector('.js-plotly-plot'))) problems.push('a chart is not drawn yet');
+      for (const el of document.querySelectorAll('.explorer-chart'))
+        if (!drawn(el)) problems.push('a chart is not drawn yet');
     }
     for (const [key, want] of Object.entries(expected)) {
-      const gd = document.querySelector('.st-key-' + key + ' .js-plotly-plot');
-      const got = drawn(gd);
+      const box = document.querySelector('.st-key-' + key);
+      if (!box && want.optional) continue;
+      const got = drawn(box && box.querySelector('.js-plotly-plot'));
       if (!got) { problems.push(key + ': missing'); continue; }
       const tol = relTol * want.scale + 1e-9;
       const same = got.count === want.count && close(got.sum, want.sum, tol) &&
@@ -414,10 +464,21 @@ window.__bench = (() => {
     }
     return {ok: problems.length === 0, problems};
   }
-  return {check};
+  // key -> [width, height] of the chart's graph div (null if absent).
+  function sizes(keys) {
+    const out = {};
+    for (const key of keys) {
+      const gd = document.querySelector('.st-key-' + key + ' .js-plotly-plot');
+      const box = gd && gd.getBoundingClientRect();
+      out[key] = box ? [Math.round(box.width * 10) / 10, Math.round(box.height * 10) / 10] : null;
+    }
+    return out;
+  }
+  return {check, sizes};
 })();
 """
-"""Injected into every page (app and floor): `window.__bench.check(expected, minRuns, tol)`."""
+"""Injected into every page (app and floor): ``window.__bench.check(expected, minRuns,
+tol)`` and ``window.__bench.sizes(keys)``."""
 
 RUN_COUNTER_JS = """
 window.__runs = 0;
@@ -455,8 +516,9 @@ def wait_until_shown(page: Page, want: dict, min_runs: int | None) -> None:
 @dataclass
 class Scenario:
     """One case on one page: its URL parameters and config, the measures in the
-    order they are taken, the traces of the first config and of the floor's edit
-    seed, and the floor's figures (JSON) and expected numbers per measure."""
+    order they are taken with the view after each, the traces of the first
+    config and of the floor's edit seed, and which optional charts the app
+    drew (known after the app's first open)."""
 
     case: str
     page: str
@@ -465,9 +527,10 @@ class Scenario:
     first: Trace
     edited: Trace
     measures: list[str] = field(default_factory=list)
-    floor_figures: list[dict[str, tuple[str, str]]] = field(default_factory=list)
-    floor_expected: list[dict] = field(default_factory=list)
-    layout: list[tuple[str, int]] = field(default_factory=list)
+    views: list[View] = field(default_factory=list)
+    optional_keys: list[str] = field(default_factory=list)
+    optional_present: set[str] | None = None
+    app_sizes: dict[str, list[float] | None] = field(default_factory=dict)
     shape_cache: dict[View, dict[str, list[float]]] = field(default_factory=dict)
 
     @property
@@ -485,19 +548,14 @@ class Scenario:
         """(rows, columns) of the chart whose cell is clicked."""
         return figures.step_matrix(self.edited, CLICKED_STEP).shape
 
-    @property
-    def clickable(self) -> bool:
-        """Whether the app explains a click on that chart (else it offers a picker)."""
-        rows, cols = self.clicked_shape
-        return rows * cols <= figures.MAX_CLICK_CELLS
-
-    def view_after(self, measure: str, view: View, cell: tuple[int, int] = CLICKED_CELL) -> View:
+    def view_after(self, measure: str, view: View) -> View:
         """The view once ``measure`` is done, starting from ``view``."""
         if measure in (FIRST_OPEN, EDIT):
             return View()
-        if measure == CELL_CLICK:  # a click (not the picker) in a token-row chart picks its row
-            return dataclasses.replace(view, query=cell[0] if self.clickable else view.query,
-                                       explained=(CLICKED_STEP, *cell, view.head))
+        if measure == CELL_CLICK:  # a click in a token-row chart also picks its row
+            row, col = CLICKED_CELL
+            return dataclasses.replace(view, query=row, explained=(CLICKED_STEP, row, col,
+                                                                   view.head))
         if measure == QUERY_PICK:
             return dataclasses.replace(view, query=self.query)
         return dataclasses.replace(view, head=1)
@@ -506,13 +564,22 @@ class Scenario:
         """The charts' outline signatures in ``view`` (from the app's figure code;
         they do not depend on the seed), built once per view."""
         if view not in self.shape_cache:
-            self.shape_cache[view] = {chart.key: shapes_signature(chart.figure())
-                                      for chart in page_charts(self.page, self.edited, view)}
+            self.shape_cache[view] = {chart.key: shapes_signature(chart.build())
+                                      for chart in page_charts(self.page, self.edited, view)
+                                      if not chart.optional}
         return self.shape_cache[view]
 
+    @property
+    def present(self) -> set[str]:
+        """The optional charts the app drew (all of them until that is known)."""
+        if self.optional_present is None:
+            return set(self.optional_keys)
+        return self.optional_present
+
     def expected(self, trace: Trace, view: View, with_shapes: bool = True) -> dict:
-        """What the page must show for ``trace`` in ``view``."""
-        return expected_checksums(page_charts(self.page, trace, view),
+        """What the app's page must show for ``trace`` in ``view``."""
+        return expected_checksums([chart for chart in page_charts(self.page, trace, view)
+                                   if not chart.optional or chart.key in self.present],
                                   self.shapes(view) if with_shapes else None)
 
     def cells_near(self, view: View, cell: tuple[int, int]) -> dict[str, tuple[int, int]]:
@@ -524,7 +591,7 @@ class Scenario:
 
 
 def build_scenario(case_name: str, page: str) -> Scenario:
-    """Compute the traces, the floor's figures (as JSON) and its expected numbers."""
+    """Compute the traces and the views the measures visit."""
     params = url_params(CASES[case_name], page)
     config = AttentionConfig(**params)
     scenario = Scenario(case_name, page, params, config, compute_trace(config),
@@ -535,79 +602,103 @@ def build_scenario(case_name: str, page: str) -> Scenario:
         [HEAD_SWITCH] if page == MULTI_HEAD and config.n_heads > 1 else []) + [
         CELL_CLICK, QUERY_PICK]
     view = View()
-    for index, measure in enumerate(scenario.measures):
+    for measure in scenario.measures:
         view = scenario.view_after(measure, view)
-        charts = page_charts(page, scenario.first if index == 0 else scenario.edited, view)
-        built = {chart.key: chart.figure() for chart in charts}
-        scenario.floor_figures.append({key: figure_json(fig) for key, fig in built.items()})
-        scenario.shape_cache[view] = {key: shapes_signature(fig) for key, fig in built.items()}
-        scenario.floor_expected.append(expected_checksums(charts, scenario.shape_cache[view]))
-        if index == 0:
-            scenario.layout = [(chart.key, chart.share) for chart in charts]
+        scenario.views.append(view)
+    scenario.optional_keys = [chart.key for chart in page_charts(page, scenario.first)
+                              if chart.optional]
     return scenario
 
 
 # ---------------------------------------------------------------------------
-# The floor: a static page on loopback drawing the same figures with Plotly
+# The floor: a static page on loopback drawing the same charts with chart.js
 # ---------------------------------------------------------------------------
 FLOOR_PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>floor</title>
 <script src="/plotly.min.js"></script>
 <style>
   body {{ margin: 0; font-family: sans-serif; }}
-  main {{ width: 1000px; padding: 0 16px; }}
-  .row {{ display: flex; gap: 16px; }}
+  main {{ box-sizing: content-box; width: {main}px; padding: 0 {padding}px;
+         margin-left: {sidebar}px; }}
+  .row {{ display: flex; gap: {gap}px; margin-bottom: 16px; }}
   .row > div {{ flex: 1 1 0; min-width: 0; }}
+  .bordered {{ border: 1px solid #ddd; padding: {inset}px; margin-bottom: 16px; }}
 </style></head>
 <body><main>{rows}</main>
-<script>
-  // Fetch {{key: {{data, layout}}}} and draw each chart; without data, the
-  // chart keeps its data and takes the new layout.
-  window.floorDraw = async (path) => {{
-    const figures = await (await fetch(path)).json();
-    for (const [key, fig] of Object.entries(figures)) {{
-      const div = document.getElementById(key);
-      await Plotly.react(div, fig.data || div.data, fig.layout, {{displaylogo: false}});
-    }}
-  }};
-  window.floorDraw("/figures/0.json");
+<script type="module">
+  import {{ decode, draw }} from "/chart.js";
+  // Fetch the payloads of measure `index` for `keys` (one file each, as bytes)
+  // and draw each as soon as it is here.
+  window.floorDraw = (index, keys) => Promise.all(keys.map(async (key) => {{
+    const response = await fetch(`/payloads/${{index}}/${{key}}.bin`);
+    const {{ header, matrices, missing }} = decode(await response.arrayBuffer());
+    if (missing.length) throw new Error(`${{key}}: the page does not hold ${{missing}}`);
+    await draw(document.querySelector(`.st-key-${{key}} .explorer-chart`), header, matrices);
+  }})).catch((error) => {{ window.__floorError = String(error); }});
+  window.floorDraw(0, {keys});
 </script></body></html>
 """
 
 
-def _floor_page(layout: list[tuple[str, int]]) -> bytes:
-    """The floor's HTML: one div per chart key, ``share`` of them to a row."""
+def _floor_page(layout: list[PageChart]) -> bytes:
+    """The floor's HTML: one ``st-key-<key>`` div per chart, ``columns`` of them
+    to a row, the rows of a bordered frame in a bordered div."""
     rows, index = [], 0
     while index < len(layout):
-        group = layout[index:index + layout[index][1]]
-        rows.append('<div class="row">' + "".join(
-            f'<div class="st-key-{key}"><div id="{key}"></div></div>' for key, _ in group)
-            + "</div>")
+        group = layout[index:index + layout[index].columns]
+        row = '<div class="row">' + "".join(
+            f'<div class="st-key-{chart.key}"><div class="explorer-chart"></div></div>'
+            for chart in group) + "</div>"
+        rows.append(f'<div class="bordered">{row}</div>' if group[0].frame == BORDERED else row)
         index += len(group)
-    return FLOOR_PAGE.format(rows="\n".join(rows)).encode()
+    return FLOOR_PAGE.format(
+        rows="\n".join(rows), main=MAIN_WIDTH_PX, padding=MAIN_PADDING_PX, sidebar=SIDEBAR_PX,
+        gap=COLUMN_GAP_PX, inset=BORDER_INSET_PX - 1,
+        keys=json.dumps([chart.key for chart in layout])).encode()
 
 
 class Floor:
     """A loopback HTTP server for one scenario: ``/`` lays out a div per chart
-    (rows as on the page), ``/figures/<i>.json`` holds what changes between the
-    views of measures i-1 and i: whole figures, or only the layout of those
-    whose data is unchanged (everything for i = 0)."""
+    the app drew (rows as on the page), ``/payloads/<i>/<key>.bin`` holds the
+    payload of each chart whose picture changes between the views of measures
+    i-1 and i (every chart for i = 0), leaving out the matrices the page holds.
+    ``changed[i]``, ``expected[i]`` and ``payload_bytes[i]``: per measure, the
+    charts to draw, what the page must show and the bytes the page fetches."""
 
     def __init__(self, scenario: Scenario) -> None:
-        self.files = {"/plotly.min.js": (PLOTLY_JS.read_bytes(), "text/javascript")}
-        self.files["/"] = (_floor_page(scenario.layout), "text/html")
-        previous: dict[str, tuple[str, str]] = {}
-        for index, figures_json in enumerate(scenario.floor_figures):
-            changed = []
-            for key, (data, layout) in figures_json.items():
-                if previous.get(key) == (data, layout):
+        self.files = {"/plotly.min.js": (PLOTLY_JS.read_bytes(), "text/javascript"),
+                      "/chart.js": (CHART_JS.read_bytes(), "text/javascript")}
+        self.changed: list[list[str]] = []
+        self.expected: list[dict] = []
+        self.payload_bytes: list[int] = []
+        present = scenario.present
+        pictures: dict[str, bytes] = {}  # key -> header-only payload of the chart drawn
+        held: dict[str, set[str]] = {}    # key -> hashes of its matrices the page holds
+        layout: list[PageChart] = []
+        for index, view in enumerate(scenario.views):
+            trace = scenario.first if index == 0 else scenario.edited
+            shown = [chart for chart in page_charts(scenario.page, trace, view)
+                     if not chart.optional or chart.key in present]
+            layout = layout or shown
+            changed, total, shapes = [], 0, {}
+            for page_chart in shown:
+                chart = page_chart.build()
+                shapes[page_chart.key] = shapes_signature(chart)
+                hashes = {matrix_hash(m) for m in chart.matrices}
+                picture = encode(chart, hashes)
+                if pictures.get(page_chart.key) == picture:
                     continue
-                same_data = key in previous and previous[key][0] == data
-                changed.append(f'{json.dumps(key)}:{{' + ("" if same_data else f'"data":{data},')
-                               + f'"layout":{layout}}}')
-            body = "{" + ",".join(changed) + "}"
-            self.files[f"/figures/{index}.json"] = (body.encode(), "application/json")
-            previous = figures_json
+                payload = encode(chart, held.get(page_chart.key, set()))
+                self.files[f"/payloads/{index}/{page_chart.key}.bin"] = (
+                    payload, "application/octet-stream")
+                changed.append(page_chart.key)
+                total += len(payload)
+                pictures[page_chart.key], held[page_chart.key] = picture, hashes
+            self.changed.append(changed)
+            self.payload_bytes.append(total)
+            self.expected.append(expected_checksums(shown, shapes))
+        self.keys = [chart.key for chart in layout]
+        self.files["/"] = (_floor_page(layout), "text/html")
         files = self.files
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -665,36 +756,60 @@ class ByteCounter:
         return sum(max(0, request.sizes()["responseBodySize"]) for request in self.requests)
 
 
-def _click_cell(page: Page, scenario: Scenario) -> Callable[[], None]:
-    """The action of the cell-click measure (after any unmeasured preparation)."""
-    container = page.locator(f".st-key-chart-{CLICKED_STEP}")
-    row, col = CLICKED_CELL
-    if not scenario.clickable:  # the picker: fill row and column first, time "Explain"
-        column = page.locator("[data-testid='stColumn']", has=container).last
-        column.get_by_role("button", name="Explain a cell").click()
-        for key, value in (("row", row), ("col", col)):
-            box = page.locator(f".st-key-chart-{CLICKED_STEP}-{key} input")
-            if box.input_value() != str(value):  # an unchanged value starts no run
-                runs = page.evaluate("window.__runs")
-                box.fill(str(value))
-                box.press("Enter")
-                wait_until_shown(page, {}, runs + 1)
-        explain = page.locator(f".st-key-chart-{CLICKED_STEP}-explain button")
-        return explain.click
-    plot = container.locator(".js-plotly-plot")
-    plot.scroll_into_view_if_needed()
-    # Where Plotly draws the cell's centre (its axes are padded around the cells).
-    x, y = plot.evaluate(CELL_CENTRE_JS, [row, col])
-    return lambda: page.mouse.click(x, y)
+def _click_cell(page: Page) -> tuple[Callable[[], None], str]:
+    """The action of the cell-click measure: a mouse click at the centre of the
+    clicked cell, found from Plotly's axes after scrolling the chart to the
+    middle of the window (unmeasured), and a note if that is not where it clicks.
+
+    Chromium delivers a mouse event at whole CSS pixels (the coordinates cut
+    down), and Plotly reads the cell under that point. When the cells are
+    about a pixel or smaller, the pixel holding the centre may belong to a
+    neighbour: then the click goes to the whole pixel nearest the centre that
+    Plotly reads as the cell, as a visitor would aim (the note says so), or
+    to the centre if no pixel is read as the cell. Fails if something else
+    covers the point."""
+    plot = page.locator(f".st-key-chart-{CLICKED_STEP} .js-plotly-plot")
+    aim = plot.evaluate(CELL_TARGET_JS, list(CLICKED_CELL))
+    (x, y), note = aim["centre"], ""
+    read = tuple(int(v) for v in aim["centre_reads_as"])
+    if read != CLICKED_CELL:
+        note = (f"{aim['cell_px'][0]:.2f}×{aim['cell_px'][1]:.2f} px cells: the centre "
+                f"({x:.2f}, {y:.2f}) of cell {CLICKED_CELL} arrives as whole pixel "
+                f"({int(x)}, {int(y)}), which Plotly reads as cell {read}; ")
+        if aim["pixel"]:
+            x, y = aim["pixel"]
+            note += f"clicked whole pixel ({x}, {y}) instead"
+        else:
+            note += "no whole pixel is read as the cell"
+    hit = plot.evaluate("(gd, [x, y]) => gd.contains(document.elementFromPoint(x, y))", [x, y])
+    if not hit:
+        raise MeasurementError(f"the point ({x:.1f}, {y:.1f}) of cell {CLICKED_CELL} is "
+                               "covered by another element")
+    return (lambda: page.mouse.click(x, y)), note
 
 
-CELL_CENTRE_JS = """
+CELL_TARGET_JS = """
 (gd, [row, col]) => {
+  gd.scrollIntoView({block: 'center'});
   const box = gd.getBoundingClientRect(), xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
-  return [box.left + xa._offset + xa.l2p(col), box.top + ya._offset + ya.l2p(row)];
+  const left = box.left + xa._offset, top = box.top + ya._offset;
+  const x = left + xa.l2p(col), y = top + ya.l2p(row);
+  // The cell Plotly reads at a whole-pixel point (category axes: cell i spans i ± 0.5).
+  const cellAt = (px, py) => [Math.round(ya.p2l(py - top)), Math.round(xa.p2l(px - left))];
+  const w = Math.abs(xa.l2p(col + 1) - xa.l2p(col)), h = Math.abs(ya.l2p(row + 1) - ya.l2p(row));
+  let pixel = null, best = Infinity;
+  for (let px = Math.floor(x - w) - 1; px <= Math.ceil(x + w) + 1; px++)
+    for (let py = Math.floor(y - h) - 1; py <= Math.ceil(y + h) + 1; py++) {
+      const [r, c] = cellAt(px, py), d = Math.hypot(px + 0.5 - x, py + 0.5 - y);
+      if (r === row && c === col && d < best) { best = d; pixel = [px, py]; }
+    }
+  return {centre: [x, y], centre_reads_as: cellAt(Math.floor(x), Math.floor(y)),
+          pixel, cell_px: [w, h]};
 }
 """
-"""Viewport coordinates of cell (row, col) of a heatmap's graph div."""
+"""Viewport coordinates of the centre of cell (row, col) of a heatmap's graph
+div, the cell Plotly reads at the whole pixel that holds it, the whole pixel
+nearest the centre read as the cell (or null) and the cell's size."""
 
 
 def _pick_query(page: Page, scenario: Scenario) -> Callable[[], None]:
@@ -708,8 +823,16 @@ def _pick_query(page: Page, scenario: Scenario) -> Callable[[], None]:
 
 
 def _app_action(page: Page, server: Server, scenario: Scenario, measure: str,
-                run: int) -> Callable[[], None]:
-    """Prepare ``measure`` on the app's page (unmeasured) and return the timed action."""
+                run: int) -> tuple[Callable[[], None], str]:
+    """Prepare ``measure`` on the app's page (unmeasured); return the timed
+    action and a note on how it was taken (if any)."""
+    if measure == CELL_CLICK:
+        return _click_cell(page)
+    return _app_plain_action(page, server, scenario, measure, run), ""
+
+
+def _app_plain_action(page: Page, server: Server, scenario: Scenario, measure: str,
+                      run: int) -> Callable[[], None]:
     if measure == FIRST_OPEN:
         url = page_url(server.url, scenario.page, scenario.params)
         return lambda: page.goto(url, wait_until="commit", timeout=TIMEOUT_MS)
@@ -717,18 +840,15 @@ def _app_action(page: Page, server: Server, scenario: Scenario, measure: str,
         seed = page.locator(".st-key-seed input")
         seed.fill(str(EDIT_SEED + run))
         return lambda: seed.press("Enter")
-    if measure == CELL_CLICK:
-        return _click_cell(page, scenario)
     if measure == QUERY_PICK:
         return _pick_query(page, scenario)
     return page.get_by_role("radio", name="head 1", exact=True).click
 
 
-def _settle_click(page: Page, scenario: Scenario, trace: Trace, view: View,
-                  runs: int) -> tuple[View, str]:
-    """Wait for the cell click's rerun and explanation (numbers unchanged). Returns
-    the view the app shows and a note if it explained another cell than the one
-    clicked (it then marks that cell, so the outlines are checked afterwards)."""
+def _settle_click(page: Page, scenario: Scenario, trace: Trace, view: View, runs: int) -> None:
+    """Wait for the cell click's rerun (numbers unchanged) and the explanation of
+    the clicked cell; raise `MeasurementError` naming the cell explained if the
+    click explained a neighbour instead."""
     wait_until_shown(page, scenario.expected(trace, view, with_shapes=False), runs + 1)
     labels = scenario.cells_near(view, CLICKED_CELL)
     titles = [page.get_by_text(label, exact=True) for label in labels]
@@ -738,14 +858,16 @@ def _settle_click(page: Page, scenario: Scenario, trace: Trace, view: View,
     any_title.first.wait_for(timeout=TIMEOUT_MS)
     shown = next(cell for label, cell in labels.items()
                  if page.get_by_text(label, exact=True).count())
-    note = "" if shown == CLICKED_CELL else (
-        f"clicking cell {CLICKED_CELL} explained cell {shown}")
-    return scenario.view_after(CELL_CLICK, view, shown), note
+    if shown != CLICKED_CELL:
+        raise MeasurementError(f"clicking the centre of cell {CLICKED_CELL} of "
+                               f"{CLICKED_STEP} explained cell {shown}")
 
 
 def app_run(browser: Browser, server: Server, scenario: Scenario, run: int) -> dict[str, Sample]:
     """Open the page in a new context and take every measure once, in order; a
-    failed measure ends the run (the later ones count as not reached)."""
+    failed measure ends the run (the later ones count as not reached). The
+    first run also records which optional charts the app drew and every
+    chart's size."""
     samples: dict[str, Sample] = {}
     context = browser.new_context(viewport=VIEWPORT)
     context.add_init_script(RUN_COUNTER_JS + CHECK_JS)
@@ -753,45 +875,46 @@ def app_run(browser: Browser, server: Server, scenario: Scenario, run: int) -> d
     counter = ByteCounter(page)
     traces = (compute_trace(scenario.config),
               compute_trace(scenario.config.replace(seed=EDIT_SEED + run)))
-    view = View()
     try:
         for index, measure in enumerate(scenario.measures):
             trace = traces[min(index, 1)]
-            planned = scenario.view_after(measure, view)
-            want = scenario.expected(trace, planned)
+            view, previous = scenario.views[index], scenario.views[index - 1] if index else None
+            want = scenario.expected(trace, view)
             note = ""
             try:
-                action = _app_action(page, server, scenario, measure, run)
+                action, note = _app_action(page, server, scenario, measure, run)
                 runs = page.evaluate("window.__runs") if index else 0
                 before = counter.websocket
                 start = time.perf_counter()
                 action()
                 if measure == CELL_CLICK:
-                    shown, note = _settle_click(page, scenario, trace, view, runs)
-                    if shown == planned:
-                        wait_until_shown(page, want, runs + 1)
-                    seconds = time.perf_counter() - start
-                    if shown != planned:  # another cell's outlines: checked, not timed
-                        planned = shown
-                        wait_until_shown(page, scenario.expected(trace, shown), runs + 1)
-                else:
-                    wait_until_shown(page, want, runs + 1)
-                    seconds = time.perf_counter() - start
+                    _settle_click(page, scenario, trace, previous, runs)
+                wait_until_shown(page, want, runs + 1)
+                seconds = time.perf_counter() - start
             except (MeasurementError, PlaywrightError) as error:
-                samples[measure] = Sample(None, error=f"app: {str(error).splitlines()[0]}")
+                samples[measure] = Sample(None, error=f"app: {str(error).splitlines()[0]}",
+                                          note=note)
                 break
-            view = planned
             samples[measure] = Sample(seconds, counter.websocket - before,
                                       counter.http_bytes() if measure == FIRST_OPEN else None,
                                       note=note)
+            if index == 0 and scenario.optional_present is None:
+                scenario.optional_present = set(page.evaluate(
+                    "keys => keys.filter(k => document.querySelector('.st-key-' + k))",
+                    scenario.optional_keys))
+                scenario.app_sizes = page.evaluate("keys => window.__bench.sizes(keys)",
+                                                   list(want))
     finally:
         context.close()
     return samples
 
 
-def floor_run(browser: Browser, floor: Floor, scenario: Scenario) -> dict[str, Sample]:
-    """The floor's first open in a new context, then each later view's redraw."""
+def floor_run(browser: Browser, floor: Floor, scenario: Scenario) -> tuple[dict[str, Sample],
+                                                                           dict]:
+    """The floor's first open in a new context, then each later view's redraw.
+    Also returns the charts' sizes after the first open."""
     samples: dict[str, Sample] = {}
+    sizes: dict = {}
     context = browser.new_context(viewport=VIEWPORT)
     context.add_init_script(CHECK_JS)
     page = context.new_page()
@@ -802,20 +925,39 @@ def floor_run(browser: Browser, floor: Floor, scenario: Scenario) -> dict[str, S
                 if index == 0:
                     page.goto(floor.url, wait_until="commit", timeout=TIMEOUT_MS)
                 else:
-                    page.evaluate("path => { window.floorDraw(path); }", f"/figures/{index}.json")
-                wait_until_shown(page, scenario.floor_expected[index], None)
-                samples[measure] = Sample(time.perf_counter() - start)
+                    page.evaluate("([i, keys]) => { window.floorDraw(i, keys); }",
+                                  [index, floor.changed[index]])
+                wait_until_shown(page, floor.expected[index], None)
+                samples[measure] = Sample(time.perf_counter() - start,
+                                          bytes=floor.payload_bytes[index])
             except (MeasurementError, PlaywrightError) as error:
                 samples[measure] = Sample(None, error=f"floor: {str(error).splitlines()[0]}")
                 break
+            if index == 0:
+                sizes = page.evaluate("keys => window.__bench.sizes(keys)", floor.keys)
     finally:
         context.close()
-    return samples
+    return samples, sizes
+
+
+def size_differences(app: dict[str, list[float] | None], floor: dict[str, list[float] | None],
+                     tolerance_px: float = 1.0) -> list[str]:
+    """The charts whose width or height differs between the app and the floor
+    by more than ``tolerance_px`` (the floor should lay them out alike)."""
+    out = []
+    for key in sorted(set(app) | set(floor)):
+        a, f = app.get(key), floor.get(key)
+        if a is None and f is None:
+            continue
+        if a is None or f is None or any(abs(x - y) > tolerance_px for x, y in zip(a, f)):
+            out.append(f"{key}: app {a} vs floor {f} (width, height px)")
+    return out
 
 
 def summarise(scenario: Scenario, app: list[dict[str, Sample]],
-              floor: list[dict[str, Sample]]) -> list[dict]:
-    """One result row per measure: every sample, medians, spread and ratio."""
+              floor: list[dict[str, Sample]], notes: list[str] = ()) -> list[dict]:
+    """One result row per measure: every sample, medians, spread and ratio.
+    ``notes`` go on the first row (the first open)."""
     rows = []
     for measure in scenario.measures:
         app_s = [run[measure].seconds for run in app if measure in run]
@@ -826,19 +968,21 @@ def summarise(scenario: Scenario, app: list[dict[str, Sample]],
                     if measure in run and run[measure].bytes is not None]
         http = [run[measure].http_bytes for run in app
                 if measure in run and run[measure].http_bytes is not None]
+        fetched = [run[measure].bytes for run in floor
+                   if measure in run and run[measure].bytes is not None]
         row = {"case": scenario.case, "page": scenario.page, "measure": measure,
                "app_s": app_s, "floor_s": floor_s, "app_ws_bytes": received,
                "app_median_s": statistics.median(ok_app) if ok_app else None,
                "floor_median_s": statistics.median(ok_floor) if ok_floor else None,
                "ws_bytes_median": int(statistics.median(received)) if received else None,
                "http_bytes_median": int(statistics.median(http)) if http else None,
+               "floor_payload_bytes": fetched[0] if fetched else None,
                "failures": [run[measure].error for run in app + floor
                             if measure in run and run[measure].error],
                "not_reached": (len(app) - len(app_s)) + (len(floor) - len(floor_s)),
                "notes": sorted({run[measure].note for run in app
-                                if measure in run and run[measure].note})}
-        if measure == CELL_CLICK and not scenario.clickable:
-            row["notes"].append("via the cell picker (matrix above 64×64 cells)")
+                                if measure in run and run[measure].note})
+               + (list(notes) if measure == scenario.measures[0] else [])}
         row["ratio"] = (row["app_median_s"] / row["floor_median_s"]
                         if ok_app and ok_floor and row["floor_median_s"] > 0 else None)
         rows.append(row)
@@ -855,22 +999,24 @@ def _fmt(value: float | None, pattern: str = "{:.2f}") -> str:
 
 
 def print_table(rows: list[dict]) -> None:
-    """The results as a table: seconds, ratio app/floor, and the bytes the app's
-    page received (websocket per rerun; HTTP on first open)."""
+    """The results as a table: seconds, ratio app/floor, the bytes the app's page
+    received (websocket per rerun; HTTP on first open) and the chart payload
+    bytes the floor fetched."""
     header = (f"{'case':9s} {'page':14s} {'measure':11s} {'app med':>8s} {'app min-max':>12s} "
               f"{'floor med':>9s} {'floor min-max':>13s} {'ratio':>6s} {'ws bytes':>12s} "
-              f"{'http bytes':>11s}")
+              f"{'http bytes':>11s} {'floor bytes':>12s}")
     print(header)
     print("-" * len(header))
     for row in rows:
-        problems = row["notes"] + [f"FAILED: {f[:200]}" for f in row["failures"]]
+        problems = row["notes"] + [f"FAILED: {f[:300]}" for f in row["failures"]]
         if row["not_reached"]:
             problems.append(f"not reached in {row['not_reached']} runs")
         print(f"{row['case']:9s} {row['page']:14s} {row['measure']:11s} "
               f"{_fmt(row['app_median_s']):>8s} {_spread(row['app_s']):>12s} "
               f"{_fmt(row['floor_median_s']):>9s} {_spread(row['floor_s']):>13s} "
               f"{_fmt(row['ratio'], '{:.1f}'):>6s} {_fmt(row['ws_bytes_median'], '{:,}'):>12s} "
-              f"{_fmt(row['http_bytes_median'], '{:,}'):>11s}"
+              f"{_fmt(row['http_bytes_median'], '{:,}'):>11s} "
+              f"{_fmt(row['floor_payload_bytes'], '{:,}'):>12s}"
               + "".join(f"\n{'':37s}^ {problem}" for problem in problems))
 
 
@@ -903,11 +1049,8 @@ SETTLED_OR_MESSAGE_JS = """
   if (!app || window.__runs < minRuns || state !== 'notRunning') return false;
   if (document.querySelector("[data-testid='stException'], [data-testid='stAlertContentError']"))
     return true;
-  const charts = [...document.querySelectorAll("[data-testid='stPlotlyChart']")];
-  return charts.length > 0 && charts.every(c => {
-    const gd = c.querySelector('.js-plotly-plot');
-    return gd && gd._fullData && gd.querySelector('.main-svg');
-  });
+  const charts = [...document.querySelectorAll('.explorer-chart')];
+  return charts.length > 0 && charts.every(gd => gd._fullData && gd.querySelector('.main-svg'));
 }
 """
 """A visit has ended: the script finished and every chart is drawn, or the page shows an error."""
@@ -971,8 +1114,9 @@ def memory_line(browser_launcher: Callable[[], Browser]) -> dict:
 def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.browser",
-        description="Time the app's pages in headless Chromium against a floor (plain "
-                    "Plotly drawing the same figures); then the server's memory line.")
+        description="Time the app's pages in headless Chromium against a floor (the "
+                    "app's chart.js drawing the same charts on a static page); then the "
+                    "server's memory line.")
     parser.add_argument("--runs", type=int, default=5,
                         help="repeats per (case, page), app and floor interleaved (default 5)")
     parser.add_argument("--cases", default=",".join(CASES),
@@ -1024,34 +1168,49 @@ def main() -> None:
 
 
 def timings(browser: Browser, args: argparse.Namespace) -> dict:
-    """Every (case, page), app and floor interleaved; prints and returns the table."""
+    """Every (case, page), app and floor interleaved; prints and returns the table.
+    The floor is built after the app's first run, which tells which optional
+    charts the app draws."""
     header = PLOTLY_JS.read_text()[:200]
     meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "chromium": browser.version, "streamlit": importlib.metadata.version("streamlit"),
             "floor_plotly_js": header.split("plotly.js v", 1)[-1].split()[0],
             "runs": args.runs, "cases": args.cases, "pages": args.pages,
-            "timeout_s": TIMEOUT_MS / 1000, "cpus": os.cpu_count()}
+            "timeout_s": TIMEOUT_MS / 1000, "cpus": os.cpu_count(),
+            "viewport": VIEWPORT, "main_width_px": MAIN_WIDTH_PX}
     rows: list[dict] = []
     server = Server(env=SERVER_ENV)
     try:
         for case in args.cases:
             for page in args.pages:
-                print(f"{case} on {page}: building the floor's figures...", flush=True)
+                print(f"{case} on {page}: computing the traces...", flush=True)
                 scenario = build_scenario(case, page)
-                floor = Floor(scenario)
-                app_runs, floor_runs = [], []
+                floor: Floor | None = None
+                app_runs, floor_runs, notes = [], [], []
                 try:
                     for run in range(args.runs):
                         app_runs.append(app_run(browser, server, scenario, run))
-                        floor_runs.append(floor_run(browser, floor, scenario))
+                        if floor is None:
+                            floor = Floor(scenario)
+                            drawn = sorted(scenario.present)
+                            if drawn:
+                                notes.append(f"the app drew the optional charts {drawn}")
+                        samples, sizes = floor_run(browser, floor, scenario)
+                        floor_runs.append(samples)
+                        if run == 0:
+                            differences = size_differences(scenario.app_sizes, sizes)
+                            notes += [f"size differs: {d}" for d in differences]
+                            print(f"  chart sizes (app vs floor): {len(sizes)} charts, "
+                                  f"{len(differences)} differ by more than 1 px", flush=True)
                         print(f"  run {run + 1}: app " + ", ".join(
                             f"{m} {_fmt(s.seconds)}" for m, s in app_runs[-1].items())
                             + " | floor " + ", ".join(
                             f"{m} {_fmt(s.seconds)}" for m, s in floor_runs[-1].items()),
                             flush=True)
                 finally:
-                    floor.close()
-                rows += summarise(scenario, app_runs, floor_runs)
+                    if floor is not None:
+                        floor.close()
+                rows += summarise(scenario, app_runs, floor_runs, notes)
     finally:
         log = server.stop()
         browser.close()

@@ -2,7 +2,10 @@
 
 Each case is timed with `timeit` (best of several repeats, so background noise
 inflates nothing) and printed as a table; the figures are also written to
-``benchmarks/results/latest.json`` for comparison between commits.
+``benchmarks/results/latest.json`` for comparison between commits. A chart is
+timed as the pages build it (`explorer.figures.heatmap_chart`) and as they
+send it (`explorer.charts.encode`: the whole payload, or only the header when
+the page already holds the matrix).
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ import json
 import platform
 import statistics
 import timeit
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 
 from explorer import AttentionConfig, compute_trace, experiments, figures, recipes
+from explorer.charts import encode, matrix_hash
 from explorer.explain import explain_cell
 
 RESULTS = Path(__file__).parent / "results"
@@ -51,6 +55,7 @@ def cases() -> dict[str, tuple[Callable[[], object], int]]:
     table_hit = _cached_table()
     big_trace = compute_trace(big)
     small_trace = compute_trace(default)
+    big_chart = figures.heatmap_chart(big_trace, "W_query")
     return {
         "embedding table 50,000×3 (draw)": (lambda: recipes.embedding_table(123, 50_000, 3), 20),
         "embedding table 1,000,000×64 (draw)":
@@ -58,10 +63,14 @@ def cases() -> dict[str, tuple[Callable[[], object], int]]:
         "trace, defaults, table drawn": (lambda: compute_trace(default), 20),
         "trace, defaults, table cached": (lambda: compute_trace(default, table_hit), 200),
         "trace, 512 tokens, d=1024": (lambda: compute_trace(big), 3),
-        "heatmap figure 6×6": (lambda: figures.heatmap(small_trace, "attn_weights"), 20),
-        "heatmap figure 512×512": (lambda: figures.heatmap(big_trace, "attn_weights"), 2),
-        "heatmap figure 1024×1024 (W_query), to JSON":
-            (lambda: figures.heatmap(big_trace, "W_query").to_json(), 2),
+        "heatmap chart 6×6": (lambda: figures.heatmap_chart(small_trace, "attn_weights"), 20),
+        "heatmap chart 512×512": (lambda: figures.heatmap_chart(big_trace, "attn_weights"), 2),
+        "heatmap chart 1024×1024 (W_query), to payload bytes":
+            (lambda: encode(figures.heatmap_chart(big_trace, "W_query")), 2),
+        "heatmap chart 1024×1024 (W_query), payload of a held matrix":
+            (lambda: encode(big_chart, {matrix_hash(m) for m in big_chart.matrices}), 5),
+        "heatmap figure 512×512 (go.Figure, to_figure)":
+            (lambda: figures.heatmap(big_trace, "attn_weights"), 2),
         "explain one context cell, 512 tokens": (lambda: explain_cell(big_trace, "context", 7, 9), 5),
         "scaling curves (d_k 1..1024)": (lambda: experiments.scaling_curves(seed=1), 2),
         "page: Self-attention, defaults (AppTest)":
