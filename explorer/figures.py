@@ -40,7 +40,7 @@ from explorer.trace import Trace
 
 PLOTLY_MIN_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 """The Plotly.js every chart is drawn with: the installed ``plotly`` package's
-(the app serves a copy, `explorer.ui.chart.ensure_plotly_js`; the report inlines it)."""
+(the app serves a copy, `explorer.ui.chart.ensure_static_files`; the report inlines it)."""
 SIGNED_SCALE = plotly.colors.get_colorscale("RdBu_r")  # ColorBrewer, negative blue
 WEIGHTS_SCALE = plotly.colors.get_colorscale("Blues")
 MASK_SCALE = [[0.0, "#f2f2f2"], [0.5, "#f2f2f2"], [0.5, "#4d4d4d"], [1.0, "#4d4d4d"]]
@@ -51,6 +51,8 @@ HEAD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00"
 MAX_CLICK_CELLS = 1024 * 1024
 """Every heatmap cell is clickable: the click comes from Plotly itself."""
 MAX_CELL_PX, MIN_HEIGHT_PX, MAX_HEIGHT_PX = 56, 200, 900
+FIXED_MARGIN_SIDE = 64
+"""Above this many rows or columns a heatmap's margins are fixed, not measured."""
 
 
 def axis_labels(trace: Trace, axis: Axis, size: int) -> list[str]:
@@ -185,6 +187,12 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
     # the last shows its bar) get the same cell size and height.
     chrome = _label_width_px(row_labels) + (70 if step.colour != MASK else 20)
     vertical = 70 + (_label_width_px(col_labels) // 2 if tokens_on_x else 40)
+    if max(n_rows, n_cols) > FIXED_MARGIN_SIDE:
+        # Margins set here, not measured by Plotly, which would draw a big matrix twice.
+        for axis in ("xaxis", "yaxis"):
+            layout[axis]["automargin"] = False
+        layout["margin"] = {"l": _label_width_px(row_labels) + 40, "r": 80, "t": 50,
+                            "b": vertical - 20, "autoexpand": False}
     size = {"rows": n_rows, "cols": n_cols, "max_cell": MAX_CELL_PX, "chrome": chrome,
             "vertical": vertical, "min_height": MIN_HEIGHT_PX, "max_height": MAX_HEIGHT_PX}
     return Chart({"data": [trace], "layout": layout}, [values.astype(np.float32, copy=False)],

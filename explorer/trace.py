@@ -46,6 +46,11 @@ class Trace(Mapping):
     def __len__(self) -> int:
         return len(self._steps)
 
+    # A trace is one computation: equal to itself only (Mapping's == would compare
+    # tensors), and hashable by identity, so that derived results can be kept per trace.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
     def __repr__(self) -> str:
         shapes = ", ".join(f"{k}{tuple(v.shape)}" for k, v in self._steps.items())
         return f"Trace(tokens={self.tokens!r}, steps=[{shapes}])"

@@ -16,11 +16,12 @@ iframe) draws with the same Plotly.js (``explorer/chart.js``), but:
   real cell size.
 
 Plotly.js is the one that ships with the ``plotly`` package, served by
-Streamlit's static file serving (`ensure_plotly_js`).
+Streamlit's static file serving (`ensure_static_files`); so is chart.js.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -33,25 +34,32 @@ from explorer.charts import CHART_JS, Chart, encode
 from explorer.figures import PLOTLY_MIN_JS
 
 ROOT = Path(__file__).resolve().parents[2]
-PLOTLY_JS = ROOT / "static" / "plotly.min.js"
+STATIC = ROOT / "static"
+"""Streamlit serves this folder at ``/app/static`` (git-ignored: filled by `ensure_static_files`)."""
+_CHART_JS_VERSION = hashlib.blake2b(CHART_JS.read_bytes(), digest_size=6).hexdigest()
 PLOTLY_URL = f"app/static/plotly.min.js?v={plotly.__version__}"
-"""Where the page loads Plotly.js from (Streamlit serves ``static/`` at
-``/app/static``; relative, so a base URL path works too)."""
+CHART_URL = f"app/static/chart.js?v={_CHART_JS_VERSION}"
+"""Where the page loads Plotly.js and chart.js from: relative to the page, so a
+base URL path works too, and versioned, so a browser never keeps a stale copy."""
 _SENT_KEY = "_chart_sent"  # chart key -> hashes of the matrices its page holds
 
 
-def ensure_plotly_js() -> Path:
-    """Copy the installed ``plotly`` package's ``plotly.min.js`` to ``static/``
-    (git-ignored), once per version, so the page can load it."""
-    source = PLOTLY_MIN_JS
-    if not PLOTLY_JS.exists() or PLOTLY_JS.stat().st_size != source.stat().st_size:
-        PLOTLY_JS.parent.mkdir(exist_ok=True)
-        shutil.copyfile(source, PLOTLY_JS)
-    return PLOTLY_JS
+def ensure_static_files() -> None:
+    """Copy the installed ``plotly`` package's ``plotly.min.js`` and the app's
+    ``chart.js`` to ``static/`` when they are missing or different."""
+    for source in (PLOTLY_MIN_JS, CHART_JS):
+        target = STATIC / source.name
+        if not target.exists() or target.read_bytes() != source.read_bytes():
+            STATIC.mkdir(exist_ok=True)
+            shutil.copyfile(source, target)
 
 
-_component = st.components.v2.component("explorer_chart", js=CHART_JS.read_text(),
-                                        isolate_styles=False)
+# The component itself only loads chart.js (once per page), so that each chart's
+# message carries a few lines of code, not the whole of chart.js.
+_LOADER = f"""export default function (component) {{
+  import(new URL("{CHART_URL}", document.baseURI).href).then((m) => m.default(component));
+}}"""
+_component = st.components.v2.component("explorer_chart", js=_LOADER, isolate_styles=False)
 
 
 def show(chart: Chart, key: str, on_click: Callable[[dict[str, int]], None] | None = None
@@ -59,7 +67,7 @@ def show(chart: Chart, key: str, on_click: Callable[[dict[str, int]], None] | No
     """Draw ``chart`` under the widget key ``key`` (kept across reruns, so the
     page updates it in place). ``on_click({"trace", "row", "col"})`` runs when
     a heatmap cell is clicked."""
-    ensure_plotly_js()
+    ensure_static_files()
     sent = st.session_state.setdefault(_SENT_KEY, {})
     chart.clickable = on_click is not None
     # AppTest keeps only the last run's elements, so there every run sends every matrix.

@@ -4,6 +4,8 @@ note and the PyTorch check."""
 
 from __future__ import annotations
 
+import weakref
+
 import streamlit as st
 import torch
 
@@ -113,9 +115,15 @@ def dropout_note(trace: Trace) -> None:
         "build (learners report this), so your notebook's mask may not match this one.")
 
 
+_VERIFIED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""PyTorch's check of each cached trace, done once (it reruns the attention)."""
+
+
 def verification(trace: Trace) -> None:
     """The "verified against PyTorch" line."""
-    result = verify.against_pytorch(trace)
+    if trace not in _VERIFIED:
+        _VERIFIED[trace] = verify.against_pytorch(trace)
+    result = _VERIFIED[trace]
     if result is None:
         st.caption("No PyTorch check: PyTorch's attention always normalises with softmax.")
         return
