@@ -32,9 +32,9 @@ bench: $(VENV)/.dev-installed
 fuzz: $(VENV)/.dev-installed
 	$(BIN)/python -m tests.fuzzing --examples 20000 --urls 3000
 
-## make download-models: fetch GPT-2 small once (online) so the Real model page works offline
+## make download-models: fetch GPT-2 small and DistilGPT-2 once (online) for offline use
 download-models: $(VENV)/.app-installed
-	$(BIN)/python -m explorer.models download gpt2
+	$(BIN)/python -m explorer.models download gpt2 distilgpt2
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

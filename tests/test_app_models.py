@@ -21,11 +21,12 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import AttentionConfig, budget, compute_trace, figures
 from explorer.explain import explain_cell
-from explorer.models import DOWNLOAD_COMMAND, compute_model_trace, load_model
+from explorer.models import compute_model_trace, download_command, load_model
 from explorer.presets import SELF_ATTENTION_PAGE
 from explorer.steps import STEPS
 from explorer.ui import cache, chart, real_model
 from explorer.ui.navigation import MODEL_PAGE, PAGES
+from explorer.ui.real_model import DEFAULT_MODEL
 from tests.conftest import HOME, ROOT
 from tests.test_app import HOSTILE, all_charts, charts, errors, open_page, z_values
 from tests.tiny_models import save_tiny_bert, save_tiny_gpt2
@@ -254,14 +255,15 @@ def test_no_weights_and_no_network_says_so_and_how_to_get_them():
     at = open_direct()
     assert not at.exception
     shown = " ".join(errors(at))
-    assert "No weights for 'gpt2' on this machine" in shown and "HF_HUB_OFFLINE is set" in shown
-    assert DOWNLOAD_COMMAND in [c.value for c in at.code]
+    assert f"No weights for '{DEFAULT_MODEL}' on this machine" in shown
+    assert "HF_HUB_OFFLINE is set" in shown
+    assert download_command(DEFAULT_MODEL) in [c.value for c in at.code]
     assert all_charts(at) == {}
 
 
 def test_a_model_larger_than_the_budget_gets_the_figures(monkeypatch):
     monkeypatch.setattr(budget, "MODEL_BYTES", 100 * budget.MIB)
-    at = open_direct()
+    at = open_direct({"model": "gpt2"})
     assert "GPT-2 small needs about 475 MB; this server allows 100 MB for models" in " ".join(
         errors(at))
 
@@ -346,8 +348,17 @@ def test_a_model_trace_follows_the_steps_order_and_explains_its_biases(gpt2_dir)
 def test_the_folder_option_is_offered_only_when_the_server_allows_it(monkeypatch):
     assert "a local folder…" in open_direct().selectbox(key="model").options
     monkeypatch.setattr(budget, "MODEL_FOLDERS", False)  # EXPLORER_MODEL_FOLDERS=0
+    monkeypatch.setattr(budget, "MODEL_BYTES", 2**30)
     assert open_direct().selectbox(key="model").options == [
         "GPT-2 small (gpt2)", "DistilGPT-2 (distilgpt2)", "BERT base (uncased) (bert-base-uncased)"]
+
+
+def test_on_the_default_budget_the_page_opens_on_the_model_that_fits():
+    # 1024 MB: 320 MB for models holds DistilGPT-2 (312 MB), not GPT-2 small (475 MB).
+    assert budget.MODEL_BYTES == 320 * budget.MIB and DEFAULT_MODEL == "distilgpt2"
+    options = open_direct().selectbox(key="model").options
+    assert options[0] == "GPT-2 small (gpt2) · needs a larger memory budget"
+    assert options[1] == "DistilGPT-2 (distilgpt2)"
 
 
 def test_an_empty_sentence_says_what_is_allowed_and_the_page_recovers(gpt2_dir):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from explorer.models import DOWNLOAD_COMMAND
+from explorer.models import download_command
+from explorer.ui.real_model import DEFAULT_MODEL
 from tests.conftest import Server
 from tests.test_browser import chart_count, page_url, settle
 from tests.tiny_models import save_tiny_gpt2
@@ -54,8 +55,8 @@ def test_no_weights_and_no_network_is_said_with_the_command(model_server, page: 
     page.goto(page_url(model_server, "Real_model"))
     settle(page)
     expect(page.get_by_test_id("stAlertContentError")).to_contain_text(
-        "No weights for 'gpt2' on this machine")
-    expect(page.get_by_test_id("stCode").filter(has_text=DOWNLOAD_COMMAND)).to_have_count(1)
+        f"No weights for '{DEFAULT_MODEL}' on this machine")
+    expect(page.get_by_test_id("stCode").filter(has_text=download_command(DEFAULT_MODEL))).to_have_count(1)
     expect(page.get_by_test_id("stException")).to_have_count(0)
     assert page.locator(".js-plotly-plot").count() == 0
 

@@ -18,7 +18,8 @@ a glance; heads found by measuring). Pure torch and transformers: no UI.
 """
 
 from explorer.models.check import TOLERANCE, ModelCheck, against_model, assert_matches_model
-from explorer.models.errors import DOWNLOAD_COMMAND, ModelError, ModelMismatch, ModelUnavailable
+from explorer.models.errors import (DOWNLOAD_COMMAND, ModelError, ModelMismatch,
+                                    ModelUnavailable, download_command)
 from explorer.models.heads import (
     EXAMPLES,
     HeadExample,
@@ -38,7 +39,7 @@ __all__ = [
     "DOWNLOAD_COMMAND", "EXAMPLES", "TOLERANCE", "HeadExample", "HeadOverview", "HeadScore",
     "LoadedModel", "ModelCheck", "ModelConfig", "ModelError", "ModelMismatch",
     "ModelUnavailable", "ResolvedExample", "against_model", "assert_matches_model",
-    "compute_model_trace", "download", "find_token", "head_overview", "load_model",
+    "compute_model_trace", "download", "download_command", "find_token", "head_overview", "load_model",
     "model_input", "model_trace_bytes", "offline_reason", "previous_token_heads",
     "readable_piece", "readable_tokens", "resolve_example", "strongest_head",
 ]

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from explorer.config import ConfigError
 
-DOWNLOAD_COMMAND = "python -m explorer.models download gpt2"
-"""The one-line command that fetches GPT-2 small into the local Hugging Face
-cache once, for offline use (``make download-models`` runs it)."""
+def download_command(name: str = "gpt2") -> str:
+    """The one-line command that fetches model ``name`` into the local Hugging
+    Face cache once, for offline use."""
+    return f"python -m explorer.models download {name}"
+
+
+DOWNLOAD_COMMAND = download_command()
+"""The command for GPT-2 small (``make download-models`` runs it)."""
 
 
 class ModelError(ConfigError):

@@ -29,7 +29,8 @@ from huggingface_hub import constants as hub_constants
 
 from explorer.config import MAX_TOKENS, shown
 from explorer.models.anatomy import ARCHITECTURES, Architecture
-from explorer.models.errors import DOWNLOAD_COMMAND, ModelError, ModelUnavailable
+from explorer.models.errors import (DOWNLOAD_COMMAND, ModelError, ModelUnavailable,
+                                    download_command)
 
 HUB_TIMEOUT = 2.0
 """Seconds to wait for a TCP connection to the Hub before calling it unreachable."""
@@ -140,7 +141,7 @@ class _NotFound(Exception):
 def _unavailable(name: str, reason: str) -> ModelUnavailable:
     """The no-weights message, with the command that fetches them."""
     plain = re.fullmatch(r"[\w.-]+(/[\w.-]+)?", name) and len(name) <= 96
-    command = f"python -m explorer.models download {name if plain else '<model name>'}"
+    command = download_command(name if plain else "<model name>")
     also = ("or `make download-models`" if command == DOWNLOAD_COMMAND
             else f"GPT-2 small: `{DOWNLOAD_COMMAND}` or `make download-models`")
     return ModelUnavailable(

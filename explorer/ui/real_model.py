@@ -19,7 +19,7 @@ import streamlit as st
 
 from explorer import budget, figures, literal, models
 from explorer.config import ConfigError, shown
-from explorer.models import DOWNLOAD_COMMAND, EXAMPLES, LoadedModel, ModelUnavailable
+from explorer.models import EXAMPLES, LoadedModel, ModelUnavailable, download_command
 from explorer.trace import Trace
 from explorer.ui import cache, chart, controls, urlstate
 from explorer.ui.multihead import MAX_SEGMENTED_HEADS
@@ -54,9 +54,18 @@ MODEL_CHOICES: dict[str, ModelChoice] = {c.name: c for c in (
                 "Google's BERT (2018): 12 layers × 12 heads, d_model 768, every token "
                 "sees every other"),
 )}
-"""The models offered by name, the default first; their parameter counts are
+"""The models offered by name, GPT-2 small first; their parameter counts are
 checked against transformers' own configs in the tests."""
-DEFAULT_MODEL = "gpt2"
+
+
+def _default_model() -> str:
+    """GPT-2 small when this server's memory budget holds it, else the first
+    model that fits (DistilGPT-2 on the default 1 GB budget)."""
+    fitting = [c.name for c in MODEL_CHOICES.values() if c.nbytes <= budget.MODEL_BYTES]
+    return fitting[0] if fitting else "gpt2"
+
+
+DEFAULT_MODEL = _default_model()
 FOLDER = "folder"
 """The picker's "a local folder" option (offered when `budget.MODEL_FOLDERS`)."""
 FOLDER_KEY = "model_folder"
@@ -140,7 +149,7 @@ def settings() -> ModelView | None:
         name = choice if choice in MODEL_CHOICES else DEFAULT_MODEL
         st.markdown(f"Fetch {MODEL_CHOICES[name].label} once, on a machine with internet access "
                     "(or copy its Hugging Face cache here):")
-        st.code(DOWNLOAD_COMMAND.removesuffix(DEFAULT_MODEL) + name, language="bash")
+        st.code(download_command(name), language="bash")
         if budget.MODEL_FOLDERS:
             st.caption("Or choose “a local folder” in the sidebar and give the path of a "
                        "folder saved with save_pretrained().")
@@ -156,18 +165,18 @@ def _choice_label(option: str) -> str:
     if option == FOLDER:
         return "a local folder…"
     c = MODEL_CHOICES[option]
-    return f"{c.label} ({c.name})"
+    too_big = " · needs a larger memory budget" if c.nbytes > budget.MODEL_BYTES else ""
+    return f"{c.label} ({c.name}){too_big}"
 
 
 def _model_changed() -> None:
     urlstate.forget_problems()
     choice = st.session_state[urlstate.MODEL]
-    urlstate.set_param(urlstate.MODEL, choice if choice in MODEL_CHOICES and
-                       choice != DEFAULT_MODEL else None)
+    urlstate.set_param(urlstate.MODEL, choice if choice in MODEL_CHOICES else None)
 
 
 def _model_picker() -> str:
-    """GPT-2 small by default, or a link's ``model``; a folder when allowed."""
+    """`DEFAULT_MODEL`, or a link's ``model``; a folder when allowed."""
     options = list(MODEL_CHOICES) + ([FOLDER] if budget.MODEL_FOLDERS else [])
     if urlstate.MODEL not in st.session_state and urlstate.param(urlstate.MODEL):
         st.session_state[urlstate.MODEL] = urlstate.param(urlstate.MODEL)  # checked by clean
@@ -280,7 +289,7 @@ def _share_link(choice: str, view: ModelView | None) -> None:
     """The link to this view: the model by name, the sentence, the layer and
     the view pickers; a folder is never written into it."""
     params: dict = {}
-    if choice in MODEL_CHOICES and choice != DEFAULT_MODEL:
+    if choice in MODEL_CHOICES:  # always: a server's default depends on its budget
         params[urlstate.MODEL] = choice
     sentence = st.session_state.get("sentence")
     if sentence is not None and sentence != controls.BY_KEY["sentence"].default:
