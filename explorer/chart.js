@@ -244,7 +244,8 @@ export default function mountChart(component) {
     lastWidth = parentElement.clientWidth;
     draw(div, header, matrices, onClick);
   };
+  div.dataset.drawing = "1"; // until the picture is on the page (tests wait for it)
   draw(div, header, matrices, onClick).catch((error) => {
     div.textContent = `This chart could not be drawn: ${error.message}`;
-  });
+  }).finally(() => delete div.dataset.drawing);
 }

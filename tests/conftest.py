@@ -56,3 +56,27 @@ def browser_type_launch_args(browser_type_launch_args):
 def browser_context_args(browser_context_args):
     """A desktop-sized window, as learners use the explorer."""
     return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}}
+
+
+RUN_COUNTER = """(() => {
+  window.__runsDone = 0;
+  window.__stateChanged = performance.now();
+  new MutationObserver((changes) => {
+    for (const change of changes) {
+      window.__stateChanged = performance.now();
+      if (change.oldValue === "running"
+          && change.target.getAttribute("data-test-script-state") === "notRunning") {
+        window.__runsDone++;
+      }
+    }
+  }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                        attributeFilter: ["data-test-script-state"]});
+})()"""
+"""Counts the Streamlit script runs that finished in the page (see `tests.test_browser.settle`)."""
+
+
+@pytest.fixture(autouse=True)
+def _count_script_runs(request):
+    """Browser tests' pages count Streamlit's script runs from the first one."""
+    if "page" in request.fixturenames:
+        request.getfixturevalue("context").add_init_script(RUN_COUNTER)

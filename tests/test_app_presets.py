@@ -179,3 +179,11 @@ def test_a_matrix_too_big_to_edit_by_hand_is_imported_not_drawn_as_a_table():
     # The starting numbers (the drawn embeddings) are kept and drawn.
     x = compute_trace(AttentionConfig(d_in=1024))["embeddings"].numpy()
     np.testing.assert_allclose(z_values(charts(at)["embeddings"]), x, atol=1e-6)
+
+
+def test_a_links_query_wins_over_the_presets_own_query_token():
+    # The example looks at "is" (1); the link says "eat" (3): explicit parameters come last.
+    at = open_page(PAGES["Self-attention"][0], {"preset": "life-is-short", "query": "3"})
+    assert at.selectbox(key="query").value == 3
+    at = open_page(PAGES["Self-attention"][0], {"preset": "life-is-short"})
+    assert at.selectbox(key="query").value == PRESETS["life-is-short"].query

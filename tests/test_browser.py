@@ -16,19 +16,34 @@ pytestmark = pytest.mark.browser
 HOSTILE = "<img src=x onerror=alert(1)>"
 
 
-def settle(page: Page) -> None:
-    """Wait until Streamlit has finished running the script."""
-    page.wait_for_timeout(300)
-    page.locator("[data-testid='stApp'][data-test-script-state='notRunning']").wait_for(
-        state="attached", timeout=60_000)
-    page.wait_for_timeout(300)
+SETTLED = """async () => {
+  const app = document.querySelector("[data-testid='stApp']");
+  if (!app || app.dataset.testScriptState !== "notRunning") return false;
+  if ((window.__runsDone ?? 0) <= (window.__settledRuns ?? 0)) return false;
+  // A run that asked for another (st.rerun) stops for a moment: wait for a quiet page.
+  if (performance.now() - window.__stateChanged < 300) return false;
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+  return [...document.querySelectorAll(".explorer-chart")]
+    .every((chart) => chart.querySelector(".main-svg") && !chart.dataset.drawing);
+}"""
+
+
+def settle(page: Page, timeout: float = 90_000) -> None:
+    """Wait until a Streamlit run has finished since the last `settle` (or since
+    the page opened) and every chart has drawn its picture. Call it after an
+    action that reruns the script, or after opening a page."""
+    page.wait_for_function(SETTLED, timeout=timeout)
+    page.evaluate("window.__settledRuns = window.__runsDone")
 
 
 def chart_count(page: Page) -> int:
-    """How many Plotly charts the page drew (they render just after the script ends)."""
-    page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
-    page.wait_for_timeout(500)
-    return page.locator(".js-plotly-plot").count()
+    """How many charts the page drew, once every one of them is drawn."""
+    page.wait_for_function("""() => {
+      const charts = [...document.querySelectorAll(".explorer-chart")];
+      return charts.length > 0
+        && charts.every((chart) => chart.querySelector(".main-svg") && !chart.dataset.drawing);
+    }""", timeout=90_000)
+    return page.locator(".explorer-chart").count()
 
 
 def page_url(server, name: str, **query: str) -> str:
@@ -99,7 +114,6 @@ def test_hostile_sentence_runs_no_script(fresh_server, page: Page):
     page.goto(page_url(fresh_server, "Self_attention", sentence=HOSTILE))
     settle(page)
     chart_count(page)
-    page.wait_for_timeout(1000)
     assert dialogs == []
     assert page.locator("img[src='x']").count() == 0
     # The tokens appear as literal text on the axes.

@@ -64,7 +64,7 @@ def test_every_download_delivers_its_file_and_the_report_draws_offline(
     expect(cells.first).to_be_attached()
     numbers = [text for text in cells.all_text_contents() if NUMBER.match(text)]
     assert "0.3374" in numbers  # X[Life, 0]: 002_8c91a21803773e04.txt, cell 9
-    page.wait_for_timeout(500)
+    page.wait_for_load_state("networkidle")  # any late request would be in `problems` now
     assert problems == []
 
 

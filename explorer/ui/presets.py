@@ -52,6 +52,8 @@ def apply_link_preset() -> None:
     slug = urlstate.param(urlstate.PRESET)
     if slug is None or slug in PRESETS:
         apply(PRESETS.get(slug))
+        if urlstate.param(urlstate.QUERY) is not None:  # the link's own query wins
+            st.session_state.pop(_VIEW_KEY, None)
         return
     urlstate.note(urlstate.PRESET, slug, ConfigError(
         urlstate.PRESET, f"preset must be one of {', '.join(PRESETS)} (got {shown(slug)})"))

@@ -1,0 +1,118 @@
+"""What only a browser can tell: cell numbers that never overlap, a link that
+reproduces the view in a fresh browser, and a toolbar that covers nothing."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.test_browser import chart_count, page_url, settle
+from tests.conftest import RUN_COUNTER
+
+pytestmark = pytest.mark.browser
+
+TEN_TOKENS = "the cat sat on the mat and then it slept"
+CELL_TEXTS = """() => [...document.querySelectorAll('.explorer-chart')].map((gd) => {
+  const z = gd.data[0].z;
+  const rows = z.length, cols = z[0].length;
+  const area = gd.querySelector('.nsewdrag').getBoundingClientRect();
+  const texts = [...gd.querySelectorAll('.heatmaplayer text')].filter((t) => t.textContent)
+    .map((t) => { const b = t.getBoundingClientRect();
+                  return {x0: b.left, x1: b.right, y0: b.top, y1: b.bottom}; });
+  return {title: gd.layout.title.text, cellWidth: area.width / cols,
+          cellHeight: area.height / rows, texts};
+})"""
+NUMBERS = """() => [...document.querySelectorAll('.explorer-chart')].map((gd) => {
+  let sum = 0, count = 0;
+  for (const row of gd.data[0].z) for (const v of row) if (Number.isFinite(v)) { sum += v; count++; }
+  const shapes = (gd.layout.shapes || []).map((s) => [s.x0, s.y0]);
+  return [gd.layout.title.text, count, Math.round(sum * 1e4) / 1e4, JSON.stringify(shapes)];
+})"""
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > 0.5 and \
+        min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > 0.5
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_numbers_in_cells_never_overlap_and_fit_their_cell(shared_server, browser: Browser,
+                                                           width):
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    context.add_init_script(RUN_COUNTER)
+    page = context.new_page()
+    page.goto(page_url(shared_server, "Self_attention", sentence=TEN_TOKENS))
+    settle(page)
+    chart_count(page)
+    charts = page.evaluate(CELL_TEXTS)
+    assert len(charts) == 11
+    printed = 0
+    for chart in charts:
+        texts = chart["texts"]
+        printed += len(texts)
+        for i, a in enumerate(texts):
+            assert a["x1"] - a["x0"] <= chart["cellWidth"] + 0.5, chart["title"]
+            assert not any(_overlap(a, b) for b in texts[i + 1:]), chart["title"]
+    if width == 1400:  # at desktop width the 10×10 weights print their numbers
+        weights = next(c for c in charts if c["title"].startswith("Attention weights"))
+        assert len(weights["texts"]) == 100
+    assert printed > 0
+    context.close()
+
+
+def test_the_link_opens_the_same_view_in_a_fresh_browser(shared_server, page: Page,
+                                                         browser: Browser):
+    page.goto(page_url(shared_server, "Self_attention", preset="life-is-short", d_k="3",
+                       query="2"))
+    settle(page)
+    chart_count(page)
+    # Explain a cell by clicking it: attn_scores row 3 ("eat"), column 1 ("is").
+    scores = page.locator(".st-key-chart-attn_scores .js-plotly-plot")
+    scores.scroll_into_view_if_needed()
+    area = scores.locator(".nsewdrag").bounding_box()
+    page.mouse.click(area["x"] + area["width"] * 1.5 / 6, area["y"] + area["height"] * 3.5 / 6)
+    settle(page)
+    expect(page.get_by_text('ω["eat", "is"]', exact=True)).to_be_visible()
+    page.get_by_text("Link to this view").click()
+    link = page.get_by_test_id("stSidebar").get_by_test_id("stCode").first.inner_text().strip()
+    assert "preset=life-is-short" in link and "d_k=3" in link and "cell=attn_scores:3,1" in link
+    chart_count(page)
+    here = page.evaluate(NUMBERS)
+
+    fresh = browser.new_context(viewport={"width": 1400, "height": 1000})
+    fresh.add_init_script(RUN_COUNTER)
+    other = fresh.new_page()
+    other.goto(link)
+    settle(other)
+    chart_count(other)
+    assert other.evaluate(NUMBERS) == here  # same numbers, same outlines (query and cell)
+    expect(other.get_by_text('ω["eat", "is"]', exact=True)).to_be_visible()
+    fresh.close()
+
+
+def test_the_toolbar_shows_on_hover_beside_the_title_and_not_on_touch_screens(
+        shared_server, browser: Browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(RUN_COUNTER)
+    page = context.new_page()
+    page.goto(page_url(shared_server, "Self_attention"))
+    settle(page)
+    chart_count(page)
+    chart = page.locator(".st-key-chart-attn_weights .js-plotly-plot")
+    modebar = chart.locator(".modebar")
+    chart.hover()
+    expect(modebar).to_be_visible()
+    bar, title = modebar.bounding_box(), chart.locator(".gtitle").bounding_box()
+    assert bar["x"] >= title["x"] + title["width"] or bar["y"] >= title["y"] + title["height"]
+    context.close()
+
+    touch = browser.new_context(viewport={"width": 390, "height": 800}, has_touch=True,
+                                is_mobile=True)
+    touch.add_init_script(RUN_COUNTER)
+    phone = touch.new_page()
+    phone.goto(page_url(shared_server, "Self_attention"))
+    settle(phone)
+    chart_count(phone)
+    phone.locator(".st-key-chart-attn_weights .js-plotly-plot").tap()
+    expect(phone.locator(".st-key-chart-attn_weights .modebar")).to_have_count(0)
+    touch.close()
