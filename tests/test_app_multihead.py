@@ -144,3 +144,13 @@ def test_the_second_causal_route_says_where_its_softmax_underflowed():
     assert "difference **nan**" not in text  # the agreement is measured on the other rows
     second = z_values(all_charts(at)["causal-second-route"])
     assert np.isnan(second[1]).all() and np.isfinite(second[0]).all()
+
+
+def test_a_bad_n_heads_lists_the_valid_ones_and_keeps_the_steps_before_the_split():
+    at = open_page(PAGE, {"d_k": "4", "d_v": "6", "n_heads": "4"})
+    assert not at.exception
+    assert any("choose one of 1, 2 (got 4)" in e and "steps before the head split" in e
+               for e in errors(at))
+    shown = charts(at)
+    assert {"embeddings", "W_query", "W_key", "W_value"} <= set(shown)
+    assert not {"queries", "attn_weights", "context"} & set(shown)

@@ -187,3 +187,22 @@ def test_a_links_query_wins_over_the_presets_own_query_token():
     assert at.selectbox(key="query").value == 3
     at = open_page(PAGES["Self-attention"][0], {"preset": "life-is-short"})
     assert at.selectbox(key="query").value == PRESETS["life-is-short"].query
+
+
+def test_picking_an_example_in_the_sidebar_opens_its_page():
+    at = open_page(HOME)
+    picker = at.selectbox(key=PICKER_KEY)
+    assert "Illustrated self-attention: whole-number inputs and weights" in picker.options
+    picker.set_value("illustrated").run()
+    assert not at.exception
+    assert at.title[0].value == "Self-attention"
+    assert any(s.startswith("✓ Matches the numbers printed in") for s in successes(at))
+
+
+def test_the_upload_limit_is_the_importers_own():
+    import tomllib
+
+    from explorer.ui.matrices import MAX_IMPORT_MB
+    from tests.conftest import ROOT
+    server = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]
+    assert server["maxUploadSize"] == MAX_IMPORT_MB

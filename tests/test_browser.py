@@ -67,6 +67,7 @@ def test_each_page_opened_first_on_a_fresh_server(fresh_server, page: Page, name
     settle(page)
     expect(page.get_by_test_id("stException")).to_have_count(0)
     expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
+    expect(page.get_by_role("button", name="Deploy")).to_have_count(0)  # client.toolbarMode
     sidebar = page.get_by_test_id("stSidebar")
     # The shared sidebar, with its menu and settings, is there on the first page opened.
     for label in ("Home", "Simplified attention", "Self-attention"):

@@ -93,3 +93,33 @@ def test_second_causal_route_loses_a_row_when_a_future_score_dominates():
     rerouted = att.mask_after_softmax(scores, mask)
     assert torch.isnan(rerouted[0]).all()
     assert torch.equal(att.softmax(att.apply_mask(scores, mask))[0], torch.tensor([1.0, 0.0]))
+
+
+def test_the_chapters_running_example_equals_the_books_self_attention_v1():
+    # Book §3.4.2, Listing 3.1, run here: torch.manual_seed(123); SelfAttention_v1(3, 2).
+    # No seed notebook prints it, so the class itself is the reference.
+    preset = PRESETS["self-attention-v1"]
+    trace = compute_trace(preset.config)
+
+    class SelfAttentionV1(torch.nn.Module):
+        def __init__(self, d_in, d_out):
+            super().__init__()
+            self.W_query = torch.nn.Parameter(torch.rand(d_in, d_out))
+            self.W_key = torch.nn.Parameter(torch.rand(d_in, d_out))
+            self.W_value = torch.nn.Parameter(torch.rand(d_in, d_out))
+
+        def forward(self, x):
+            keys, queries, values = x @ self.W_key, x @ self.W_query, x @ self.W_value
+            attn_scores = queries @ keys.T
+            attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+            return attn_weights @ values
+
+    inputs = torch.tensor(preset.config.embeddings.tolist())
+    with torch.random.fork_rng():
+        torch.manual_seed(123)
+        module = SelfAttentionV1(3, 2)
+        with torch.no_grad():
+            context = module(inputs)
+    for name in ("W_query", "W_key", "W_value"):
+        assert torch.equal(trace[name], getattr(module, name).detach()), name
+    torch.testing.assert_close(trace["context"], context, rtol=0, atol=1e-6)
