@@ -354,10 +354,11 @@ def heads_grid_chart(trace: Trace, name: str = "attn_weights", columns: int = 4,
     for h, ((x0, x1), (y0, y1)) in enumerate(grid_domains(n_heads, cols)):
         suffix = "" if h == 0 else str(h + 1)
         layout[f"xaxis{suffix}"] = {"domain": [x0, x1], "type": "category", "anchor": f"y{suffix}",
-                                    "showticklabels": small, "tickangle": -40}
+                                    "showticklabels": small, "tickangle": -40,
+                                    "automargin": True}
         layout[f"yaxis{suffix}"] = {"domain": [y0, y1], "type": "category", "anchor": f"x{suffix}",
                                     "autorange": "reversed", "showticklabels": small and
-                                    h % cols == 0}
+                                    h % cols == 0, "automargin": True}
         data.append({"type": "heatmap", "x": labels, "y": labels, "xaxis": f"x{suffix}",
                      "yaxis": f"y{suffix}", **_colours(step, zrange, h == 0),
                      "matrix": {"block": h, "rows": n, "cols": n, "decimals": [2],
