@@ -30,7 +30,8 @@ from hypothesis import strategies as st
 from explorer import AttentionConfig, ConfigError, compute_trace
 from explorer.ui.controls import BY_KEY
 from explorer.ui.navigation import PAGES
-from explorer.ui.urlstate import CELL, HEAD, MATRICES, PRESET, QUERY
+from explorer.ui.experiments import EXPERIMENTS
+from explorer.ui.urlstate import CELL, EXPERIMENT, HEAD, MATRICES, PRESET, QUERY
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the Real model page must not wait on a network
@@ -174,7 +175,7 @@ def fuzz_backend(examples: int) -> tuple[Counter, list[str]]:
     return counts, problems
 
 
-_URL_KEYS = [*BY_KEY, PRESET, HEAD, QUERY, CELL, *MATRICES]
+_URL_KEYS = [*BY_KEY, PRESET, HEAD, QUERY, CELL, EXPERIMENT, *MATRICES]
 _URL_VALUES = st.one_of(
     st.sampled_from(["inf", "-inf", "nan", "1e309", "-1e309", "9" * 400, "-5", "0", "", "abc",
                      "4", "2", "true", "false", "yes", "0.5", "1.5", "\u202e7", "\x00", "\x07",
@@ -195,6 +196,7 @@ _VALID_URL_VALUES = {
     "out_proj": ["on", "off"], "vocab_size": ["100", "2000"],
     PRESET: ["journey", "life-is-short", "illustrated"], HEAD: ["0", "1"], QUERY: ["0", "2"],
     CELL: ["attn_scores:1,0", "queries:0,1"], "embeddings": ["1,2;3,4"],
+    EXPERIMENT: list(EXPERIMENTS),
 }
 
 

@@ -27,6 +27,15 @@ def open_page(page: str, query: dict[str, str] | None = None) -> AppTest:
     return at
 
 
+def open_link(page: str, query: dict[str, str] | None = None) -> AppTest:
+    """Open ``page`` first, as a link to it does (`open_page` runs Home first,
+    whose settings would read the link's parameters before the page)."""
+    at = AppTest.from_file(str(ROOT / HOME), default_timeout=60)
+    at.query_params.update(query or {})
+    at.switch_page(page).run()
+    return at
+
+
 _MATRICES: dict = {}  # matrices the "page" holds, by hash, as the browser keeps them
 
 

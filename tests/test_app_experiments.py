@@ -11,8 +11,10 @@ from explorer import AttentionConfig, compute_trace
 from explorer import experiments as ex
 from explorer.explain import explain_cell
 from explorer.presets import EXPERIMENTS_PAGE, SELF_ATTENTION_PAGE
+from explorer.ui import urlstate
+from explorer.ui.experiments import EXPERIMENTS
 from explorer.ui.navigation import PAGES
-from tests.test_app import all_charts, errors, open_page, z_values
+from tests.test_app import all_charts, errors, open_link, open_page, z_values
 
 PAGE = PAGES[EXPERIMENTS_PAGE][0]
 
@@ -32,10 +34,33 @@ def y_values(spec: dict, trace_index: int = 0) -> list[float]:
     return list(y)
 
 
+def open_tab(label: str, query: dict[str, str] | None = None):
+    """The Experiments page with tab ``label`` open, by its link."""
+    return open_link(PAGE, {urlstate.EXPERIMENT: label, **(query or {})})
+
+
 def test_experiments_page_loads():
     at = open_page(PAGE)
     assert not at.exception and errors(at) == []
-    assert len(at.tabs) == 5
+    assert [t.label for t in at.tabs] == list(EXPERIMENTS)
+
+
+def test_only_the_open_tab_is_drawn_and_the_link_names_it():
+    first = set(all_charts(open_page(PAGE)))
+    assert first and all(key.startswith(("exp-entropy", "exp-max", "exp-scal", "exp-var"))
+                         or "scal" in key for key in first), first
+    at = open_tab("Permutation")
+    assert not at.exception and errors(at) == []
+    drawn = set(all_charts(at))
+    assert "exp-perm-original" in drawn and not drawn & first
+    assert [c.value for c in at.sidebar.code] == ["?experiment=Permutation"]
+
+
+def test_a_bad_experiment_in_a_link_gets_a_message():
+    at = open_tab("<b>nope</b>")
+    assert not at.exception
+    assert any("experiment" in e and "Permutation" in e for e in errors(at)), errors(at)
+    assert "exp-entropy" in all_charts(at)  # the first tab, as without the parameter
 
 
 def test_scaling_curves_follow_the_keys_slider():
@@ -52,7 +77,7 @@ def test_scaling_curves_follow_the_keys_slider():
 
 
 def test_temperature_slider_changes_the_weights_and_entropy():
-    at = open_page(PAGE)
+    at = open_tab("Temperature")
     at.select_slider(key="exp_temperature").set_value(0.1).run()
     sharp = z_values(chart(at, "exp-temperature-weights"))
     at.select_slider(key="exp_temperature").set_value(10.0).run()
@@ -67,7 +92,7 @@ def test_temperature_slider_changes_the_weights_and_entropy():
 
 
 def test_keepdim_trap_on_symmetric_and_asymmetric_scores():
-    at = open_page(PAGE)
+    at = open_tab("softmax dim & keepdim")
     dim0 = z_values(chart(at, "exp-dim-dim0"))
     dim1 = z_values(chart(at, "exp-dim-dim1"))
     np.testing.assert_array_equal(dim0, dim1)  # X·Xᵀ is symmetric: the bug hides
@@ -82,7 +107,7 @@ def test_keepdim_trap_on_symmetric_and_asymmetric_scores():
 
 
 def test_shuffling_permutes_the_context_and_positions_break_it():
-    at = open_page(PAGE)
+    at = open_tab("Permutation")
     original = chart(at, "exp-perm-original")
     shuffled = chart(at, "exp-perm-shuffled")
     rows = list(original["data"][0]["y"])
@@ -98,7 +123,7 @@ def test_shuffling_permutes_the_context_and_positions_break_it():
 
 
 def test_compare_two_configurations():
-    at = open_page(PAGE)
+    at = open_tab("Compare two configurations")
     scaled = compute_trace(AttentionConfig())
     unscaled = compute_trace(AttentionConfig(scale=False))
     diff = z_values(chart(at, "exp-compare-attn_weights-diff"))  # B is unscaled by default

@@ -27,8 +27,8 @@ from explorer.steps import STEPS
 from explorer.ui import cache, chart, real_model
 from explorer.ui.navigation import MODEL_PAGE, PAGES
 from explorer.ui.real_model import DEFAULT_MODEL
-from tests.conftest import HOME, ROOT
-from tests.test_app import HOSTILE, all_charts, charts, errors, open_page, z_values
+from tests.conftest import ROOT
+from tests.test_app import HOSTILE, all_charts, charts, errors, open_link, open_page, z_values
 from tests.tiny_models import save_tiny_bert, save_tiny_gpt2
 
 PAGE = PAGES[MODEL_PAGE][0]
@@ -79,12 +79,8 @@ def clicked(handler, cell: dict) -> tuple[dict, dict]:
 
 
 def open_direct(query: dict | None = None) -> AppTest:
-    """Open the page first, as a link to it does (`open_page` runs Home first,
-    whose settings would read the link's parameters before this page)."""
-    at = AppTest.from_file(str(ROOT / HOME), default_timeout=60)
-    at.query_params.update(query or {})
-    at.switch_page(PAGE).run()
-    return at
+    """Open the page by a link (`tests.test_app.open_link`)."""
+    return open_link(PAGE, query)
 
 
 def open_model(folder, query: dict | None = None, sentence: str | None = SENTENCE,

@@ -21,8 +21,10 @@ Streamlit's static file serving (`ensure_static_files`); so is chart.js.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import shutil
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,14 +46,20 @@ base URL path works too, and versioned, so a browser never keeps a stale copy.""
 _SENT_KEY = "_chart_sent"  # chart key -> hashes of the matrices its page holds
 
 
+@functools.cache
 def ensure_static_files() -> None:
     """Copy the installed ``plotly`` package's ``plotly.min.js`` and the app's
-    ``chart.js`` to ``static/`` when they are missing or different."""
+    ``chart.js`` to ``static/`` when they are missing or different: once per
+    server process, each written whole (a temporary file, then renamed), so a
+    page never loads half a file."""
+    STATIC.mkdir(exist_ok=True)
     for source in (PLOTLY_MIN_JS, CHART_JS):
         target = STATIC / source.name
-        if not target.exists() or target.read_bytes() != source.read_bytes():
-            STATIC.mkdir(exist_ok=True)
-            shutil.copyfile(source, target)
+        if target.exists() and target.read_bytes() == source.read_bytes():
+            continue
+        with tempfile.NamedTemporaryFile(dir=STATIC, delete=False) as partial:
+            partial.write(source.read_bytes())
+        os.replace(partial.name, target)
 
 
 # The component itself only loads chart.js (once per page), so that each chart's

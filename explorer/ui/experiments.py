@@ -6,14 +6,13 @@ import streamlit as st
 import torch
 
 from explorer import experiments as ex
-from explorer import figures
-from explorer.config import OPTION_HELP, AttentionConfig, ConfigError
+from explorer import figures, literal
+from explorer.config import OPTION_HELP, AttentionConfig, ConfigError, shown
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
-from explorer.ui import chart
+from explorer.ui import chart, urlstate
 from explorer.ui.cache import cached_trace
 from explorer.ui.render import number_table
-from explorer import literal
 
 TEMPERATURES = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
 SCALING_KEYS = (4, 16, 64, 256)
@@ -198,3 +197,32 @@ def compare(trace: Trace) -> None:
             with column:
                 chart.show(figures.labelled_chart(matrix, source, like, title, columns=3),
                            key=f"exp-compare-{name}-{part}")
+
+
+
+EXPERIMENTS = {
+    "Why divide by √d_k": why_scale,
+    "Temperature": temperature,
+    "softmax dim & keepdim": softmax_dim,
+    "Permutation": permutation,
+    "Compare two configurations": compare,
+}
+"""The page's tabs, in order: label -> the function that draws it."""
+
+
+def check_tab(raw: str) -> None:
+    """Raise `ConfigError` unless ``raw`` (a link's ``experiment``) names a tab."""
+    if raw not in EXPERIMENTS:
+        raise ConfigError(urlstate.EXPERIMENT,
+                          "choose one of " + ", ".join(map(shown, EXPERIMENTS)))
+
+
+def tabs(trace: Trace) -> None:
+    """The experiments as tabs, bound to the link's ``experiment``. Only the
+    open tab is computed and drawn."""
+    for tab, experiment in zip(st.tabs(list(EXPERIMENTS), key=urlstate.EXPERIMENT,
+                                       on_change="rerun", bind="query-params"),
+                               EXPERIMENTS.values()):
+        if tab.open:
+            with tab:
+                experiment(trace)

@@ -222,7 +222,7 @@ def _loaded(choice: str, folder: str) -> tuple[LoadedModel, str, str]:
         c = MODEL_CHOICES[choice]
         key, label, expected = c.name, c.label, c.nbytes
         load = partial(models.load_model, c.name)
-    with st.spinner(f"Loading {label}…"):
+    with st.spinner(f"Loading {literal.markdown(label)}…"):
         model = cache.cached_model(key, load, label, expected)
     return model, key, label
 

@@ -3,6 +3,7 @@ a page draws."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +42,8 @@ class View:
 
 
 def settings(page: str, simplified: bool = False, extra: tuple[Control, ...] = (),
-             view: tuple[str, ...] = ()) -> View | None:
+             view: tuple[str, ...] = (),
+             view_checks: Mapping[str, Callable[[str], Any]] | None = None) -> View | None:
     """Draw the shared settings and return the `View` to draw, or None.
 
     The sidebar holds the page menu, the worked-example picker, this page's own
@@ -50,11 +52,13 @@ def settings(page: str, simplified: bool = False, extra: tuple[Control, ...] = (
     gets the messages about the input, the tables of hand-entered matrices and,
     for an unchanged example, its check. ``simplified`` fixes `SIMPLIFIED` and
     d_k = d_v = d_in (Q = K = V = X) and hides those settings. ``view`` names the
-    page's view parameters (`urlstate.QUERY`, `urlstate.HEAD`) for the link.
+    page's view parameters (`urlstate.QUERY`, `urlstate.HEAD`,
+    `urlstate.EXPERIMENT`) for the link; ``view_checks`` checks a link's value
+    of a parameter the page binds itself (raising `ConfigError`).
     Invalid input gets ``st.error`` with the backend's message and no charts
     (None), except a bad ``n_heads``, which keeps the steps before the split.
     """
-    urlstate.clean({c.key: c.check_url_value for c in controls.ALL})
+    urlstate.clean({**{c.key: c.check_url_value for c in controls.ALL}, **(view_checks or {})})
     messages = st.container()
     _keep_across_pages()
     presets.apply_link_preset()

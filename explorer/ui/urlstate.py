@@ -11,6 +11,9 @@ The parameters:
   0-based;
 - ``cell``: the explained cell, ``step:row,col`` (``attn_scores:1,0``), of the
   head ``head`` for a per-head step;
+- ``experiment``, on the Experiments page only: the open tab, by its label
+  (Streamlit's tabs bind it to the URL; the page checks it through `clean`'s
+  ``checks``);
 - ``model`` and ``layer``, on the Real model page only: the model by its Hub
   name (``gpt2``; a folder's path never goes into a link) and the layer shown,
   0-based; ``sentence``, ``head``, ``query`` and ``cell`` work there too (the
@@ -42,8 +45,8 @@ from explorer.steps import STEPS
 
 PRESET, HEAD, QUERY, CELL = "preset", "head", "query", "cell"
 MODEL, LAYER = "model", "layer"
+EXPERIMENT = "experiment"
 MATRICES: tuple[str, ...] = tuple(f for fields in GIVEN_MATRICES.values() for f in fields)
-VIEW = (HEAD, QUERY, CELL)
 MAX_LINK_MATRIX_CHARS = 2048
 _PROBLEMS_KEY = "_url_problems"
 _CLEANED_KEY = "_url_cleaned"
