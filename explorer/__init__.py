@@ -8,12 +8,31 @@
     torch.Size([6, 3])
 
 The compute modules (`config`, `tokenizer`, `recipes`, `attention`, `trace`,
-`steps`) import torch only. `explorer.figures` (plotly, pandas) sits above them
-and `explorer.ui` (Streamlit) above that.
+`steps`, `explain`, `presets`, `verify`, `experiments`, `budget`) import torch
+only. `explorer.figures` (plotly, pandas) sits above them and `explorer.ui`
+(Streamlit) above that.
+
+The names below are loaded on first use (PEP 562), so that this package's own
+import takes no lock while it imports anything else. Streamlit runs each
+visitor's first page in its own thread; with eager imports here, one thread
+importing ``explorer`` and another importing ``explorer.trace`` directly
+would each wait for the other, and Python hands one of them a half-imported
+module ("cannot import name 'Trace' from partially initialized module").
 """
 
-from explorer.config import AttentionConfig, ConfigError
-from explorer.steps import STEPS, Step
-from explorer.trace import Trace, compute_trace
+from importlib import import_module
 
-__all__ = ["AttentionConfig", "ConfigError", "STEPS", "Step", "Trace", "compute_trace"]
+_HOMES = {"AttentionConfig": "explorer.config", "ConfigError": "explorer.config",
+          "STEPS": "explorer.steps", "Step": "explorer.steps",
+          "Trace": "explorer.trace", "compute_trace": "explorer.trace"}
+__all__ = list(_HOMES)
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'explorer' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
