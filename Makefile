@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
 
-.PHONY: run test bench fuzz screenshots download-models clean
+.PHONY: run test bench fuzz soak download-models clean
 
 $(VENV)/.app-installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ bench: $(VENV)/.dev-installed
 ## make fuzz: ten times the fuzzing in make test (20,000 backend configs, 3,000 URLs); prints counts
 fuzz: $(VENV)/.dev-installed
 	$(BIN)/python -m tests.fuzzing --examples 20000 --urls 3000
+
+## make soak: 8 visitors at once in Chromium for 3 minutes, each checking its own numbers
+soak: $(VENV)/.dev-installed
+	$(BIN)/python -m tests.soak --seconds 180 --contexts 8
 
 ## make download-models: fetch GPT-2 small and DistilGPT-2 once (online) for offline use
 download-models: $(VENV)/.app-installed

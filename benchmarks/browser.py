@@ -108,7 +108,7 @@ from explorer.explain import explain_cell
 from explorer.steps import STEPS, layout_rows, scale_group, split_after, stages, visible_steps
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
-from tests.server import Server
+from tests.server import Server, rss_mib
 
 try:  # the app's own rule (explorer.ui.render.step_charts uses it)
     from explorer.steps import shows_colour_bar
@@ -1024,22 +1024,6 @@ def print_table(rows: list[dict]) -> None:
 # Memory line
 # ---------------------------------------------------------------------------
 MEMORY_WAIT_S = (30, 90)
-
-
-def rss_mib(pid: int) -> float:
-    """Resident memory (VmRSS) of ``pid`` and all its descendants, in MiB."""
-    total_kib, pending = 0, [pid]
-    while pending:
-        current = pending.pop()
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-            total_kib += next(int(line.split()[1]) for line in status.splitlines()
-                              if line.startswith("VmRSS:"))
-            for task in Path(f"/proc/{current}/task").iterdir():
-                pending += [int(c) for c in (task / "children").read_text().split()]
-        except (FileNotFoundError, ProcessLookupError, StopIteration):
-            continue
-    return total_kib / 1024
 
 
 SETTLED_OR_MESSAGE_JS = """

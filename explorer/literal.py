@@ -25,6 +25,11 @@ import numpy as np
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:=&\"'^%@/])")
 _LINE_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]+")
+_AUTOLINK_STARTS = re.compile(r"(?i)(?<=www)(?=\.)|(?=[@:])")
+"""Where GitHub-flavoured Markdown starts a link by itself: ``www.``, ``http:``
+and ``x@y``. Streamlit links these after reading the escapes, so backslashes
+cannot stop them; an invisible word joiner (U+2060) there does."""
+WORD_JOINER = "\u2060"
 
 
 def markdown(text: str) -> str:
@@ -33,9 +38,12 @@ def markdown(text: str) -> str:
     Every ASCII punctuation mark that Markdown, a Streamlit directive, an
     emoji or icon short code or LaTeX could read gets a backslash (CommonMark
     turns ``\\x`` back into ``x``), and line breaks become spaces, so a
-    visitor's text can start no heading, list or code block.
+    visitor's text can start no heading, list or code block. An invisible
+    word joiner before ``@`` and ``:`` and after ``www`` keeps bare addresses
+    from becoming links.
     """
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", str(text)))
+    text = _AUTOLINK_STARTS.sub(WORD_JOINER, _LINE_BREAKS.sub(" ", str(text)))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 def plotly(text: str) -> str:

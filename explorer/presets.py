@@ -99,7 +99,9 @@ def check(preset: Preset, trace: Trace) -> Check:
 # ---------------------------------------------------------------------------
 # The five seeds
 # ---------------------------------------------------------------------------
-_SIMPLIFIED = {"weight_init": "identity", "scale": False}
+SIMPLIFIED = {"weight_init": "identity", "scale": False}
+"""Simplified attention (seeds 000, 001, 003; book §3.3): no trainable weights
+(Q = K = V = X), no scaling."""
 
 _JOURNEY_X = ((0.43, 0.15, 0.89), (0.55, 0.87, 0.66), (0.57, 0.85, 0.64),
               (0.22, 0.58, 0.33), (0.77, 0.25, 0.10), (0.05, 0.80, 0.55))
@@ -116,7 +118,7 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
                     "scores X·Xᵀ, softmax, context A·X.",
         page=SIMPLIFIED_PAGE,
         config=AttentionConfig(sentence="Your journey starts with one step", d_in=3, d_k=3,
-                               d_v=3, embedding="given", embeddings=_JOURNEY_X, **_SIMPLIFIED),
+                               d_v=3, embedding="given", embeddings=_JOURNEY_X, **SIMPLIFIED),
         query=1,
         references=(
             Reference("attn_scores", cell="notebook cell 13", values=(
@@ -171,7 +173,7 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
                     "normalised three ways: by the sum, naive softmax, softmax.",
         page=SIMPLIFIED_PAGE,
         config=AttentionConfig(sentence="Your journey starts with one step", d_in=3, d_k=3,
-                               d_v=3, seed=123, embedding="uniform", **_SIMPLIFIED),
+                               d_v=3, seed=123, embedding="uniform", **SIMPLIFIED),
         query=1,
         references=(
             Reference("embeddings", row=0, cell="notebook cell 8", values=(0.2961, 0.5166, 0.2517)),
@@ -218,7 +220,7 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
         description="Hand-picked 3-d vectors; simplified attention; the query \"light\".",
         page=SIMPLIFIED_PAGE,
         config=AttentionConfig(sentence="I can't find the light switch", d_in=3, d_k=3, d_v=3,
-                               embedding="given", embeddings=_LIGHT_X, **_SIMPLIFIED),
+                               embedding="given", embeddings=_LIGHT_X, **SIMPLIFIED),
         query=4,
         references=(
             Reference("attn_scores", cell="notebook cell 32", values=(

@@ -25,23 +25,31 @@ PAGE_FILES = {url_path(path): path for path, _ in PAGES.values()}
 """URL path of each page -> its script."""
 
 
+def _serve(env: dict[str, str] | None = None):
+    """A started server, then (after the tests) the check that it logged no exception."""
+    server = Server(env=env)
+    yield server
+    log = server.stop()
+    assert "Traceback" not in log, f"the server logged an exception:\n{log}"
+
+
 @pytest.fixture
 def fresh_server():
     """A server started for this test alone, so the first page opened is the
     first session it ever serves."""
-    server = Server()
-    yield server
-    log = server.stop()
-    assert "Traceback" not in log, f"the server logged an exception:\n{log}"
+    yield from _serve()
 
 
 @pytest.fixture(scope="module")
 def shared_server():
     """One server for a module's tests that need no fresh start."""
-    server = Server()
-    yield server
-    log = server.stop()
-    assert "Traceback" not in log, f"the server logged an exception:\n{log}"
+    yield from _serve()
+
+
+@pytest.fixture(scope="module")
+def offline_server():
+    """One server for a module, offline: the Real model page fetches nothing."""
+    yield from _serve({"HF_HUB_OFFLINE": "1"})
 
 
 @pytest.fixture(scope="session")

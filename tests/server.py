@@ -18,6 +18,22 @@ ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 60
 
 
+def rss_mib(pid: int) -> float:
+    """Resident memory (VmRSS) of ``pid`` and all its descendants, in MiB."""
+    total_kib, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            total_kib += next(int(line.split()[1]) for line in status.splitlines()
+                              if line.startswith("VmRSS:"))
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError, StopIteration):
+            continue
+    return total_kib / 1024
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

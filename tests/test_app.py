@@ -7,7 +7,7 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from explorer import AttentionConfig, compute_trace
+from explorer import AttentionConfig, compute_trace, literal
 from explorer.charts import decode
 from tests.conftest import HOME, PAGE_FILES, ROOT
 
@@ -65,8 +65,9 @@ def z_values(spec: dict) -> np.ndarray:
 
 
 def errors(at: AppTest) -> list[str]:
-    """The error boxes' text, with the markdown escapes (see explorer.literal.markdown) undone."""
-    return [e.value.replace("\\", "") for e in at.error]
+    """The error boxes' text as a visitor reads it: the markdown escapes and word
+    joiners of `explorer.literal.markdown` undone."""
+    return [e.value.replace("\\", "").replace(literal.WORD_JOINER, "") for e in at.error]
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -70,8 +70,8 @@ def test_each_page_opened_first_on_a_fresh_server(fresh_server, page: Page, name
     expect(page.get_by_role("button", name="Deploy")).to_have_count(0)  # client.toolbarMode
     sidebar = page.get_by_test_id("stSidebar")
     # The shared sidebar, with its menu and settings, is there on the first page opened.
-    for label in ("Home", "Simplified attention", "Self-attention"):
-        expect(sidebar.get_by_role("link", name=label)).to_be_visible()
+    for label in ("Home", "Simplified attention", "Self-attention"):  # 2 busy cores: 30 s
+        expect(sidebar.get_by_role("link", name=label)).to_be_visible(timeout=30_000)
     expect(sidebar.get_by_role("textbox", name="Sentence")).to_have_value(
         "Life is short, eat dessert first")
     if name != "Home":

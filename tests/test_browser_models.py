@@ -9,7 +9,6 @@ from playwright.sync_api import Page, expect
 
 from explorer.models import download_command
 from explorer.ui.real_model import DEFAULT_MODEL
-from tests.conftest import Server
 from tests.test_browser import chart_count, page_url, settle
 from tests.tiny_models import save_tiny_gpt2
 
@@ -20,11 +19,8 @@ N_CHARTS = 21  # 20 steps (GPT-2: causal mask and masked scores; W, b, context s
 
 
 @pytest.fixture(scope="module")
-def model_server():
-    server = Server(env={"HF_HUB_OFFLINE": "1"})
-    yield server
-    log = server.stop()
-    assert "Traceback" not in log, f"the server logged an exception:\n{log}"
+def model_server(offline_server):
+    return offline_server
 
 
 @pytest.fixture(scope="module")

@@ -32,8 +32,20 @@ def test_markdown_escapes_every_markup_character_and_line_break(text):
 @given(st.text())
 def test_markdown_removes_only_backslashes_and_line_breaks_when_read_back(text):
     # CommonMark reads "\x" as "x": undoing the escapes gives the text, line breaks as spaces.
-    unescaped = re.sub(r"\\(.)", r"\1", literal.markdown(text))
-    assert unescaped == re.sub(r"[\r\n\v\f\x85\u2028\u2029]+", " ", text)
+    unescaped = re.sub(r"\\(.)", r"\1", literal.markdown(text)).replace(literal.WORD_JOINER, "")
+    assert unescaped == re.sub(r"[\r\n\v\f\x85\u2028\u2029]+", " ", text).replace(
+        literal.WORD_JOINER, "")
+
+
+@pytest.mark.parametrize("address", ["www.pwn.example", "WWW.pwn.example", "pwn@pwn.example",
+                                     "http://127.0.0.1:9/", "HTTPS://x.example", "mailto:x"])
+def test_bare_addresses_get_a_word_joiner_where_markdown_would_start_a_link(address):
+    # Streamlit's Markdown links www., scheme: and x@y after reading escapes; a word
+    # joiner before "." (after www), ":" and "@" stops it (checked in Chromium in
+    # tests/test_hostile.py).
+    read = re.sub(r"\\(.)", r"\1", literal.markdown(f"see {address} now"))
+    assert not re.search(r"(?i)www\.|[a-z0-9]@|[a-z]:", read), read
+    assert read.replace(literal.WORD_JOINER, "") == f"see {address} now"
 
 
 def test_plotly_and_html_escape_tags_and_entities():

@@ -10,7 +10,7 @@ import urllib.parse
 import pytest
 
 from explorer.budget import MEMORY_BUDGET_BYTES
-from tests.server import Server
+from tests.server import Server, rss_mib
 
 pytestmark = pytest.mark.browser
 
@@ -23,12 +23,8 @@ SETTLED = ("() => document.querySelector(\"[data-testid='stApp']\")?.dataset.tes
 
 
 def resident_bytes(pid: int) -> int:
-    """VmRSS of a process, from /proc."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmRSS for {pid}")
+    """VmRSS of a process and its children, in bytes (`tests.server.rss_mib`)."""
+    return int(rss_mib(pid) * 1024 * 1024)
 
 
 class PeakSampler(threading.Thread):

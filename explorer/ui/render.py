@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
 import streamlit as st
 
 from explorer import explain, figures, literal
@@ -12,7 +13,6 @@ from explorer.steps import STEPS, TOKENS, Step, layout_rows, shows_colour_bar
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
 from explorer.ui import chart, urlstate
-
 
 
 # ---------------------------------------------------------------------------
@@ -67,7 +67,7 @@ def step_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None
     cells are still explained and linked by their column in the whole step."""
     step = STEPS[name]
     st.latex(step.latex(trace.config))
-    n_rows, n_cols = figures.step_matrix(trace, name, head).shape
+    n_rows, n_cols = figures.step_matrix(trace, name, head, dtype=np.float32).shape
     shown = figures.head_columns(trace, name, head) if head_slice else range(n_cols)
     key = f"chart-{name}" + ("-head" if len(shown) < n_cols else "")
     cell = explained_cell(name, head, (n_rows, n_cols))

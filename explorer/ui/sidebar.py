@@ -12,16 +12,13 @@ import streamlit as st
 
 from explorer import figures, literal
 from explorer.config import GIVEN_MATRICES, AttentionConfig, ConfigError
-from explorer.presets import Preset
+from explorer.presets import SIMPLIFIED, Preset
 from explorer.tokenizer import tokenize
 from explorer.trace import Trace
 from explorer.ui import controls, downloads, matrices, presets, urlstate
 from explorer.ui.cache import cached_trace
 from explorer.ui.controls import ADVANCED, BASIC, Control
 from explorer.ui.navigation import follow_requested_switch, page_menu
-
-SIMPLIFIED = {"weight_init": "identity", "scale": False}
-"""Simplified attention (seeds 000, 001, 003): no trainable weights, no scaling."""
 
 VIEW_KEYS = (urlstate.QUERY, urlstate.HEAD)
 """Session keys of the view pickers, which keep their values across pages too."""
@@ -135,7 +132,8 @@ def _check_link_view(trace: Trace, view: tuple[str, ...]) -> None:
         if step not in trace:
             raise ConfigError(urlstate.CELL, f"this page has no step {step}")
         head = int(urlstate.param(urlstate.HEAD) or 0)
-        matrix = figures.step_matrix(trace, step, min(head, trace.config.n_heads - 1))
+        matrix = figures.step_matrix(trace, step, min(head, trace.config.n_heads - 1),
+                                     dtype=np.float32)
         urlstate.index(urlstate.CELL, str(row), matrix.shape[0])
         urlstate.index(urlstate.CELL, str(col), matrix.shape[1])
         st.session_state[urlstate.CELL] = (step, row, col, head)
