@@ -762,12 +762,13 @@ def _click_cell(page: Page) -> tuple[Callable[[], None], str]:
     middle of the window (unmeasured), and a note if that is not where it clicks.
 
     Chromium delivers a mouse event at whole CSS pixels (the coordinates cut
-    down), and Plotly reads the cell under that point. When the cells are
-    about a pixel or smaller, the pixel holding the centre may belong to a
-    neighbour: then the click goes to the whole pixel nearest the centre that
-    Plotly reads as the cell, as a visitor would aim (the note says so), or
-    to the centre if no pixel is read as the cell. Fails if something else
-    covers the point."""
+    down), and chart.js reads the cell under that pixel's centre
+    (``cellUnderPointer``; Plotly itself would read the pixel's corner). When
+    the cells are about a pixel or smaller, the pixel holding the centre may
+    belong to a neighbour: then the click goes to the whole pixel nearest the
+    centre that is read as the cell, as a visitor would aim (the note says
+    so), or to the centre if no pixel is read as the cell. Fails if something
+    else covers the point."""
     plot = page.locator(f".st-key-chart-{CLICKED_STEP} .js-plotly-plot")
     aim = plot.evaluate(CELL_TARGET_JS, list(CLICKED_CELL))
     (x, y), note = aim["centre"], ""
@@ -775,7 +776,7 @@ def _click_cell(page: Page) -> tuple[Callable[[], None], str]:
     if read != CLICKED_CELL:
         note = (f"{aim['cell_px'][0]:.2f}×{aim['cell_px'][1]:.2f} px cells: the centre "
                 f"({x:.2f}, {y:.2f}) of cell {CLICKED_CELL} arrives as whole pixel "
-                f"({int(x)}, {int(y)}), which Plotly reads as cell {read}; ")
+                f"({int(x)}, {int(y)}), which is read as cell {read}; ")
         if aim["pixel"]:
             x, y = aim["pixel"]
             note += f"clicked whole pixel ({x}, {y}) instead"
@@ -794,8 +795,10 @@ CELL_TARGET_JS = """
   const box = gd.getBoundingClientRect(), xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
   const left = box.left + xa._offset, top = box.top + ya._offset;
   const x = left + xa.l2p(col), y = top + ya.l2p(row);
-  // The cell Plotly reads at a whole-pixel point (category axes: cell i spans i ± 0.5).
-  const cellAt = (px, py) => [Math.round(ya.p2l(py - top)), Math.round(xa.p2l(px - left))];
+  // The cell chart.js reads at a whole pixel: under the pixel's centre (category
+  // axes: cell i spans i ± 0.5).
+  const cellAt = (px, py) => [Math.round(ya.p2l(py + 0.5 - top)),
+                              Math.round(xa.p2l(px + 0.5 - left))];
   const w = Math.abs(xa.l2p(col + 1) - xa.l2p(col)), h = Math.abs(ya.l2p(row + 1) - ya.l2p(row));
   let pixel = null, best = Infinity;
   for (let px = Math.floor(x - w) - 1; px <= Math.ceil(x + w) + 1; px++)
@@ -808,7 +811,7 @@ CELL_TARGET_JS = """
 }
 """
 """Viewport coordinates of the centre of cell (row, col) of a heatmap's graph
-div, the cell Plotly reads at the whole pixel that holds it, the whole pixel
+div, the cell chart.js reads at the whole pixel that holds it, the whole pixel
 nearest the centre read as the cell (or null) and the cell's size."""
 
 

@@ -48,8 +48,6 @@ HIGHLIGHT_COLOUR = "#E69F00"
 MARK_COLOUR = "#000000"
 HEAD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000")
 """Okabe–Ito, the colour-blind-safe qualitative palette (yellow left out: too pale)."""
-MAX_CLICK_CELLS = 1024 * 1024
-"""Every heatmap cell is clickable: the click comes from Plotly itself."""
 MAX_CELL_PX, MIN_HEIGHT_PX, MAX_HEIGHT_PX = 56, 200, 900
 FIXED_MARGIN_SIDE = 64
 """Above this many rows or columns a heatmap's margins are fixed, not measured."""

@@ -89,8 +89,8 @@ def index(name: str, raw: str, size: int | None = None) -> int:
         raise ConfigError(name, f"{name} must be a whole number, 0-based "
                                 f"(got {shown(raw)})") from None
     if value < 0 or (size is not None and value >= size):
-        most = f" and {size - 1}" if size is not None else ""
-        raise ConfigError(name, f"{name} must be between 0{most} (got {value})")
+        allowed = f"between 0 and {size - 1}" if size is not None else "at least 0"
+        raise ConfigError(name, f"{name} must be {allowed} (got {value})")
     return value
 
 
