@@ -25,7 +25,7 @@ from explorer.ui import cache, chart, controls, urlstate
 from explorer.ui.multihead import MAX_SEGMENTED_HEADS
 from explorer.ui.navigation import page_menu
 from explorer.ui.render import set_query
-from explorer.ui.sidebar import _check_link_view, _keep_across_pages, _show_problems
+from explorer.ui.sidebar import check_link_view, keep_across_pages, show_problems
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def settings() -> ModelView | None:
     urlstate.clean({**{c.key: c.check_url_value for c in controls.ALL},
                     urlstate.MODEL: check_model_param, urlstate.LAYER: check_layer_param})
     messages = st.container()
-    _keep_across_pages()
+    keep_across_pages()
     with st.sidebar:
         page_menu()
         st.header("Real model")
@@ -143,7 +143,7 @@ def settings() -> ModelView | None:
             _about(model, label)
             layer = _layer_picker(model)
             view = ModelView(model, key, label, _trace(model, key, label, sentence, layer))
-            _check_link_view(view.trace, (urlstate.QUERY, urlstate.HEAD))
+            check_link_view(view.trace, (urlstate.QUERY, urlstate.HEAD))
     except ModelUnavailable as error:
         st.error(literal.markdown(str(error)))
         name = choice if choice in MODEL_CHOICES else DEFAULT_MODEL
@@ -155,7 +155,7 @@ def settings() -> ModelView | None:
                        "folder saved with save_pretrained().")
     except ConfigError as error:  # ModelError, BudgetError: the message says what to do
         st.error(literal.markdown(str(error)))
-    _show_problems(messages)
+    show_problems(messages)
     with link_box:
         _share_link(choice, view)
     return view
@@ -295,17 +295,9 @@ def _share_link(choice: str, view: ModelView | None) -> None:
     if sentence is not None and sentence != controls.BY_KEY["sentence"].default:
         params["sentence"] = sentence
     if view is not None:
-        for key in (urlstate.LAYER, urlstate.HEAD, urlstate.QUERY):
-            value = st.session_state.get(key)
-            if value is not None and not (key != urlstate.QUERY and value == 0):
-                params[key] = value
-        if (explained := st.session_state.get(urlstate.CELL)) is not None:
-            params[urlstate.CELL] = urlstate.cell_text(*explained[:3])
-    url = urlstate.link(st.context.url or "", params)
-    with st.expander("Link to this view", icon=":material/link:"):
-        st.code(url, language=None, wrap_lines=True)
-        if choice == FOLDER:
-            st.caption("A folder is not part of the link: whoever opens it chooses their own.")
+        params.update(urlstate.view_params((urlstate.LAYER, urlstate.HEAD, urlstate.QUERY)))
+    urlstate.link_box(params, "A folder is not part of the link: whoever opens it chooses "
+                              "their own." if choice == FOLDER else None)
 
 
 # ---------------------------------------------------------------------------

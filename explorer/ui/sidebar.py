@@ -57,7 +57,7 @@ def settings(page: str, simplified: bool = False, extra: tuple[Control, ...] = (
     """
     urlstate.clean({**{c.key: c.check_url_value for c in controls.ALL}, **(view_checks or {})})
     messages = st.container()
-    _keep_across_pages()
+    keep_across_pages()
     presets.apply_link_preset()
     matrices.apply_link_matrices()
     with st.sidebar:
@@ -90,17 +90,17 @@ def settings(page: str, simplified: bool = False, extra: tuple[Control, ...] = (
         trace = cached_trace(config)
     except ConfigError as error:
         st.error(literal.markdown(str(error)))
-        _show_problems(messages)
+        show_problems(messages)
         return None
-    _check_link_view(trace, view)
-    _show_problems(messages)
+    check_link_view(trace, view)
+    show_problems(messages)
     with st.sidebar:
         downloads.take_it_with_you(trace, link)
     presets.show_check(preset, config, trace, page)
     return View(config, trace, preset, before_heads_only)
 
 
-def _show_problems(container) -> None:
+def show_problems(container) -> None:
     with container:
         for message in urlstate.problems().values():
             st.error(literal.markdown(message))
@@ -109,7 +109,7 @@ def _show_problems(container) -> None:
 _VIEW_CHECKED_KEY = "_link_view_checked"
 
 
-def _check_link_view(trace: Trace, view: tuple[str, ...]) -> None:
+def check_link_view(trace: Trace, view: tuple[str, ...]) -> None:
     """On a session's first run, check the link's view against the trace: a
     ``query`` below the token count, a ``head`` below n_heads and a ``cell``
     inside its step. A bad one is noted and dropped; a good ``cell`` becomes
@@ -159,7 +159,7 @@ def _config(fields: dict[str, Any]) -> tuple[AttentionConfig, bool]:
         return AttentionConfig(**{**fields, "n_heads": 1}), True
 
 
-def _keep_across_pages() -> None:
+def keep_across_pages() -> None:
     """Carry the settings over to the page being opened.
 
     Each page registers its own copy of the sidebar widgets. Re-assigning the
@@ -183,23 +183,16 @@ def _share_link(page: str, values: dict[str, Any], base: dict[str, Any],
     params.update({key: value for key, value in values.items()
                    if key in controls.BY_KEY and urlstate.url_value(value)
                    != urlstate.url_value(base[key])})
-    for key in view:
-        value = st.session_state.get(key, urlstate.param(key))
-        if value is not None and not (key == urlstate.HEAD and str(value) == "0"):
-            params[key] = value
-    if (explained := st.session_state.get(urlstate.CELL)) is not None:
-        params[urlstate.CELL] = urlstate.cell_text(*explained[:3])
+    params.update(urlstate.view_params(view))
     edited = {name: m for name, m in given.items() if not _same_numbers(m, starts.get(name))}
     encoded, length = urlstate.matrix_params(edited)
     params.update(encoded)
-    url = urlstate.link(st.context.url or "", params)
-    with st.expander("Link to this view", icon=":material/link:"):
-        st.code(url, language=None, wrap_lines=True, height=min(300, 40 + 22 * (len(url) // 40)))
-        if edited and not encoded:
-            st.caption(f"The link leaves out your hand-edited matrices ({length:,} characters; "
-                       f"a link carries up to {urlstate.MAX_LINK_MATRIX_CHARS:,}). Download "
-                       "them as JSON instead.")
-    return url
+    note = None
+    if edited and not encoded:
+        note = (f"The link leaves out your hand-edited matrices ({length:,} characters; "
+                f"a link carries up to {urlstate.MAX_LINK_MATRIX_CHARS:,}). Download "
+                "them as JSON instead.")
+    return urlstate.link_box(params, note)
 
 
 def _same_numbers(a: Any, b: Any) -> bool:

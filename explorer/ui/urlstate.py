@@ -200,3 +200,29 @@ def link(page_url: str, params: Mapping[str, Any]) -> str:
     query = urllib.parse.urlencode({k: url_value(v) for k, v in params.items()},
                                    safe=",;:", quote_via=urllib.parse.quote)
     return f"{page_url}?{query}" if query else page_url
+
+
+def view_params(keys: tuple[str, ...]) -> dict[str, Any]:
+    """The view pickers' values for the link: each of ``keys`` (`HEAD`, `QUERY`,
+    `LAYER`, `EXPERIMENT`) from session state, else from the URL, leaving out
+    head and layer 0; then the explained cell."""
+    params: dict[str, Any] = {}
+    for key in keys:
+        value = st.session_state.get(key, param(key))
+        if value is not None and not (key in (HEAD, LAYER) and str(value) == "0"):
+            params[key] = value
+    if (explained := st.session_state.get(CELL)) is not None:
+        params[CELL] = cell_text(*explained[:3])
+    return params
+
+
+def link_box(params: Mapping[str, Any], note: str | None = None) -> str:
+    """The sidebar's "Link to this view": this page's URL with ``params``,
+    collapsed, in a code box with Streamlit's copy button, and ``note`` (a
+    caption) under it. Returns the URL."""
+    url = link(st.context.url or "", params)
+    with st.expander("Link to this view", icon=":material/link:"):
+        st.code(url, language=None, wrap_lines=True, height=min(300, 40 + 22 * (len(url) // 40)))
+        if note:
+            st.caption(note)
+    return url
