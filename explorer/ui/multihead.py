@@ -37,7 +37,7 @@ def head_picker(trace: Trace) -> int:
     head = picker("Head to show", list(range(n_heads)), key=urlstate.HEAD,
                   format_func=lambda h: f"head {h}", **extra,
                   on_change=lambda: urlstate.set_param(
-                      urlstate.HEAD, st.session_state[urlstate.HEAD] or None))
+                      urlstate.HEAD, st.session_state[urlstate.HEAD]))
     return 0 if head is None else head
 
 
@@ -66,7 +66,7 @@ def heads_grid(trace: Trace) -> None:
 def _open_head(cell: dict[str, int]) -> None:
     """A click on a head in the grid makes it the head shown."""
     st.session_state[urlstate.HEAD] = cell["trace"]
-    urlstate.set_param(urlstate.HEAD, cell["trace"] or None)
+    urlstate.set_param(urlstate.HEAD, cell["trace"])
 
 
 def causal_second_route(trace: Trace, head: int) -> None:

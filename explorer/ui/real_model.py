@@ -243,7 +243,7 @@ def _about(model: LoadedModel, label: str) -> None:
 
 def _layer_changed() -> None:
     layer = st.session_state[urlstate.LAYER]
-    urlstate.set_param(urlstate.LAYER, layer or None)
+    urlstate.set_param(urlstate.LAYER, layer)
 
 
 def _layer_picker(model: LoadedModel) -> int:
@@ -378,9 +378,9 @@ def _open_example(key: str, name: str) -> None:
 def _open_head(layer: int, head: int) -> None:
     """Show layer ``layer``, head ``head`` (in the pickers and the link)."""
     st.session_state[urlstate.LAYER] = layer
-    urlstate.set_param(urlstate.LAYER, layer or None)
+    urlstate.set_param(urlstate.LAYER, layer)
     st.session_state[urlstate.HEAD] = head
-    urlstate.set_param(urlstate.HEAD, head or None)
+    urlstate.set_param(urlstate.HEAD, head)
 
 
 # ---------------------------------------------------------------------------

@@ -170,9 +170,14 @@ def param(key: str) -> str | None:
     return st.query_params.get(key)
 
 
+ZERO_LEFT_OUT = (HEAD, LAYER)
+"""Parameters a link leaves out at 0, their default."""
+
+
 def set_param(key: str, value: Any | None) -> None:
-    """Write a manual parameter, or remove it when ``value`` is None."""
-    if value is None:
+    """Write a manual parameter, or remove it when ``value`` is None (or 0 for
+    `ZERO_LEFT_OUT`)."""
+    if value is None or (key in ZERO_LEFT_OUT and str(value) == "0"):
         if key in st.query_params:
             del st.query_params[key]
     elif st.query_params.get(key) != str(value):
@@ -209,7 +214,7 @@ def view_params(keys: tuple[str, ...]) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for key in keys:
         value = st.session_state.get(key, param(key))
-        if value is not None and not (key in (HEAD, LAYER) and str(value) == "0"):
+        if value is not None and not (key in ZERO_LEFT_OUT and str(value) == "0"):
             params[key] = value
     if (explained := st.session_state.get(CELL)) is not None:
         params[CELL] = cell_text(*explained[:3])
