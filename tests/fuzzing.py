@@ -120,12 +120,15 @@ def configs(draw) -> dict:
 
 
 def _documented_nan(config: AttentionConfig, trace) -> bool:
-    """NaN the docs explain: the naive softmax overflowing, or the row-sum
-    normalisation dividing by a row that sums to 0."""
+    """NaN the docs explain, and only where its cause is really there: the naive
+    softmax's exp overflowing float32 (a score above ~88.7) or underflowing to 0
+    in a whole row (0/0), or the row-sum normalisation dividing by a row that
+    sums to 0."""
+    scores = trace["masked_scores"] if config.causal else trace["scaled_scores"]
     if config.normalization == "naive_softmax":
-        return True
+        exps = torch.exp(scores)
+        return bool(torch.isinf(exps).any() or (exps.sum(dim=-1) == 0).any())
     if config.normalization == "sum":
-        scores = trace["masked_scores"] if config.causal else trace["scaled_scores"]
         sums = torch.nan_to_num(scores, neginf=0.0).sum(dim=-1)
         return bool((sums == 0).any())
     return False
@@ -281,9 +284,11 @@ def main() -> None:
     counts, problems = fuzz_backend(args.examples)
     print_counts(f"Backend: AttentionConfig + compute_trace ({args.examples:,} examples asked)",
                  counts)
-    url_counts, url_problems = fuzz_pages(args.urls)
-    print_counts(f"Pages: random URL parameters in AppTest ({args.urls:,} sets asked)",
-                 url_counts)
+    url_problems: list[str] = []
+    if args.urls:  # --urls 0: the backend alone
+        url_counts, url_problems = fuzz_pages(args.urls)
+        print_counts(f"Pages: random URL parameters in AppTest ({args.urls:,} sets asked)",
+                     url_counts)
     for problem in (problems + url_problems)[:20]:
         print("  !", problem)
     raise SystemExit(1 if problems or url_problems else 0)
