@@ -7,12 +7,14 @@ import time
 
 import cachetools
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer import AttentionConfig, compute_trace
 from explorer.budget import BudgetError, WorkBudget, trace_bytes
 from explorer.ui import cache
+from tests.test_seeds import OMEGA_1_002
 
 
 @settings(max_examples=60, deadline=None)
@@ -82,3 +84,8 @@ def test_a_cached_trace_equals_a_fresh_one():
     assert list(cached) == list(fresh)
     for name in fresh:
         assert (cached[name] == fresh[name]).all(), name
+    # And a cache hit holds the book's numbers (seed 002, ω for the query "is").
+    hit = cache.cached_trace(AttentionConfig())
+    assert hit is cache.cached_trace(AttentionConfig())
+    torch.testing.assert_close(hit["attn_scores"][1], torch.tensor(OMEGA_1_002),
+                               rtol=0, atol=5e-5)
