@@ -55,9 +55,10 @@ def tick_labels(page: Page, chart: int | Locator, axis: str = "y") -> list[str]:
     """The tick labels of a Plotly chart (the ``chart``-th, or a locator) as the
     browser shows them: top to bottom (y) or left to right (x)."""
     plot = page.locator(".js-plotly-plot").nth(chart) if isinstance(chart, int) else chart
-    ticks = plot.locator(f".{axis}tick text").all()
-    placed = [(tick.bounding_box()[axis], tick.text_content()) for tick in ticks]
-    return [text for _, text in sorted(placed)]
+    # Read in one go: a chart may redraw (a resize) between two reads of its ticks.
+    return plot.evaluate("""(gd, axis) => [...gd.querySelectorAll(`.${axis}tick text`)]
+        .map((tick) => [tick.getBoundingClientRect()[axis], tick.textContent])
+        .sort((a, b) => a[0] - b[0]).map(([, text]) => text)""", axis)
 
 
 @pytest.mark.parametrize("name", [n for n in PAGE_FILES
