@@ -139,9 +139,6 @@ def written_sum(terms: tuple[Term, ...], decimals: int = 4) -> str:
     return " + ".join("·".join(_num(f, decimals) for f in t.factors) for t in terms)
 
 
-def _head(tensor: Tensor, head: int) -> Tensor:
-    return tensor[head] if tensor.dim() == 3 else tensor
-
 
 _PROJECTIONS = {"queries": ("Q", "W_query", "b_query"), "keys": ("K", "W_key", "b_key"),
                 "values": ("V", "W_value", "b_value")}
@@ -172,13 +169,13 @@ def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explana
     (`explorer.steps.STEPS`: ω, ω̃, ω̂, α, α′, Z). Raises ``KeyError`` for a step
     not in the trace and ``IndexError`` for a cell outside it."""
     c = trace.config
-    matrix = _head(trace[name], head)
+    matrix = trace.head(name, head)
     if matrix.dim() == 1:
         matrix = matrix[None]
     if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]):
         raise IndexError(f"{name} has no cell ({row}, {col}); its shape is {tuple(matrix.shape)}")
     value = float(matrix[row, col])
-    per_head = c.n_heads > 1 and trace[name].dim() == 3
+    per_head = c.n_heads > 1 and trace.per_head(name)
     h = f"_{head}" if per_head else ""
     names = _Names(trace)
     at = partial(Explanation, name, position=(f"head {head}, " if per_head else "")
@@ -205,7 +202,7 @@ def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explana
             return at(cell, "−∞ (masked)", MASKED, (),
                       note=f"Key {k} (position {col}) comes after query {q} (position {row}): "
                            "masked to −∞, so its weight will be exactly 0.")
-        qv, kv = _head(trace["queries"], head)[row], _head(trace["keys"], head)[col]
+        qv, kv = trace.head("queries", head)[row], trace.head("keys", head)[col]
         terms = dot_product_terms(qv, kv, [f"Q{h}[{q}, {i}]·K{h}[{k}, {i}]"
                                            for i in range(qv.shape[0])])
         formula = f"q{h}[{q}] · k{h}[{k}] = Σ_i Q{h}[{q}, i] · K{h}[{k}, i]"
@@ -217,7 +214,7 @@ def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explana
     if name == "attn_weights":
         source = "masked_scores" if c.causal else "scaled_scores"
         s = _SCORE_SYMBOLS[source if c.scale or c.causal else "attn_scores"] + h
-        scores = _head(trace[source], head)[row].to(torch.float64)
+        scores = trace.head(source, head)[row].to(torch.float64)
         labels = [f"key {names.token(j)}" for j in range(scores.shape[0])]
         cell = names.cell(name, f"α{h}", row, col)
         if c.normalization == "sum":
@@ -238,8 +235,8 @@ def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explana
                   note=f"m = {shift:.4f}" if c.normalization == "softmax" else "")
 
     if name == "dropped_weights":
-        alpha = float(_head(trace["attn_weights"], head)[row, col])
-        kept = float(_head(trace["dropout_mask"], head)[row, col])
+        alpha = float(trace.head("attn_weights", head)[row, col])
+        kept = float(trace.head("dropout_mask", head)[row, col])
         factor = 1.0 / (1.0 - c.dropout)
         term = Term("α·D/(1−p)", (alpha, kept, factor), alpha * kept * factor)
         return at(names.cell(name, f"α′{h}", row, col),
@@ -249,9 +246,9 @@ def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explana
         width = c.head_dim_v
         head_of_col, local = (col // width, col % width) if c.n_heads > 1 else (0, col)
         hh = f"_{head_of_col}" if c.n_heads > 1 else ""
-        weights = trace["dropped_weights"] if "dropped_weights" in trace else trace["attn_weights"]
-        a = _head(weights, head_of_col)[row].to(torch.float64)
-        v = _head(trace["values"], head_of_col)[:, local].to(torch.float64)
+        weights = "dropped_weights" if "dropped_weights" in trace else "attn_weights"
+        a = trace.head(weights, head_of_col)[row].to(torch.float64)
+        v = trace.head("values", head_of_col)[:, local].to(torch.float64)
         alpha = "α′" if "dropped_weights" in trace else "α"
         terms = tuple(Term(f"{alpha}{hh}[{q}, {names.token(j)}]·V{hh}[{names.token(j)}, {local}]",
                            (float(a[j]), float(v[j])), float(a[j] * v[j]))

@@ -599,7 +599,7 @@ def _sections(trace: Trace, names: list[str], heads: Sequence[int] | None
     order: the steps before the heads (with any step in between that has no head
     axis, such as the causal mask), then the per-head steps once for each head,
     then the steps after the heads. Without a head axis: one section."""
-    per_head = [name for name in names if trace[name].dim() == 3]
+    per_head = [name for name in names if trace.per_head(name)]
     if not per_head:
         return [("", None, names)]
     first, last = names.index(per_head[0]), names.index(per_head[-1])
@@ -688,7 +688,7 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
             colour = "" if head is None else f' style="color: {head_colour(head)}"'
             body.append(f"<h2{colour}>{literal.html(heading)}</h2>")
         for row in layout_rows(section):
-            cells = "".join(_chart_div(trace, name, head if trace[name].dim() == 3 else None,
+            cells = "".join(_chart_div(trace, name, head if trace.per_head(name) else None,
                                        len(row), shows_colour_bar(row, i))
                             for i, name in enumerate(row))
             body.append(f'<div class="row" style="grid-template-columns: repeat({len(row)}, '

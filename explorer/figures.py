@@ -66,9 +66,7 @@ def step_matrix(trace: Trace, name: str, head: int = 0, head_slice: bool = False
     one row, booleans as 0/1. ``head_slice``: only head ``head``'s columns
     (`head_columns`), e.g. (d_model, head_dim) of a real model's W_query.
     ``dtype=np.float32`` gives the trace's own numbers without a copy (charts)."""
-    tensor = trace[name]
-    if tensor.dim() == 3:
-        tensor = tensor[head]
+    tensor = trace.head(name, head)
     if tensor.dim() == 1:
         tensor = tensor[None, :]
     if head_slice:
@@ -224,7 +222,7 @@ def heatmap_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | N
     own (row, column). See `matrix_chart` for the rest."""
     step = STEPS[name]
     values = step_matrix(trace, name, head, head_slice, np.float32)
-    per_head = trace[name].dim() == 3
+    per_head = trace.per_head(name)
     sliced = head_slice and len(head_columns(trace, name, head)) < trace[name].shape[-1]
     if title is None:
         title = step.title(trace.config, values.shape)
@@ -655,7 +653,7 @@ def attention_lines_chart(trace: Trace, name: str = "attn_weights", head: int = 
         notes.append(f"weights ≥ {threshold:g} only ({n} tokens)")
     if (finite & (values < 0)).any() or not finite.all():
         notes.append("negative and non-finite weights not drawn")
-    heads = f", head {head}" if trace[name].dim() == 3 else ""
+    heads = f", head {head}" if trace.per_head(name) else ""
     title = f"{step.label}{heads}: query → key" + (f"; {', '.join(notes)}" if notes else "")
     width = _label_width_px(labels) if show_labels else 10
     layout = {

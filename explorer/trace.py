@@ -59,6 +59,17 @@ class Trace(Mapping):
     def n_tokens(self) -> int:
         return len(self.tokens)
 
+    def per_head(self, name: str) -> bool:
+        """Whether step ``name`` has a leading head axis ``(n_heads, n, ·)``
+        (the steps after the split when ``n_heads > 1``)."""
+        return self[name].dim() == 3
+
+    def head(self, name: str, head: int = 0) -> Tensor:
+        """Step ``name`` as head ``head`` sees it: ``(n, ·)`` of a per-head step,
+        the whole step otherwise (the heads share it)."""
+        tensor = self[name]
+        return tensor[head] if tensor.dim() == 3 else tensor
+
     @property
     def nbytes(self) -> int:
         """Bytes held by the step tensors (what a cache of traces pays)."""

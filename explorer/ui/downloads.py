@@ -82,7 +82,7 @@ def _one_matrix(trace: Trace) -> None:
     name = st.selectbox("One matrix as CSV", names, key=CSV_STEP_KEY,
                         format_func=lambda n: STEPS[n].label)
     head = None
-    if trace[name].dim() == 3:
+    if trace.per_head(name):
         heads = list(range(trace[name].shape[0]))
         _keep_choice(CSV_HEAD_KEY, heads, 0)
         head = st.selectbox("head", heads, key=CSV_HEAD_KEY, format_func=lambda h: f"head {h}")

@@ -59,8 +59,7 @@ def temperature(trace: Trace) -> None:
         f"(entropy → log n = {torch.log(torch.tensor(float(trace.n_tokens))):.3f}). "
         "Scaling by √d_k is a temperature of √d_k.")
     t = st.select_slider("temperature T", TEMPERATURES, value=1.0, key="exp_temperature")
-    scores = trace["scaled_scores"]
-    scores = scores[0] if scores.dim() == 3 else scores
+    scores = trace.head("scaled_scores")
     if trace.config.causal:
         scores = scores.masked_fill(trace["causal_mask"], float("-inf"))
     weights = ex.with_temperature(scores.to(torch.float64), t)
@@ -95,8 +94,7 @@ def softmax_dim(trace: Trace) -> None:
         "so that every query spreads exactly one unit of attention.")
     which = st.radio("scores", (SYMMETRIC, ASYMMETRIC), horizontal=True, key="exp_dim_scores")
     x = trace["embeddings"].to(torch.float64)
-    scores = x @ x.T if which == SYMMETRIC else trace["attn_scores"]
-    scores = scores[0] if scores.dim() == 3 else scores
+    scores = x @ x.T if which == SYMMETRIC else trace.head("attn_scores")
     trap = ex.keepdim_trap(scores)
     verdict = ("the same matrix" if trap.dims_agree else "different matrices")
     st.markdown(f"On these scores the naive dim=0 and dim=1 give **{verdict}** "
