@@ -18,6 +18,7 @@ const MATRICES = (window.__explorerMatrices ??= new Map()); // hash -> Float32Ar
 const MATRIX_CACHE_BYTES = 128 * 2 ** 20;
 const TEXT_PX = { 4: 46, 2: 30 }; // cell width a number with so many decimals needs
 const MIN_TEXT_HEIGHT_PX = 14;
+const TOOLBAR_PX = 36; // the upright Plotly toolbar's width and a little air
 let plotlyLoading = null;
 
 export function loadPlotly(url) {
@@ -168,13 +169,21 @@ export async function draw(div, header, matrices, onClick) {
       Math.max(size.min_height, size.rows * cell + size.vertical)));
   }
   const touch = window.matchMedia?.("(hover: none)").matches;
+  if (!touch) {
+    // The toolbar shows on hover, upright at the figure's top right: keep it in
+    // the right margin, off the cells (a short chart would lose its top-right cells).
+    layout.margin = { ...layout.margin, r: Math.max(layout.margin?.r ?? 0, TOOLBAR_PX) };
+  }
   const config = {
     displaylogo: false,
     responsive: true,
     displayModeBar: touch ? false : "hover",
     toImageButtonOptions: { format: "png", filename: header.filename, scale: 2 },
     modeBarButtonsToAdd: [svgButton(Plotly, header.filename)],
-    modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d"],
+    // Five buttons (PNG, SVG, zoom, pan, reset) stay one upright column, even on
+    // the shortest chart, so the toolbar fits its margin.
+    modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d", "zoomIn2d", "zoomOut2d",
+      "toggleSpikelines", "hoverClosestCartesian", "hoverCompareCartesian"],
   };
   const build = (area) => figure.data.map((spec) =>
     (spec.matrix ? traceWithMatrix(spec, matrices, area, columns).trace : spec));

@@ -106,6 +106,22 @@ def test_the_toolbar_shows_on_hover_beside_the_title_and_not_on_touch_screens(
     assert bar["x"] >= title["x"] + title["width"] or bar["y"] >= title["y"] + title["height"]
     context.close()
 
+    # Nor does it cover cells: on a short, wide chart (2 tokens × 32 dims) it once
+    # wrapped into two columns over the top-right cells, which a click then missed.
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page.goto(page_url(shared_server, "Self_attention", sentence="one two", d_in="32",
+                       d_k="32", d_v="32"))
+    page.locator(".st-key-chart-queries .js-plotly-plot .nsewdrag").wait_for()
+    for key in ("queries", "keys", "values", "attn_weights"):
+        chart = page.locator(f".st-key-chart-{key} .js-plotly-plot")
+        chart.scroll_into_view_if_needed()
+        chart.hover()
+        bar, cells = chart.locator(".modebar").bounding_box(), \
+            chart.locator(".nsewdrag").first.bounding_box()
+        assert bar["x"] >= cells["x"] + cells["width"] or bar["y"] >= cells["y"] + cells[
+            "height"], (key, bar, cells)
+    page.context.close()
+
     touch = browser.new_context(viewport={"width": 390, "height": 800}, has_touch=True,
                                 is_mobile=True)
     touch.add_init_script(RUN_COUNTER)
