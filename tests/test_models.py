@@ -45,6 +45,7 @@ from explorer.models import (
 from explorer.models.__main__ import main as cli
 from explorer.models.tokens import bytes_to_unicode
 from explorer.trace import Trace
+from tests.tiny_models import randomise
 
 ATOL = 1e-5
 IDS = [5, 17, 42, 8, 17, 93, 0, 64, 31]  # a repeat (17) and the vocabulary's ends
@@ -59,19 +60,6 @@ BERT_MAX_POSITIONS = 16
 # ---------------------------------------------------------------------------
 # Tiny models, saved to folders
 # ---------------------------------------------------------------------------
-def _randomise(module: torch.nn.Module, seed: int) -> None:
-    """Every parameter from a local generator, biases included (the default init
-    zeroes them, which would hide a missing bias): LayerNorm weights near 1,
-    everything else N(0, 0.3²)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            noise = torch.randn(p.shape, generator=g) * 0.3
-            is_norm = name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight",
-                                     "LayerNorm.weight"))
-            p.copy_(1.0 + noise / 3 if is_norm else noise)
-
-
 def _gpt2_tokenizer_files(folder: Path) -> None:
     """A byte-level BPE vocabulary for just the characters of `GPT2_TEXT`."""
     byte_char = hf_bytes_to_unicode()
@@ -90,7 +78,7 @@ def gpt2_dir(tmp_path_factory) -> Path:
     with torch.random.fork_rng():
         model = GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=99,
                                            bos_token_id=0, eos_token_id=0))
-    _randomise(model, seed=1)
+    randomise(model, seed=1)
     model.save_pretrained(folder)
     _gpt2_tokenizer_files(folder)
     return folder
@@ -103,7 +91,7 @@ def bert_dir(tmp_path_factory) -> Path:
         model = BertForMaskedLM(BertConfig(
             num_hidden_layers=2, num_attention_heads=2, hidden_size=32, intermediate_size=64,
             vocab_size=99, max_position_embeddings=BERT_MAX_POSITIONS))
-    _randomise(model, seed=2)
+    randomise(model, seed=2)
     model.save_pretrained(folder)
     (folder / "vocab.txt").write_text("\n".join(BERT_VOCAB) + "\n", encoding="utf-8")
     return folder

@@ -29,8 +29,9 @@ WORDS = ("Life", "is", "short", "eat", "dessert", "first", "the", "The", "animal
 MAX_POSITIONS = 256
 
 
-def _randomise(module: torch.nn.Module, seed: int) -> None:
-    """Every parameter from a local generator: LayerNorm weights near 1,
+def randomise(module: torch.nn.Module, seed: int) -> None:
+    """Every parameter from a local generator, biases included (the default init
+    zeroes them, which would hide a missing bias): LayerNorm weights near 1,
     everything else N(0, 0.3²)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -71,7 +72,7 @@ def save_tiny_gpt2(folder: Path, seed: int = 1, n_layer: int = 2, n_head: int = 
             n_layer=n_layer, n_head=n_head, n_embd=n_embd, vocab_size=len(vocab),
             n_positions=MAX_POSITIONS, bos_token_id=len(vocab) - 1,
             eos_token_id=len(vocab) - 1))
-    _randomise(model, seed)
+    randomise(model, seed)
     model.save_pretrained(folder)
     (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
     (folder / "merges.txt").write_text(
@@ -92,7 +93,7 @@ def save_tiny_bert(folder: Path, seed: int = 2, n_layers: int = 2, n_heads: int 
             num_hidden_layers=n_layers, num_attention_heads=n_heads, hidden_size=hidden,
             intermediate_size=2 * hidden, vocab_size=len(vocab),
             max_position_embeddings=MAX_POSITIONS))
-    _randomise(model, seed)
+    randomise(model, seed)
     model.save_pretrained(folder)
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     return folder
