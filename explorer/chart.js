@@ -161,18 +161,22 @@ export async function draw(div, header, matrices, onClick) {
   const layout = { ...figure.layout, width: undefined, autosize: true };
   const columns = header.columns ?? 1;
   const size = header.size;
+  const touch = window.matchMedia?.("(hover: none)").matches;
+  const marginRight = layout.margin?.r ?? 0;
+  if (!touch) {
+    // Every chart's toolbar shows on hover, upright at the figure's top right, so
+    // it never covers the title; and in the right margin, off the cells (a short
+    // chart would lose its top-right cells).
+    layout.modebar = { ...layout.modebar, orientation: "v" };
+    layout.margin = { ...layout.margin, r: Math.max(marginRight, TOOLBAR_PX) };
+  }
   if (size) {
-    // Cells as square as the column allows, within the height limits.
-    const width = div.clientWidth || 600;
+    // Cells as square as the column allows (less the toolbar's extra margin),
+    // within the height limits.
+    const width = (div.clientWidth || 600) - ((layout.margin?.r ?? 0) - marginRight);
     const cell = Math.min(size.max_cell, Math.max(1, (width - size.chrome) / size.cols));
     layout.height = Math.round(Math.min(size.max_height,
       Math.max(size.min_height, size.rows * cell + size.vertical)));
-  }
-  const touch = window.matchMedia?.("(hover: none)").matches;
-  if (!touch) {
-    // The toolbar shows on hover, upright at the figure's top right: keep it in
-    // the right margin, off the cells (a short chart would lose its top-right cells).
-    layout.margin = { ...layout.margin, r: Math.max(layout.margin?.r ?? 0, TOOLBAR_PX) };
   }
   const config = {
     displaylogo: false,

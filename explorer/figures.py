@@ -176,7 +176,6 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
                   "autorange": "reversed", "automargin": True},
         "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
         "shapes": shapes, "dragmode": False, "hovermode": "closest",
-        "modebar": {"orientation": "v"},
         "plot_bgcolor": "#ffffff",
     }
     # Every chart keeps room for a colour bar, so that neighbours on one scale (only
@@ -343,7 +342,7 @@ def heads_grid_chart(trace: Trace, name: str = "attn_weights", columns: int = 4,
     layout: dict = {"title": {"text": f"{step.label} of every head ({n}×{n} each)",
                               "x": 0, "xanchor": "left", "font": {"size": 15}},
                     "margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "annotations": [],
-                    "dragmode": False, "modebar": {"orientation": "v"}, "shapes": []}
+                    "dragmode": False, "shapes": []}
     data = []
     cols = min(columns, n_heads)
     small = n <= 12
@@ -664,7 +663,7 @@ def attention_lines_chart(trace: Trace, name: str = "attn_weights", head: int = 
         "margin": {"l": 10 + width // 2, "r": 10 + width // 2, "t": 50, "b": 10},
         "legend": {"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0,
                    "title": {"text": "weight"}},
-        "dragmode": False, "hovermode": "closest", "modebar": {"orientation": "v"},
+        "dragmode": False, "hovermode": "closest",
         "plot_bgcolor": "#ffffff", "showlegend": True,
     }
     size = {"rows": n, "cols": 1, "max_cell": 24, "chrome": 0, "vertical": 140,
@@ -702,8 +701,7 @@ def head_overview_chart(overview, layer: int | None = None, head: int | None = N
                                       f"{n_heads} heads)", "x": 0, "xanchor": "left",
                               "font": {"size": 15}},
                     "margin": {"l": 40, "r": 10, "t": 60, "b": 10}, "annotations": [],
-                    "shapes": [], "dragmode": False, "hovermode": "closest",
-                    "modebar": {"orientation": "v"}}
+                    "shapes": [], "dragmode": False, "hovermode": "closest"}
     data = []
     domains = grid_domains(n_layers * n_heads, n_heads, gap=0.02)
     for k, ((x0, x1), (y0, y1)) in enumerate(domains):
