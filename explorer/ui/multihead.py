@@ -13,13 +13,10 @@ from explorer import attention as att
 from explorer import figures, verify
 from explorer.trace import Trace
 from explorer.ui import chart, urlstate
+from explorer.ui.render import index_picker
 
 VERIFY_TOLERANCE = 1e-4
 """Largest difference from PyTorch still shown as agreement (float32 rounding)."""
-
-
-MAX_SEGMENTED_HEADS = 16
-"""Up to this many heads the picker is a row of buttons, above it a list."""
 
 
 def head_picker(trace: Trace) -> int:
@@ -32,13 +29,7 @@ def head_picker(trace: Trace) -> int:
         st.session_state[urlstate.HEAD] = int(raw)
     if st.session_state.get(urlstate.HEAD) not in range(n_heads):
         st.session_state[urlstate.HEAD] = 0
-    picker = st.segmented_control if n_heads <= MAX_SEGMENTED_HEADS else st.selectbox
-    extra = {"required": True} if picker is st.segmented_control else {}
-    head = picker("Head to show", list(range(n_heads)), key=urlstate.HEAD,
-                  format_func=lambda h: f"head {h}", **extra,
-                  on_change=lambda: urlstate.set_param(
-                      urlstate.HEAD, st.session_state[urlstate.HEAD]))
-    return 0 if head is None else head
+    return index_picker("Head to show", n_heads, urlstate.HEAD, "head")
 
 
 def head_split(trace: Trace) -> None:
@@ -65,8 +56,7 @@ def heads_grid(trace: Trace) -> None:
 
 def _open_head(cell: dict[str, int]) -> None:
     """A click on a head in the grid makes it the head shown."""
-    st.session_state[urlstate.HEAD] = cell["trace"]
-    urlstate.set_param(urlstate.HEAD, cell["trace"])
+    urlstate.set_view(urlstate.HEAD, cell["trace"])
 
 
 def causal_second_route(trace: Trace, head: int) -> None:

@@ -22,9 +22,8 @@ from explorer.config import ConfigError, shown
 from explorer.models import EXAMPLES, LoadedModel, ModelUnavailable, download_command
 from explorer.trace import Trace
 from explorer.ui import cache, chart, controls, urlstate
-from explorer.ui.multihead import MAX_SEGMENTED_HEADS
 from explorer.ui.navigation import page_menu
-from explorer.ui.render import set_query
+from explorer.ui.render import index_picker, set_query
 from explorer.ui.sidebar import check_link_view, keep_across_pages, show_problems
 
 
@@ -241,11 +240,6 @@ def _about(model: LoadedModel, label: str) -> None:
         f"{source}."))
 
 
-def _layer_changed() -> None:
-    layer = st.session_state[urlstate.LAYER]
-    urlstate.set_param(urlstate.LAYER, layer)
-
-
 def _layer_picker(model: LoadedModel) -> int:
     """Pick the layer to show (0-based). A link's ``layer`` is the first choice;
     one outside the model is noted, and layer 0 shown."""
@@ -259,12 +253,8 @@ def _layer_picker(model: LoadedModel) -> int:
             urlstate.set_param(urlstate.LAYER, None)
     if st.session_state.get(urlstate.LAYER) not in range(n_layers):
         st.session_state[urlstate.LAYER] = 0
-    picker = st.segmented_control if n_layers <= MAX_SEGMENTED_HEADS else st.selectbox
-    extra = {"required": True} if picker is st.segmented_control else {}
-    layer = picker("Layer to show", list(range(n_layers)), key=urlstate.LAYER,
-                   format_func=lambda i: f"layer {i}", on_change=_layer_changed,
-                   persist_state="session", **extra)
-    return 0 if layer is None else layer
+    return index_picker("Layer to show", n_layers, urlstate.LAYER, "layer",
+                        persist_state="session")
 
 
 def _trace(model: LoadedModel, key: str, label: str, sentence: str, layer: int) -> Trace:
@@ -368,19 +358,16 @@ def _open_example(key: str, name: str) -> None:
     st.session_state["sentence"] = example.text
     _open_head(found.layer, found.head)
     set_query(found.query_index)
-    cell = ("attn_weights", found.query_index, found.key_index, found.head)
-    st.session_state[urlstate.CELL] = cell
-    urlstate.set_param(urlstate.CELL, urlstate.cell_text(*cell[:3]))
+    urlstate.set_view(urlstate.CELL,
+                      ("attn_weights", found.query_index, found.key_index, found.head))
     st.session_state[_FOUND_KEY] = (key, example.text, True,
                                     f"{example.title} {found.describe()}")
 
 
 def _open_head(layer: int, head: int) -> None:
     """Show layer ``layer``, head ``head`` (in the pickers and the link)."""
-    st.session_state[urlstate.LAYER] = layer
-    urlstate.set_param(urlstate.LAYER, layer)
-    st.session_state[urlstate.HEAD] = head
-    urlstate.set_param(urlstate.HEAD, head)
+    urlstate.set_view(urlstate.LAYER, layer)
+    urlstate.set_view(urlstate.HEAD, head)
 
 
 # ---------------------------------------------------------------------------

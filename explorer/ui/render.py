@@ -28,20 +28,15 @@ def explained_cell(name: str, head: int, shape: tuple[int, int]) -> tuple[int, i
     row, col = explained[1:3]
     if row < shape[0] and col < shape[1]:
         return row, col
-    _set_cell(None)
+    urlstate.set_view(urlstate.CELL, None)
     return None
-
-
-def _set_cell(cell: tuple[str, int, int, int] | None) -> None:
-    st.session_state[urlstate.CELL] = cell
-    urlstate.set_param(urlstate.CELL, urlstate.cell_text(*cell[:3]) if cell else None)
 
 
 def _follow_click(step: Step, head: int, cell: dict[str, int], col_offset: int = 0) -> None:
     """Explain the clicked cell; in a chart whose rows are tokens it also
     picks the query. ``col_offset``: the chart shows one head's columns from
     that one on (a head slice), so the cell's column in the step is col + offset."""
-    _set_cell((step.name, cell["row"], cell["col"] + col_offset, head))
+    urlstate.set_view(urlstate.CELL, (step.name, cell["row"], cell["col"] + col_offset, head))
     if step.rows.labels == TOKENS:
         set_query(cell["row"])
 
@@ -170,10 +165,25 @@ def page_header(title: str, intro: str) -> None:
     st.markdown(intro)
 
 
+MAX_BUTTONS = 16
+"""Up to this many choices (heads, layers) an index picker is a row of buttons;
+beyond, a drop-down."""
+
+
+def index_picker(label: str, count: int, key: str, word: str, **options) -> int:
+    """Pick one of ``count`` things (a head, a layer), 0-based, under the view
+    parameter ``key`` (`urlstate.HEAD`, `urlstate.LAYER`), which follows the
+    choice into the link. ``options`` go to the Streamlit widget."""
+    picker = st.segmented_control if count <= MAX_BUTTONS else st.selectbox
+    extra = {"required": True} if picker is st.segmented_control else {}
+    value = picker(label, list(range(count)), key=key, format_func=lambda i: f"{word} {i}",
+                   on_change=urlstate.follow_picker, args=(key,), **extra, **options)
+    return 0 if value is None else value
+
+
 def set_query(query: int | None) -> None:
     """Make ``query`` the highlighted query token (in session and in the link)."""
-    st.session_state[urlstate.QUERY] = query
-    urlstate.set_param(urlstate.QUERY, query)
+    urlstate.set_view(urlstate.QUERY, query)
 
 
 def query_picker(trace: Trace, label: str, default: int | None = None,
@@ -193,5 +203,4 @@ def query_picker(trace: Trace, label: str, default: int | None = None,
     st.session_state.setdefault(urlstate.QUERY, default)
     return st.selectbox(label, options, key=urlstate.QUERY, placeholder="none",
                         format_func=lambda i: "none" if i is None else labels[i],
-                        on_change=lambda: urlstate.set_param(
-                            urlstate.QUERY, st.session_state[urlstate.QUERY]))
+                        on_change=urlstate.follow_picker, args=(urlstate.QUERY,))

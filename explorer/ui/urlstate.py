@@ -184,6 +184,19 @@ def set_param(key: str, value: Any | None) -> None:
         st.query_params[key] = str(value)
 
 
+def set_view(key: str, value: Any | None) -> None:
+    """Show ``value`` in the view picker ``key`` (`HEAD`, `QUERY`, `LAYER`,
+    `CELL`) and write it into the URL: session state and link in one step. A
+    cell ``(step, row, col, head)`` is written as `cell_text`."""
+    st.session_state[key] = value
+    set_param(key, cell_text(*value[:3]) if key == CELL and value is not None else value)
+
+
+def follow_picker(key: str) -> None:
+    """A view picker's ``on_change``: write its new value into the URL."""
+    set_param(key, st.session_state[key])
+
+
 # ---------------------------------------------------------------------------
 # The link
 # ---------------------------------------------------------------------------
