@@ -197,7 +197,6 @@ def compare(trace: Trace) -> None:
                            key=f"exp-compare-{name}-{part}")
 
 
-
 EXPERIMENTS = {
     "Why divide by √d_k": why_scale,
     "Temperature": temperature,
