@@ -44,8 +44,7 @@ st.caption("Each example loads the exact setup of a book section or teaching not
 gallery()
 
 if view is not None:
-    trace = view.trace
     st.subheader("Tokens and ids")
     st.caption("The sentence is split on whitespace and punctuation at word ends is "
                "stripped. A token's id is its position in the sorted vocabulary.")
-    token_table(trace)
+    token_table(view)

@@ -195,6 +195,19 @@ _CHOICES = {
 _BOOLS = ("scale", "causal", "out_proj")
 
 
+def int_bounds(name: str) -> tuple[int, int]:
+    """``(lowest, highest)`` allowed for the whole-number field ``name``
+    (``d_in``, ``seed``, ``n_heads`` ...), as `parse_field` checks them.
+    Raises ``KeyError`` for a field that is not a whole number."""
+    return _INT_LIMITS[name]
+
+
+def choices(name: str) -> tuple[str, ...]:
+    """The options of the choice field ``name`` (``embedding``, ``weight_init``,
+    ``normalization``), as `parse_field` checks them. Raises ``KeyError``."""
+    return _CHOICES[name]
+
+
 def parse_field(name: str, value: Any) -> Any:
     """Check one scalar field of `AttentionConfig` on its own and return it typed.
 

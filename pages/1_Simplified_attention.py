@@ -6,9 +6,7 @@ from explorer import figures, literal
 from explorer.presets import SIMPLIFIED_PAGE
 from explorer.steps import visible_steps
 from explorer.tokenizer import token_labels
-from explorer.ui import urlstate
 from explorer.ui.lessons import normalization_comparison, softmax_overflow
-from explorer.ui.presets import requested_query
 from explorer.ui.render import number_table, page_header, query_picker, step_charts
 from explorer.ui.sidebar import settings
 
@@ -19,15 +17,13 @@ page_header(
     "turns each row into weights, and each context vector is a weighted average of the "
     "embeddings. This is section 3.3 of *Build a Large Language Model (From Scratch)*.",
 )
-view = settings(SIMPLIFIED_PAGE, simplified=True, view=(urlstate.QUERY,))
+view = settings(SIMPLIFIED_PAGE)
 if view is not None:
     trace = view.trace
-    query = query_picker(trace, "Query token: look at one token's attention in detail "
-                                "(or click a row in a chart)",
-                         default=min(1, trace.n_tokens - 1), preset_query=requested_query())
+    query = query_picker(view, "Query token: look at one token's attention in detail "
+                               "(or click a row in a chart)")
 
-    step_charts(trace, visible_steps(trace, lambda step: not step.projection),
-                highlight_row=query)
+    step_charts(view, visible_steps(trace, lambda step: not step.projection))
 
     st.header(f"One query, written out: “{literal.markdown(token_labels(trace.tokens)[query])}”")
     st.markdown("Its score with every key is a dot product; normalising the row gives "
@@ -40,5 +36,5 @@ if view is not None:
                 "this query, as the teaching notebook compares them. Each row sums to 1. Both softmaxes "
                 "keep every weight positive whatever the sign of the scores; dividing by the "
                 "row sum does not, and breaks when a row sums to 0.")
-    normalization_comparison(view.config, query)
-    softmax_overflow(trace)
+    normalization_comparison(view)
+    softmax_overflow(view)

@@ -2,9 +2,7 @@
 
 from explorer.presets import SELF_ATTENTION_PAGE
 from explorer.steps import visible_steps
-from explorer.ui import urlstate
 from explorer.ui.lessons import softmax_overflow
-from explorer.ui.presets import requested_query
 from explorer.ui.render import page_header, query_picker, step_charts
 from explorer.ui.sidebar import settings
 
@@ -17,9 +15,8 @@ page_header(
     "context vectors are the weighted sums of the values. Each matrix below is drawn "
     "with its formula; hover a cell to read its value, click it to see how it was computed.",
 )
-view = settings(SELF_ATTENTION_PAGE, view=(urlstate.QUERY,))
+view = settings(SELF_ATTENTION_PAGE)
 if view is not None:
-    query = query_picker(view.trace, "Highlight a query token in every chart",
-                         preset_query=requested_query())
-    step_charts(view.trace, visible_steps(view.trace), highlight_row=query)
-    softmax_overflow(view.trace)
+    query_picker(view, "Highlight a query token in every chart")
+    step_charts(view, visible_steps(view.trace))
+    softmax_overflow(view)

@@ -4,11 +4,8 @@ import streamlit as st
 
 from explorer.presets import MULTI_HEAD_PAGE
 from explorer.steps import split_after, stages, visible_steps
-from explorer.ui import urlstate
-from explorer.ui.controls import MULTI_HEAD
 from explorer.ui.multihead import (causal_second_route, dropout_note, head_picker, head_split,
                                    heads_grid, verification)
-from explorer.ui.presets import requested_query
 from explorer.ui.render import page_header, query_picker, step_charts
 from explorer.ui.sidebar import settings
 
@@ -21,25 +18,24 @@ page_header(
     "mixes the concatenated heads. The page opens with the mask on and two heads; change "
     "them at the top of the sidebar.",
 )
-view = settings(MULTI_HEAD_PAGE, extra=MULTI_HEAD, view=(urlstate.QUERY, urlstate.HEAD))
+view = settings(MULTI_HEAD_PAGE)
 if view is not None:
     trace = view.trace
     before, per_head, after = stages(visible_steps(trace))
-    query = query_picker(trace, "Highlight a query token in every chart",
-                         preset_query=requested_query())
+    query_picker(view, "Highlight a query token in every chart")
 
     st.header("1. Project X, then split into heads")
-    step_charts(trace, before, highlight_row=query)
+    step_charts(view, before)
     if not view.before_heads_only:
         verification(trace)
         head_split(trace)
 
         st.header("2. Attention inside one head")
-        head = head_picker(trace)
+        head = head_picker(view)
         weights, dropout = split_after(per_head, "attn_weights")
-        step_charts(trace, weights, head=head, highlight_row=query)
+        step_charts(view, weights, head=head)
         causal_second_route(trace, head)
-        step_charts(trace, dropout, head=head, highlight_row=query)
+        step_charts(view, dropout, head=head)
         dropout_note(trace)
         if view.config.n_heads > 1:
             st.subheader("Every head at a glance")
@@ -47,4 +43,4 @@ if view is not None:
 
         st.header("3. Concatenate the heads" + (" and project" if view.config.has_out_proj
                                                  else ""))
-        step_charts(trace, after, highlight_row=query)
+        step_charts(view, after)

@@ -19,8 +19,8 @@ page_header(
 view = real_model.settings()
 if view is not None:
     trace = view.trace
-    head = head_picker(trace)
-    query = query_picker(trace, "Highlight a query token in every chart")
+    head = head_picker(view)
+    query_picker(view, "Highlight a query token in every chart")
     real_model.verification(view)
     real_model.examples(view)
 
@@ -28,19 +28,19 @@ if view is not None:
     st.caption("The model's own tokenizer splits the sentence: GPT-2 writes a word's leading "
                "space as ·, BERT marks the rest of a split word with ## and adds [CLS] and "
                "[SEP]. Each id is the token's row in the model's vocabulary.")
-    token_table(trace)
+    token_table(view)
 
     before, per_head, after = stages(visible_steps(trace))
     st.header(f"1. Layer {view.layer}'s input, and head {head}'s slice of the weights")
-    step_charts(trace, before, head=head, highlight_row=query, head_slice=True)
+    step_charts(view, before, head=head, head_slice=True)
 
     st.header(f"2. Attention inside head {head}")
-    step_charts(trace, per_head, head=head, highlight_row=query)
-    step_charts(trace, ["context"], head=head, highlight_row=query, head_slice=True)
+    step_charts(view, per_head, head=head)
+    step_charts(view, ["context"], head=head, head_slice=True)
 
     st.header("3. The whole layer: every head's context side by side, then the output "
               "projection")
-    step_charts(trace, after, highlight_row=query)
+    step_charts(view, after)
 
     st.header("4. Every head at a glance")
     real_model.every_head(view, head)

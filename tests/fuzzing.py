@@ -28,10 +28,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from explorer import AttentionConfig, ConfigError, compute_trace
-from explorer.ui.controls import BY_KEY
 from explorer.ui.navigation import PAGES
-from explorer.ui.experiments import EXPERIMENTS
-from explorer.ui.urlstate import CELL, EXPERIMENT, HEAD, MATRICES, PRESET, QUERY
+from explorer.ui.state import ENTRIES, EXPERIMENT_LABELS
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the Real model page must not wait on a network
@@ -178,7 +176,7 @@ def fuzz_backend(examples: int) -> tuple[Counter, list[str]]:
     return counts, problems
 
 
-_URL_KEYS = [*BY_KEY, PRESET, HEAD, QUERY, CELL, EXPERIMENT, *MATRICES]
+_URL_KEYS = list(ENTRIES)  # every declared entry, settings and view values alike
 _URL_VALUES = st.one_of(
     st.sampled_from(["inf", "-inf", "nan", "1e309", "-1e309", "9" * 400, "-5", "0", "", "abc",
                      "4", "2", "true", "false", "yes", "0.5", "1.5", "\u202e7", "\x00", "\x07",
@@ -197,9 +195,10 @@ _VALID_URL_VALUES = {
     "normalization": ["softmax", "naive_softmax", "sum"], "causal": ["true", "false"],
     "n_heads": ["1", "2"], "dropout": ["0.1", "0.5"], "dropout_seed": ["3"],
     "out_proj": ["on", "off"], "vocab_size": ["100", "2000"],
-    PRESET: ["journey", "life-is-short", "illustrated"], HEAD: ["0", "1"], QUERY: ["0", "2"],
-    CELL: ["attn_scores:1,0", "queries:0,1"], "embeddings": ["1,2;3,4"],
-    EXPERIMENT: list(EXPERIMENTS),
+    "preset": ["journey", "life-is-short", "illustrated"], "head": ["0", "1"],
+    "query": ["0", "2"], "cell": ["attn_scores:1,0", "queries:0,1"], "embeddings": ["1,2;3,4"],
+    "experiment": [*EXPERIMENT_LABELS, *EXPERIMENT_LABELS.values()], "temperature": ["0.05"],
+    "model": ["gpt2"], "layer": ["1"], "csv_step": ["context"], "n_keys": ["64"],
 }
 
 

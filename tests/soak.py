@@ -61,8 +61,7 @@ from explorer.presets import (
 )
 from explorer.steps import STEPS
 from explorer.tokenizer import token_labels
-from explorer.ui import urlstate
-from explorer.ui.controls import BY_KEY, PAGE_DEFAULTS
+from explorer.ui.state import ENTRIES
 from explorer.ui.navigation import HOME_PAGE, PAGES
 from tests.server import Server, rss_mib
 
@@ -100,8 +99,8 @@ def url_path(page: str) -> str:
 # ---------------------------------------------------------------------------
 # What a visitor has set, and the numbers the page must show for it
 # ---------------------------------------------------------------------------
-def _default(key: str):
-    return BY_KEY[key].default
+def _default(key: str, page: str | None = None):
+    return ENTRIES[key].default_on(page)
 
 
 @dataclass(frozen=True)
@@ -114,8 +113,8 @@ class Settings:
     d_in: int = _default("d_in")
     d_k: int = _default("d_k")
     d_v: int = _default("d_v")
-    causal: bool = PAGE_DEFAULTS.get(MULTI_HEAD_PAGE, {}).get("causal", _default("causal"))
-    n_heads: int = PAGE_DEFAULTS.get(MULTI_HEAD_PAGE, {}).get("n_heads", _default("n_heads"))
+    causal: bool = _default("causal", MULTI_HEAD_PAGE)
+    n_heads: int = _default("n_heads", MULTI_HEAD_PAGE)
     head: int = 0
 
     def config(self, page: str) -> AttentionConfig:
@@ -389,7 +388,7 @@ async def _edit(visitor: Visitor, page: Page) -> tuple[str, Settings, str] | Non
     if kind == "query":
         labels = token_labels(s.config(where).tokens)
         label = rng.choice(labels)
-        box = page.locator(f".st-key-{urlstate.QUERY} input").first
+        box = page.locator(".st-key-query input").first
         await box.scroll_into_view_if_needed()
         if await box.input_value() == label:  # picking it again would start no run
             return None

@@ -98,19 +98,21 @@ def test_self_attention_offers_four_downloads_that_parse(offered):
     assert 'id="chart-context"' in report and "seed=7" in report
 
 
-def test_one_matrix_of_one_head_and_the_script_to_copy(offered, monkeypatch):
+def test_one_matrix_of_the_head_shown_and_the_script_to_copy(offered, monkeypatch):
     at = open_page(PAGE_FILES["Causal_and_multi_head"], TWO_HEADS)
     trace = compute_trace(TWO_HEADS_CONFIG)
-    at.selectbox(key=downloads.CSV_STEP_KEY).set_value("attn_weights").run()
-    at.selectbox(key=downloads.CSV_HEAD_KEY).set_value(1).run()
+    at.selectbox(key="csv_step").set_value("attn_weights").run()
+    at.segmented_control(key="head").set_value(1).run()  # the page shows head 1: so does the CSV
     csv_download = sidebar_downloads(at, offered)["CSV"]
     assert csv_download.file_name == "attn_weights_head1_life-is-short-eat-dessert-first.csv"
     numbers = parse_csv_matrix(csv_download.make().encode(), (6, 6), "attn_weights")
     assert torch.equal(torch.tensor(numbers, dtype=torch.float32), trace["attn_weights"][1])
+    assert "Head 1, the head shown on the page." in [c.value for c in at.sidebar.caption]
 
-    # A step without heads has no head picker.
-    at.selectbox(key=downloads.CSV_STEP_KEY).set_value("context").run()
-    assert not [box for box in at.sidebar.selectbox if box.key == downloads.CSV_HEAD_KEY]
+    # A step without heads says no head.
+    at.selectbox(key="csv_step").set_value("context").run()
+    assert sidebar_downloads(at, offered)["CSV"].file_name.startswith("context_life")
+    assert not any(c.value.startswith("Head ") for c in at.sidebar.caption)
 
     # The script to copy is built only while its popover is open.
     built = []
@@ -146,6 +148,7 @@ def _model_trace_sidebar():
     from explorer.models.layer_trace import ModelConfig
     from explorer.trace import Trace
     from explorer.ui.downloads import take_it_with_you
+    from explorer.ui.state import View
 
     steps = compute_trace(AttentionConfig(sentence="a cat", d_in=3, d_k=3, d_v=3,
                                           vocab_size=10))
@@ -154,9 +157,10 @@ def _model_trace_sidebar():
                          token_pieces=("a", "·cat"), text="a cat")
     import streamlit as st
 
+    trace = Trace(config, config.tokens, dict(steps))
+    st.session_state.setdefault("csv_step", "attn_weights")
     with st.sidebar:
-        take_it_with_you(Trace(config, config.tokens, dict(steps)),
-                         "http://localhost:8501/Real_model")
+        take_it_with_you(View("Real model", config, trace, {}, link="http://localhost:8501/Real_model"))
 
 
 def test_a_real_model_trace_gets_no_script(offered):

@@ -11,8 +11,7 @@ from explorer import AttentionConfig, compute_trace
 from explorer import experiments as ex
 from explorer.explain import explain_cell
 from explorer.presets import EXPERIMENTS_PAGE, SELF_ATTENTION_PAGE
-from explorer.ui import urlstate
-from explorer.ui.experiments import EXPERIMENTS
+from explorer.ui.state import EXPERIMENT_LABELS
 from explorer.ui.navigation import PAGES
 from tests.test_app import all_charts, errors, open_link, open_page, z_values
 
@@ -36,16 +35,16 @@ def y_values(spec: dict, trace_index: int = 0) -> list[float]:
 
 def open_tab(label: str, query: dict[str, str] | None = None):
     """The Experiments page with tab ``label`` open, by its link."""
-    return open_link(PAGE, {urlstate.EXPERIMENT: label, **(query or {})})
+    return open_link(PAGE, {"experiment": label, **(query or {})})
 
 
 def test_experiments_page_loads():
     at = open_page(PAGE)
     assert not at.exception and errors(at) == []
-    assert [t.label for t in at.tabs] == list(EXPERIMENTS)
+    assert at.segmented_control(key="experiment").options == list(EXPERIMENT_LABELS.values())
 
 
-def test_only_the_open_tab_is_drawn_and_the_link_names_it():
+def test_only_the_open_experiment_is_drawn_and_the_link_names_it():
     first = set(all_charts(open_page(PAGE)))
     assert first and all(key.startswith(("exp-entropy", "exp-max", "exp-scal", "exp-var"))
                          or "scal" in key for key in first), first
@@ -53,20 +52,23 @@ def test_only_the_open_tab_is_drawn_and_the_link_names_it():
     assert not at.exception and errors(at) == []
     drawn = set(all_charts(at))
     assert "exp-perm-original" in drawn and not drawn & first
-    assert [c.value for c in at.sidebar.code] == ["?experiment=Permutation"]
+    assert [c.value for c in at.sidebar.code] == ["?experiment=permutation"]
+    # The link's short name and the label of older links open the same experiment.
+    assert set(all_charts(open_tab("permutation"))) == drawn
 
 
 def test_a_bad_experiment_in_a_link_gets_a_message():
     at = open_tab("<b>nope</b>")
     assert not at.exception
-    assert any("experiment" in e and "Permutation" in e for e in errors(at)), errors(at)
+    assert any("experiment must be one of scaling, temperature" in e and "permutation" in e
+               for e in errors(at)), errors(at)
     assert "exp-entropy" in all_charts(at)  # the first tab, as without the parameter
 
 
 def test_scaling_curves_follow_the_keys_slider():
     at = open_page(PAGE)
     before = y_values(chart(at, "exp-entropy"))
-    at.select_slider(key="exp_scaling_keys").set_value(64).run()
+    at.select_slider(key="n_keys").set_value(64).run()
     after = y_values(chart(at, "exp-entropy"))
     curves = ex.scaling_curves(seed=123, n_keys=64)
     np.testing.assert_allclose(after, curves.entropy, rtol=1e-9)
@@ -78,9 +80,9 @@ def test_scaling_curves_follow_the_keys_slider():
 
 def test_temperature_slider_changes_the_weights_and_entropy():
     at = open_tab("Temperature")
-    at.select_slider(key="exp_temperature").set_value(0.1).run()
+    at.select_slider(key="temperature").set_value(0.1).run()
     sharp = z_values(chart(at, "exp-temperature-weights"))
-    at.select_slider(key="exp_temperature").set_value(10.0).run()
+    at.select_slider(key="temperature").set_value(10.0).run()
     flat = z_values(chart(at, "exp-temperature-weights"))
     trace = compute_trace(AttentionConfig())
     expected = torch.softmax(trace["scaled_scores"].double() / 10.0, dim=-1)
@@ -98,7 +100,7 @@ def test_keepdim_trap_on_symmetric_and_asymmetric_scores():
     np.testing.assert_array_equal(dim0, dim1)  # X·Xᵀ is symmetric: the bug hides
     np.testing.assert_allclose(dim0.sum(axis=0), 1, atol=1e-9)  # columns, not rows
     assert not np.allclose(dim0.sum(axis=1), 1)
-    at.radio(key="exp_dim_scores").set_value(at.radio(key="exp_dim_scores").options[1]).run()
+    at.radio(key="dim_scores").set_value(at.radio(key="dim_scores").options[1]).run()
     dim0 = z_values(chart(at, "exp-dim-dim0"))
     dim1 = z_values(chart(at, "exp-dim-dim1"))
     assert not np.allclose(dim0, dim1)  # Q·Kᵀ is not symmetric: the dims differ
@@ -114,10 +116,10 @@ def test_shuffling_permutes_the_context_and_positions_break_it():
     order = [rows.index(label) for label in shuffled["data"][0]["y"]]
     assert sorted(order) == list(range(6)) and order != list(range(6))
     np.testing.assert_allclose(z_values(shuffled), z_values(original)[order], atol=1e-5)
-    at.button(key="exp_shuffle").click().run()
+    at.button(key="shuffle").click().run()
     reshuffled = chart(at, "exp-perm-shuffled")["data"][0]["y"]
     assert list(reshuffled) != list(shuffled["data"][0]["y"])
-    at.toggle(key="exp_positions").set_value(True).run()
+    at.toggle(key="positions").set_value(True).run()
     difference = z_values(chart(at, "exp-perm-difference"))
     assert np.abs(difference).max() > 1e-3
 
@@ -133,11 +135,11 @@ def test_compare_two_configurations():
                                scaled["attn_weights"].numpy(), atol=1e-6)
     np.testing.assert_allclose(z_values(chart(at, "exp-compare-attn_weights-b")),
                                unscaled["attn_weights"].numpy(), atol=1e-6)
-    at.toggle(key="exp_b_scale").set_value(True).run()
+    at.toggle(key="b_scale").set_value(True).run()
     assert np.abs(z_values(chart(at, "exp-compare-attn_weights-diff"))).max() == 0
-    at.toggle(key="exp_b_causal").set_value(True).run()
+    at.toggle(key="b_causal").set_value(True).run()
     assert np.abs(z_values(chart(at, "exp-compare-context-diff"))).max() > 0
-    at.text_input(key="exp_a_seed").set_value("abc").run()
+    at.text_input(key="a_seed").set_value("abc").run()
     assert not at.exception
     assert any("seed must be a whole number" in e for e in errors(at))
 
@@ -156,9 +158,9 @@ def test_big_matrices_explain_a_cell_picked_by_number():
     at = open_page(PAGES[SELF_ATTENTION_PAGE][0],
                    {"sentence": " ".join(f"w{i}" for i in range(70)), "d_in": "8"})
     assert not at.exception
-    at.number_input(key="chart-attn_scores-row").set_value(3)
-    at.number_input(key="chart-attn_scores-col").set_value(65)
-    at.button(key="chart-attn_scores-explain").click().run()
+    at.number_input(key="pick-chart-attn_scores-row").set_value(3)
+    at.number_input(key="pick-chart-attn_scores-col").set_value(65)
+    at.button(key="pick-chart-attn_scores-explain").click().run()
     trace = compute_trace(AttentionConfig(sentence=" ".join(f"w{i}" for i in range(70)), d_in=8))
     written = [c.value for c in at.code if "·" in c.value]
     assert written == [explain_cell(trace, "attn_scores", 3, 65).written()]

@@ -22,6 +22,7 @@ from streamlit.testing.v1 import AppTest
 from explorer import AttentionConfig, budget, compute_trace, figures
 from explorer.explain import explain_cell
 from explorer.models import compute_model_trace, download_command, load_model
+from explorer.models.catalogue import MODEL_CHOICES
 from explorer.presets import SELF_ATTENTION_PAGE
 from explorer.steps import STEPS
 from explorer.ui import cache, chart, real_model
@@ -67,15 +68,15 @@ def handlers(monkeypatch) -> dict:
     return seen
 
 
-def clicked(handler, cell: dict) -> tuple[dict, dict]:
+def clicked(handler, cell: dict) -> dict:
     """Run a chart's click handler as Streamlit would, on an empty session:
-    returns the session state and URL parameters it set."""
-    state, params = {}, {}
+    returns the session state it set (a callback only sets state; the next
+    run writes the link)."""
+    state = {}
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(streamlit, "session_state", state)
-        patch.setattr(streamlit, "query_params", params)
         handler(cell)
-    return state, params
+    return state
 
 
 def open_direct(query: dict | None = None) -> AppTest:
@@ -90,7 +91,7 @@ def open_model(folder, query: dict | None = None, sentence: str | None = SENTENC
     every run on the way (a link's problems show until a setting changes)."""
     at = open_direct(query)
     steps = [lambda: at.selectbox(key="model").set_value(real_model.FOLDER),
-             lambda: at.text_input(key=real_model.FOLDER_KEY).set_value(str(folder))]
+             lambda: at.text_input(key="folder").set_value(str(folder))]
     if sentence is not None:
         steps.append(lambda: at.text_input(key="sentence").set_value(sentence))
     for step in steps:
@@ -188,17 +189,18 @@ def test_a_click_on_a_head_slice_explains_its_cell_in_the_whole_matrix(gpt2_dir,
     at = open_model(gpt2_dir)
     at.segmented_control(key="head").set_value(1).run()
     # A click on row 3, column 4 of head 1's 32×16 slice of W_query is W_query[3, 20].
-    state, params = clicked(handlers["chart-W_query-head"], {"trace": 0, "row": 3, "col": 4})
-    assert state["cell"] == ("W_query", 3, 20, 1) and params["cell"] == "W_query:3,20"
+    state = clicked(handlers["chart-W_query-head"], {"trace": 0, "row": 3, "col": 4})
+    assert state["cell"] == ("W_query", 3, 20, 1)
     at.session_state["cell"] = state["cell"]
     at.run()
+    assert "head=1" in at.sidebar.code[0].value and "cell=W_query:3,20" in at.sidebar.code[0].value
     trace = compute_model_trace(load_model(gpt2_dir), SENTENCE, layer=0)
     text = " ".join(m.value.replace("\\", "") for m in at.markdown)
     assert f"W_query[3, 20]** (row 3, column 20) = {trace['W_query'][3, 20]:.4f}" in text
     marked = charts(at)["W_query-head"]["layout"]["shapes"][0]
     assert (marked["x0"], marked["y0"]) == (3.5, 2.5)  # column 4 of the slice, row 3
     # A query's cell adds its bias, by its column in the whole matrix too.
-    state, _ = clicked(handlers["chart-queries"], {"trace": 0, "row": 2, "col": 5})
+    state = clicked(handlers["chart-queries"], {"trace": 0, "row": 2, "col": 5})
     at.session_state["cell"] = state["cell"]
     at.run()
     written = next(c.value for c in at.code if c.value.count("·") > 2)  # the sum written out
@@ -212,10 +214,11 @@ def test_a_click_on_the_grid_opens_that_layer_and_head(gpt2_dir, handlers):
     grid = all_charts(at)["head-overview"]
     assert len(grid["data"]) == 4  # 2 layers × 2 heads
     assert "previous token" in grid["data"][3]["matrix"]["hover"]
-    state, params = clicked(handlers["head-overview"], {"trace": 3, "row": 0, "col": 0})
-    assert (state["layer"], state["head"]) == (1, 1) and params == {"layer": "1", "head": "1"}
+    state = clicked(handlers["head-overview"], {"trace": 3, "row": 0, "col": 0})
+    assert (state["layer"], state["head"]) == (1, 1)
     at.session_state["layer"], at.session_state["head"] = 1, 1
     at.run()
+    assert "layer=1&head=1" in at.sidebar.code[0].value
     assert at.segmented_control(key="layer").value == 1
     assert at.segmented_control(key="head").value == 1
     trace = compute_model_trace(load_model(gpt2_dir), SENTENCE, layer=1)
@@ -228,7 +231,7 @@ def test_a_click_on_the_grid_opens_that_layer_and_head(gpt2_dir, handlers):
 
 def test_the_line_view_draws_a_line_per_weight(gpt2_dir):
     at = open_model(gpt2_dir)
-    at.toggle(key="lines-attn_weights").set_value(True).run()
+    at.toggle(key="lines").set_value(True).run()
     lines = all_charts(at)["lines-chart-attn_weights"]
     segments = sum(t["x"].count(None) for t in lines["data"] if t.get("mode") == "lines")
     assert segments == 6 * 7 // 2  # causal: query i has i + 1 nonzero weights
@@ -296,18 +299,19 @@ def test_the_offered_models_sizes_are_their_parameter_counts():
                  "distilgpt2": GPT2Model(GPT2Config(n_layer=6)),
                  "bert-base-uncased": BertModel(BertConfig(), add_pooling_layer=False)}
     for name, model in built.items():
-        assert real_model.MODEL_CHOICES[name].parameters == sum(
+        assert MODEL_CHOICES[name].parameters == sum(
             p.numel() for p in model.parameters()), name
 
 
 def test_the_other_pages_never_import_transformers():
+    # The declared state names the models (explorer.models.catalogue), but loads none of them.
     script = ("import sys, explorer.ui.sidebar, explorer.ui.render, explorer.ui.multihead, "
               "explorer.ui.experiments, explorer.ui.cache, explorer.figures, explorer.export; "
               "print(sorted(m for m in sys.modules if m.startswith(('transformers', "
               "'explorer.models'))))")
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
                          text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert out.stdout.strip() == "['explorer.models', 'explorer.models.catalogue']"
 
 
 def test_the_line_view_keeps_long_inputs_readable():
@@ -323,7 +327,7 @@ def test_the_line_view_keeps_long_inputs_readable():
 
 def test_the_self_attention_page_offers_the_line_view_too():
     at = open_page(PAGES[SELF_ATTENTION_PAGE][0])
-    at.toggle(key="lines-attn_weights").set_value(True).run()
+    at.toggle(key="lines").set_value(True).run()
     lines = all_charts(at)["lines-chart-attn_weights"]
     segments = sum(t["x"].count(None) for t in lines["data"] if t.get("mode") == "lines")
     assert segments == 36  # 6 tokens, every softmax weight above 0

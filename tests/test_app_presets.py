@@ -9,7 +9,6 @@ import torch
 from explorer import AttentionConfig, compute_trace
 from explorer.presets import PRESETS
 from explorer.ui.navigation import PAGES
-from explorer.ui.presets import PICKER_KEY
 from tests.conftest import HOME
 from tests.test_app import all_charts, charts, errors, open_page, z_values
 
@@ -45,10 +44,10 @@ def test_changing_a_preset_says_so_and_reset_brings_the_check_back():
 
 def test_open_button_on_home_loads_the_preset_and_its_page():
     at = open_page(HOME)
-    at.button(key="open-preset-illustrated").click().run()
+    at.button(key="open-illustrated").click().run()
     assert not at.exception
     assert at.title[0].value == "Self-attention"
-    assert at.selectbox(key=PICKER_KEY).value == "illustrated"
+    assert at.selectbox(key="preset").value == "illustrated"
     assert any(s.startswith("✓") for s in successes(at))
 
 
@@ -121,7 +120,7 @@ def test_tables_resize_with_the_sentence_keeping_what_fits():
 
 def test_naive_softmax_overflow_is_shown_not_hidden():
     at = open_page(PAGES["Self-attention"][0], {"normalization": "naive_softmax"})
-    at.select_slider(key="overflow_factor").set_value(50).run()
+    at.select_slider(key="overflow_c").set_value(50).run()
     assert not at.exception
     shown = all_charts(at)
     naive, stable = z_values(shown["overflow-demo-naive-softmax"]), z_values(
@@ -167,7 +166,7 @@ def test_a_bad_csv_is_refused_with_a_message_and_the_table_kept(content, message
 def test_the_overflow_demo_is_drawn_only_when_opened():
     at = open_page(PAGES["Self-attention"][0])
     assert not any(key.startswith("overflow-demo") for key in all_charts(at))
-    at.toggle(key="overflow_demo").set_value(True).run()
+    at.toggle(key="overflow").set_value(True).run()
     assert {"overflow-demo-naive-softmax", "overflow-demo-softmax"} <= set(all_charts(at))
 
 
@@ -191,7 +190,7 @@ def test_a_links_query_wins_over_the_presets_own_query_token():
 
 def test_picking_an_example_in_the_sidebar_opens_its_page():
     at = open_page(HOME)
-    picker = at.selectbox(key=PICKER_KEY)
+    picker = at.selectbox(key="preset")
     assert "Illustrated self-attention: whole-number inputs and weights" in picker.options
     picker.set_value("illustrated").run()
     assert not at.exception

@@ -41,8 +41,7 @@ from explorer.explain import explain_cell
 from explorer.presets import EXPERIMENTS_PAGE, SIMPLIFIED_PAGE
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
-from explorer.ui import urlstate
-from explorer.ui.controls import BY_KEY
+from explorer.ui.state import ENTRIES
 from explorer.ui.navigation import HOME_PAGE, PAGES
 from tests.conftest import url_path
 from tests.soak import Settings, finished_run
@@ -92,8 +91,8 @@ BAD_VALUES = [("d_in", "<b>x</b>"), ("preset", "<img src=x onerror=alert(1)>"),
               *zip(("d_k", "d_v", "seed", "vocab_size", "weight_init", "normalization",
                     "scale", "causal", "n_heads", "head", "query", "cell"), BATTERY.values())]
 """Link parameters with values the app refuses and echoes in its message."""
-MODEL_BAD_VALUES = [(urlstate.MODEL, f"{BATTERY['html']} {BATTERY['bare links']}"),
-                    (urlstate.LAYER, BATTERY["bold colour"])]
+MODEL_BAD_VALUES = [("model", f"{BATTERY['html']} {BATTERY['bare links']}"),
+                    ("layer", BATTERY["bold colour"])]
 """The Real model page's own parameters (it has no presets, so ``preset`` is not its)."""
 UNKNOWN_NAMES = ["<b>x</b>", *BATTERY.values()]
 """Link parameters of no known name, which the app names in its message."""
@@ -343,7 +342,7 @@ def expected_trace(path: str, sentence: str, model=None) -> Trace:
     if path == MODEL_PAGE:
         from explorer.models import compute_model_trace
         return compute_model_trace(model, sentence, layer=0)
-    settings = Settings(sentence=sentence, seed=int(BY_KEY["seed"].default))
+    settings = Settings(sentence=sentence, seed=int(ENTRIES["seed"].default))
     return compute_trace(settings.config(PAGE_NAMES.get(path, "")))
 
 
@@ -371,9 +370,9 @@ def check_tokens(watch: Watch, where: str, path: str, trace: Trace,
                              e => e.textContent === tokens[Number(e.id.split('-').pop())]); }""",
                        tokens)
     if PAGE_NAMES.get(path) == EXPERIMENTS_PAGE:  # the permutation: its order and a chart
-        tab = page.get_by_role("tab", name="Permutation")
-        if tab.get_attribute("aria-selected") != "true":
-            tab.click()
+        button = page.get_by_role("radio", name="Permutation", exact=True)
+        if button.get_attribute("aria-checked") != "true":
+            button.click()
         watch.wait_for(where, f"""(tokens) => [...document.querySelectorAll('p')].some(e => {{
                            const text = e.textContent{STRIP_ZERO_WIDTH_JS};
                            if (!text.startsWith('Order: ')) return false;

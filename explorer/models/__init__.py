@@ -11,35 +11,44 @@
 Without weights on the machine, fetch GPT-2 small once while online:
 ``python -m explorer.models download gpt2``.
 
-Modules: `anatomy` (where each architecture keeps its attention), `loading`,
+Modules: `catalogue` (the models offered by name and the memory budget's
+default), `anatomy` (where each architecture keeps its attention), `loading`,
 `tokens` (readable sub-word tokens), `forward` (hooked forward passes),
 `layer_trace` (the trace), `check` (against the model), `heads` (every head at
 a glance; heads found by measuring). Pure torch and transformers: no UI.
+
+The names below load on first use (PEP 562), as in `explorer`: importing
+`explorer.models.catalogue` (every page's settings need the model names) does
+not import transformers, which only the Real model page needs.
 """
 
-from explorer.models.check import TOLERANCE, ModelCheck, against_model, assert_matches_model
-from explorer.models.errors import (DOWNLOAD_COMMAND, ModelError, ModelMismatch,
-                                    ModelUnavailable, download_command)
-from explorer.models.heads import (
-    EXAMPLES,
-    HeadExample,
-    HeadOverview,
-    HeadScore,
-    ResolvedExample,
-    head_overview,
-    previous_token_heads,
-    resolve_example,
-    strongest_head,
-)
-from explorer.models.layer_trace import ModelConfig, compute_model_trace, model_trace_bytes
-from explorer.models.loading import LoadedModel, download, load_model, offline_reason
-from explorer.models.tokens import find_token, model_input, readable_piece, readable_tokens
+from importlib import import_module
 
-__all__ = [
-    "DOWNLOAD_COMMAND", "EXAMPLES", "TOLERANCE", "HeadExample", "HeadOverview", "HeadScore",
-    "LoadedModel", "ModelCheck", "ModelConfig", "ModelError", "ModelMismatch",
-    "ModelUnavailable", "ResolvedExample", "against_model", "assert_matches_model",
-    "compute_model_trace", "download", "download_command", "find_token", "head_overview", "load_model",
-    "model_input", "model_trace_bytes", "offline_reason", "previous_token_heads",
-    "readable_piece", "readable_tokens", "resolve_example", "strongest_head",
-]
+_HOMES = {
+    **dict.fromkeys(("TOLERANCE", "ModelCheck", "against_model", "assert_matches_model"),
+                    "explorer.models.check"),
+    **dict.fromkeys(("DOWNLOAD_COMMAND", "ModelError", "ModelMismatch", "ModelUnavailable",
+                     "download_command"), "explorer.models.errors"),
+    **dict.fromkeys(("EXAMPLES", "HeadExample", "HeadOverview", "HeadScore", "ResolvedExample",
+                     "head_overview", "previous_token_heads", "resolve_example",
+                     "strongest_head"), "explorer.models.heads"),
+    **dict.fromkeys(("ModelConfig", "compute_model_trace", "model_trace_bytes"),
+                    "explorer.models.layer_trace"),
+    **dict.fromkeys(("LoadedModel", "download", "load_model", "offline_reason"),
+                    "explorer.models.loading"),
+    **dict.fromkeys(("find_token", "model_input", "readable_piece", "readable_tokens"),
+                    "explorer.models.tokens"),
+    **dict.fromkeys(("DEFAULT_MODEL", "MODEL_CHOICES", "ModelChoice"),
+                    "explorer.models.catalogue"),
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        return getattr(import_module(_HOMES[name]), name)
+    raise AttributeError(f"module 'explorer.models' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,4 +1,6 @@
-"""The Experiments page's five experiments, each a function of the current trace."""
+"""The Experiments page's five experiments, each a function of the page's
+`explorer.ui.state.View`. The open experiment and every parameter are entries
+of `explorer.ui.state`, so a link reproduces them."""
 
 from __future__ import annotations
 
@@ -7,16 +9,12 @@ import torch
 
 from explorer import experiments as ex
 from explorer import figures, literal
-from explorer.config import OPTION_HELP, AttentionConfig, ConfigError, shown
+from explorer.config import AttentionConfig, ConfigError
 from explorer.tokenizer import token_labels
-from explorer.trace import Trace
-from explorer.ui import chart, urlstate
+from explorer.ui import chart, state, widgets
 from explorer.ui.cache import cached_trace
 from explorer.ui.render import number_table
-
-TEMPERATURES = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
-SCALING_KEYS = (4, 16, 64, 256)
-SHUFFLES_KEY = "_exp_shuffles"
+from explorer.ui.state import SCALING_KEYS, View
 
 
 @st.cache_data(max_entries=16, show_spinner="Sampling random queries and keys…")
@@ -24,7 +22,7 @@ def _curves(seed: int, n_keys: int) -> ex.ScalingCurves:
     return ex.scaling_curves(seed=seed, n_keys=n_keys)
 
 
-def why_scale(trace: Trace) -> None:
+def why_scale(view: View) -> None:
     """1. Why divide by √d_k: variance, entropy and max weight against d_k."""
     st.markdown(
         "Take queries and keys with independent entries of variance 1. Then q·k is a sum of "
@@ -34,10 +32,10 @@ def why_scale(trace: Trace) -> None:
         "lines are measured on 4,096 random query–key pairs per d_k, the dotted ones are the "
         "exact values; the star is your own configuration (its query/key width, unscaled "
         "and scaled).")
-    choices = sorted({*SCALING_KEYS, trace.n_tokens})
-    n_keys = st.select_slider("keys per query (your sentence has "
-                              f"{trace.n_tokens})", choices, value=trace.n_tokens,
-                              key="exp_scaling_keys")
+    trace = view.trace
+    n_keys = widgets.draw("n_keys", options=sorted({*SCALING_KEYS, trace.n_tokens,
+                                                    view["n_keys"]}),
+                          label=f"keys per query (your sentence has {trace.n_tokens})")
     curves = _curves(trace.config.seed % (2**31), n_keys)
     point = ex.config_point(trace)
     chart.show(figures.figure_chart(figures.scaling_variance_figure(curves, point),
@@ -51,14 +49,15 @@ def why_scale(trace: Trace) -> None:
                                         "largest_weight"), key="exp-max")
 
 
-def temperature(trace: Trace) -> None:
+def temperature(view: View) -> None:
     """2. A temperature on the softmax: the weights and each row's entropy."""
+    trace = view.trace
     st.markdown(
         "Divide the scores by a temperature T before the softmax. T < 1 sharpens each row "
         "towards its largest score (entropy → 0); T > 1 flattens it towards uniform "
         f"(entropy → log n = {torch.log(torch.tensor(float(trace.n_tokens))):.3f}). "
         "Scaling by √d_k is a temperature of √d_k.")
-    t = st.select_slider("temperature T", TEMPERATURES, value=1.0, key="exp_temperature")
+    t = widgets.draw("temperature")
     scores = trace.head("scaled_scores")
     if trace.config.causal:
         scores = scores.masked_fill(trace["causal_mask"], float("-inf"))
@@ -78,10 +77,7 @@ def temperature(trace: Trace) -> None:
     st.caption(f"Mean row entropy: {float(entropy.mean()):.4f} nats.")
 
 
-SYMMETRIC, ASYMMETRIC = "X·Xᵀ (symmetric, as in the notebook)", "Q·Kᵀ (W_query ≠ W_key)"
-
-
-def softmax_dim(trace: Trace) -> None:
+def softmax_dim(view: View) -> None:
     """3. softmax over dim 0 or dim -1, and seed 001's keepdim trap."""
     st.markdown(
         "The teaching notebook “Your journey starts with one step” writes "
@@ -92,9 +88,10 @@ def softmax_dim(trace: Trace) -> None:
         "is symmetric, so its row sums equal its column sums, which hides the bug. "
         "Attention normalises each query's row over the keys, `torch.softmax(x, dim=-1)`, "
         "so that every query spreads exactly one unit of attention.")
-    which = st.radio("scores", (SYMMETRIC, ASYMMETRIC), horizontal=True, key="exp_dim_scores")
+    trace = view.trace
+    which = widgets.draw("dim_scores", style="radio")
     x = trace["embeddings"].to(torch.float64)
-    scores = x @ x.T if which == SYMMETRIC else trace.head("attn_scores")
+    scores = x @ x.T if which == "symmetric" else trace.head("attn_scores")
     trap = ex.keepdim_trap(scores)
     verdict = ("the same matrix" if trap.dims_agree else "different matrices")
     st.markdown(f"On these scores the naive dim=0 and dim=1 give **{verdict}** "
@@ -118,18 +115,22 @@ def softmax_dim(trace: Trace) -> None:
                                          "softmax(dim=-1)": trap.correct}))
 
 
-def permutation(trace: Trace) -> None:
+def _shuffle() -> None:
+    state.put("shuffles", state.value("shuffles", 1) + 1)
+    state.changed()
+
+
+def permutation(view: View) -> None:
     """4. Without positions, shuffling the tokens just shuffles the context rows."""
     st.markdown(
         "Self-attention has no notion of order: every score is a dot product between two "
         "tokens, wherever they stand. Shuffle the tokens (same embeddings, same weights) "
         "and each context vector moves with its token, unchanged. Add sinusoidal "
         "positional encodings (Vaswani et al. 2017, §3.5) to X and the symmetry breaks.")
-    shuffles = st.session_state.setdefault(SHUFFLES_KEY, 1)  # seeds the shuffle
-    if st.button("Shuffle the tokens", key="exp_shuffle"):
-        shuffles = st.session_state[SHUFFLES_KEY] = shuffles + 1
-    positions = st.toggle("add sinusoidal positional encodings to X", key="exp_positions")
-    order = ex.permutation(trace.n_tokens, seed=shuffles)
+    trace = view.trace
+    st.button("Shuffle the tokens", key="shuffle", on_click=_shuffle)
+    positions = widgets.draw("positions")
+    order = ex.permutation(trace.n_tokens, seed=view["shuffles"])  # seeds the shuffle
     original = cached_trace(ex.frozen(trace, positions))
     shuffled = cached_trace(ex.permuted(trace, order, positions))
     moved = original["context"][order].to(torch.float64)
@@ -150,36 +151,28 @@ def permutation(trace: Trace) -> None:
                        key=f"exp-perm-{part}")
 
 
-def _side(label: str, base: AttentionConfig, key: str, defaults: dict) -> AttentionConfig | None:
+def _side(label: str, base: AttentionConfig, side: str) -> AttentionConfig | None:
+    """Configuration A's or B's settings (entries ``a_seed`` ... ``b_causal``)."""
     st.markdown(f"**{label}**")
-    seed = st.text_input("seed", value=str(defaults["seed"]), key=f"{key}_seed")
-    scale = st.toggle("scale by √d_k", value=defaults["scale"], key=f"{key}_scale")
-    options = list(OPTION_HELP["normalization"])
-    normalization = st.selectbox("normalization", options,
-                                 index=options.index(defaults["normalization"]),
-                                 key=f"{key}_normalization")
-    causal = st.toggle("causal", value=defaults["causal"], key=f"{key}_causal")
+    chosen = {name: widgets.draw(f"{side}_{name}")
+              for name in ("seed", "scale", "normalization", "causal")}
     try:
-        return base.replace(seed=seed, scale=scale, normalization=normalization, causal=causal)
+        return base.replace(**chosen)
     except ConfigError as error:
         st.error(literal.markdown(str(error)))
         return None
 
 
-def compare(trace: Trace) -> None:
+def compare(view: View) -> None:
     """5. Two configurations side by side: A, B and where they differ, B − A."""
     st.markdown("Same sentence and sizes, two settings. Each row shows A, B and B − A "
                 "(blank where they agree).")
-    base = trace.config
+    base = view.config
     a_column, b_column = st.columns(2)
     with a_column:
-        a = _side("Configuration A", base, "exp_a", {"seed": base.seed, "scale": base.scale,
-                                                     "normalization": base.normalization,
-                                                     "causal": base.causal})
+        a = _side("Configuration A", base, "a")
     with b_column:
-        b = _side("Configuration B", base, "exp_b", {"seed": base.seed, "scale": not base.scale,
-                                                     "normalization": base.normalization,
-                                                     "causal": base.causal})
+        b = _side("Configuration B", base, "b")
     if a is None or b is None:
         return
     trace_a, trace_b = cached_trace(a), cached_trace(b)
@@ -198,28 +191,16 @@ def compare(trace: Trace) -> None:
 
 
 EXPERIMENTS = {
-    "Why divide by √d_k": why_scale,
-    "Temperature": temperature,
-    "softmax dim & keepdim": softmax_dim,
-    "Permutation": permutation,
-    "Compare two configurations": compare,
+    "scaling": why_scale,
+    "temperature": temperature,
+    "softmax_dim": softmax_dim,
+    "permutation": permutation,
+    "compare": compare,
 }
-"""The page's tabs, in order: label -> the function that draws it."""
+"""The experiments by their link name (their labels: `explorer.ui.state.EXPERIMENT_LABELS`)."""
 
 
-def check_tab(raw: str) -> None:
-    """Raise `ConfigError` unless ``raw`` (a link's ``experiment``) names a tab."""
-    if raw not in EXPERIMENTS:
-        raise ConfigError(urlstate.EXPERIMENT,
-                          "choose one of " + ", ".join(map(shown, EXPERIMENTS)))
-
-
-def tabs(trace: Trace) -> None:
-    """The experiments as tabs, bound to the link's ``experiment``. Only the
-    open tab is computed and drawn."""
-    for tab, experiment in zip(st.tabs(list(EXPERIMENTS), key=urlstate.EXPERIMENT,
-                                       on_change="rerun", bind="query-params"),
-                               EXPERIMENTS.values()):
-        if tab.open:
-            with tab:
-                experiment(trace)
+def experiments(view: View) -> None:
+    """The experiment picker (entry ``experiment``, in the link) and the open
+    experiment: only it is computed and drawn."""
+    EXPERIMENTS[widgets.draw("experiment", style="segmented", label_visibility="collapsed")](view)

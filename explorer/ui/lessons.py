@@ -7,42 +7,32 @@ import streamlit as st
 import torch
 
 from explorer import figures
-from explorer.config import OPTION_HELP, AttentionConfig
-from explorer.trace import Trace
-from explorer.ui import chart
+from explorer.config import OPTION_HELP
+from explorer.ui import chart, widgets
 from explorer.ui.cache import cached_trace
 from explorer.ui.render import number_table
+from explorer.ui.state import View
 
 
-def normalization_comparison(config: AttentionConfig, query: int) -> None:
+def normalization_comparison(view: View) -> None:
     """Seed 001's question: the same scores turned into weights three ways."""
-    traces = {name: cached_trace(config.replace(normalization=name))
+    traces = {name: cached_trace(view.config.replace(normalization=name))
               for name in OPTION_HELP["normalization"]}
-    number_table(figures.normalization_table(traces, query))
+    number_table(figures.normalization_table(traces, view.query))
     st.caption(" · ".join(f"**{name}**: {text}" for name, text in
                           OPTION_HELP["normalization"].items()))
 
 
-OVERFLOW_FACTORS = (1, 2, 5, 10, 20, 50)
-"""Multipliers of X offered by the overflow demo (scores grow with their square)."""
-
-
-OVERFLOW_KEY = "overflow_demo"
-
-
-def softmax_overflow(trace: Trace) -> None:
+def softmax_overflow(view: View) -> None:
     """Why the stable softmax subtracts the row max: multiply X until exp()
     overflows, and compare the naive and the stable weights. Drawn only while
-    the learner has it open (it recomputes two traces)."""
-    weights = trace["attn_weights"]
-    broken = not bool(torch.isfinite(weights).all())
-    if broken:
+    the learner has it open (entry ``overflow``, open by default when the page's
+    weights overflowed or use the naive softmax); it recomputes two traces."""
+    trace = view.trace
+    if not bool(torch.isfinite(trace["attn_weights"]).all()):
         st.warning("Some attention weights are NaN or infinite: the naive softmax overflowed. "
                    "The section below shows why.")
-    st.session_state.setdefault(OVERFLOW_KEY, broken or
-                                trace.config.normalization == "naive_softmax")
-    if not st.toggle("Why softmax subtracts the row max: watch the naive softmax overflow",
-                     key=OVERFLOW_KEY):
+    if not widgets.draw("overflow"):
         return
     with st.container(border=True):
         st.markdown(
@@ -51,8 +41,7 @@ def softmax_overflow(trace: Trace) -> None:
             "first subtracts each row's maximum m: `exp(x − m) / Σ exp(x − m)` is the same "
             "number (the factor exp(−m) cancels), but every exponent is now ≤ 0, so "
             "nothing overflows. Multiply the embeddings X by c: the scores grow like c².")
-        factor = st.select_slider("c: multiply X by", OVERFLOW_FACTORS, value=1,
-                                  key="overflow_factor")
+        factor = widgets.draw("overflow_c")
         scaled_x = trace["embeddings"] * factor
         base = trace.config.replace(embedding="given", embeddings=scaled_x)
         naive = cached_trace(base.replace(normalization="naive_softmax"))

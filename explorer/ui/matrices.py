@@ -1,12 +1,19 @@
 """Hand-entered matrices: X and W_query / W_key / W_value in `st.data_editor`.
 
-The numbers live in session state under `store_key(field)` as a float array
-(NaN marks an empty cell), 8 bytes a cell. A table is labelled with tokens (X
-rows) and dims; when the sentence or a dim changes it is resized, keeping the
-values that still fit and filling new cells with 0. A CSV file can replace a
-table; one written by `explorer.export.matrix_csv` reads back exactly. Tables
-above `MAX_EDITABLE_CELLS` are not drawn (a million cells cannot be edited
-by hand, and would be sent to the browser on every run): they are imported.
+Each matrix is an entry of `explorer.ui.state` (``embeddings``, ``W_query``
+...), held in the session under its name as a float array (NaN marks an empty
+cell), 8 bytes a cell. `tables` draws the tables of the matrices whose option
+is "given" and returns them for the config. A table starts from the numbers on
+screen when the learner switched to "given" (`_shown_config`: the last config
+drawn), or, on a link's first run, from where a link's tables start
+(`link_starts`: the worked example's matrices, else the recipes' draws). A
+matrix whose option is no longer "given" is forgotten, so switching back starts
+from the screen again. A table is labelled with tokens (X rows) and dims; when
+the sentence or a dim changes it is resized, keeping the values that still fit
+and filling new cells with 0. A CSV file can replace a table; one written by
+`explorer.export.matrix_csv` reads back exactly. Tables above
+`MAX_EDITABLE_CELLS` are not drawn (a million cells cannot be edited by hand,
+and would be sent to the browser on every run): they are imported.
 """
 
 from __future__ import annotations
@@ -20,26 +27,20 @@ import pandas as pd
 import streamlit as st
 
 from explorer import literal
-from explorer.config import ConfigError, matrix_cell
-from explorer.tokenizer import token_labels
-from explorer.ui import urlstate
+from explorer.config import GIVEN_MATRICES, AttentionConfig, ConfigError, matrix_cell
+from explorer.presets import Preset
+from explorer.tokenizer import token_labels, tokenize
+from explorer.ui import state
+from explorer.ui.cache import cached_trace
 
 MAX_IMPORT_MB = 1
 """The largest CSV file read, in MB; `.streamlit/config.toml`'s
 ``server.maxUploadSize`` says the same (a test checks)."""
 MAX_IMPORT_BYTES = MAX_IMPORT_MB * 2**20
-_IMPORT_ERROR_KEY = "_import_error"
-_LINK_READ_KEY = "_link_matrices_read"
-EDITOR_VERSION_KEY = "_editor_version"
-
-
-def store_key(field: str) -> str:
-    """Session-state key of a given matrix, e.g. ``given:embeddings``."""
-    return f"given:{field}"
-
-
 MAX_EDITABLE_CELLS = 4096
 """Tables up to this many cells are editable; larger matrices are imported."""
+TITLES = {"embeddings": "X, the embeddings", "W_query": "W_query", "W_key": "W_key",
+          "W_value": "W_value"}
 
 
 def as_array(matrix: Any) -> np.ndarray:
@@ -67,26 +68,78 @@ def cells(matrix: np.ndarray) -> list[list[float | None]] | np.ndarray:
     return [[None if np.isnan(v) else float(v) for v in row] for row in matrix]
 
 
-def set_matrix(field: str, matrix: Any) -> None:
-    """Replace a stored matrix (a preset loading, say) and start its table afresh."""
-    st.session_state[store_key(field)] = as_array(matrix)
-    st.session_state[EDITOR_VERSION_KEY] = st.session_state.get(EDITOR_VERSION_KEY, 0) + 1
+def set_matrix(name: str, matrix: Any) -> None:
+    """Replace a matrix (a worked example loading, a link, an import) and start
+    its table afresh."""
+    state.put(name, as_array(matrix))
+    st.session_state["_editor_version"] = st.session_state.get("_editor_version", 0) + 1
 
 
-def apply_link_matrices() -> None:
-    """On a session's first run, load the matrices a link carries
-    (`urlstate.MATRICES`, already checked by `urlstate.clean`)."""
-    if st.session_state.get(_LINK_READ_KEY):
-        return
-    st.session_state[_LINK_READ_KEY] = True
-    for field in urlstate.MATRICES:
-        if (text := urlstate.param(field)) is not None:
-            set_matrix(field, urlstate.decode_matrix(field, text))
+def _drawn_matrices(config: AttentionConfig | None) -> dict[str, Any]:
+    """X and the weights of ``config``'s trace, or none if it has no valid trace."""
+    if config is None:
+        return {}
+    try:
+        trace = cached_trace(config)
+    except ConfigError:
+        return {}
+    return {name: trace[name].numpy() for name in state.MATRICES if name in trace}
 
 
-def edit_matrix(field: str, title: str, row_labels: list[str], n_cols: int,
+def link_starts(page: str, values: dict[str, Any], preset: Preset | None) -> dict[str, Any]:
+    """Where a link's tables start when it leaves a matrix out: the worked
+    example's matrices, else the numbers the recipes draw for the same
+    settings (each "given" option replaced by its default recipe)."""
+    fields = state.config_fields(page, values)
+    recipes = {option: AttentionConfig.__dataclass_fields__[option].default
+               for option in GIVEN_MATRICES if fields.get(option) == "given"}
+    try:
+        starts = _drawn_matrices(AttentionConfig(**{**fields, **recipes, "n_heads": 1}))
+    except ConfigError:
+        starts = {}
+    if preset is not None:
+        starts.update({name: getattr(preset.config, name) for name in state.MATRICES
+                       if getattr(preset.config, name) is not None})
+    return starts
+
+
+def tables(page: str, values: dict[str, Any],
+           preset: Preset | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Draw the tables of ``page``'s matrices whose option is "given" (X on its
+    own row, the weights side by side under it) and return them as config
+    fields, with `link_starts` (which a link need not repeat)."""
+    wanted = []
+    for entry in state.entries_of(page, state.MATRIX):
+        if entry.shown_if(values):
+            wanted.append(entry.name)
+        elif entry.name in st.session_state:
+            del st.session_state[entry.name]  # switching back starts from the screen
+    if not wanted:
+        return {}, {}
+    starts = link_starts(page, values, preset)
+    screen = _drawn_matrices(st.session_state.get("_shown_config"))
+    tokens = tokenize(values["sentence"])
+    dims = [str(i) for i in range(values["d_in"])]
+    d_k, d_v = (values["d_in"],) * 2 if page not in state.WEIGHT_PAGES else (values["d_k"],
+                                                                               values["d_v"])
+    shapes = {"embeddings": (tokens, values["d_in"]), "W_query": (dims, d_k),
+              "W_key": (dims, d_k), "W_value": (dims, d_v)}
+    given = {}
+    with st.expander("Your matrices: edit any cell and the heatmaps follow", expanded=True):
+        for row in ([n for n in wanted if n == "embeddings"],
+                    [n for n in wanted if n != "embeddings"]):
+            for column, name in zip(st.columns(max(len(row), 1)), row):
+                with column:
+                    labels, n_cols = shapes[name]
+                    st.markdown(f"**{TITLES[name]}**")
+                    start = screen.get(name, starts.get(name))
+                    given[name] = edit_matrix(name, labels, n_cols, start)
+    return given, starts
+
+
+def edit_matrix(name: str, row_labels: list[str], n_cols: int,
                 start: Any) -> list[list[float | None]] | np.ndarray:
-    """Draw an editable table for ``field`` and return its cells (None = empty).
+    """Draw an editable table for matrix ``name`` and return its cells (None = empty).
 
     ``start`` seeds the table the first time (the numbers the learner was just
     looking at). `AttentionConfig` reports any empty or non-finite cell by row
@@ -94,20 +147,21 @@ def edit_matrix(field: str, title: str, row_labels: list[str], n_cols: int,
     them. Above `MAX_EDITABLE_CELLS` the table is not drawn: the matrix is
     imported from CSV (or kept as it is).
     """
-    key = store_key(field)
-    if key not in st.session_state:
-        st.session_state[key] = as_array(start) if start is not None and len(start) else None
-    values = resized(st.session_state[key], len(row_labels), n_cols)
-    st.session_state[key] = values
+    title = TITLES[name]
+    if state.value(name) is None:
+        state.put(name, as_array(start) if start is not None and len(start) else None)
+    values = resized(state.value(name), len(row_labels), n_cols)
+    state.put(name, values)
     if values.size <= MAX_EDITABLE_CELLS:
         frame = pd.DataFrame(values, index=token_labels(row_labels),
                              columns=[f"dim {j}" for j in range(n_cols)])
-        version = st.session_state.get(EDITOR_VERSION_KEY, 0)
+        version = st.session_state.get("_editor_version", 0)
         edited = st.data_editor(
-            frame, key=f"editor:{field}:{len(row_labels)}x{n_cols}:{version}", num_rows="fixed",
+            frame, key=f"editor:{name}:{len(row_labels)}x{n_cols}:{version}", num_rows="fixed",
             width="stretch", column_config={c: st.column_config.NumberColumn(c, format="%.4f")
                                             for c in frame.columns})
-        values = st.session_state[key] = edited.to_numpy(dtype=np.float64, na_value=np.nan)
+        values = edited.to_numpy(dtype=np.float64, na_value=np.nan)
+        state.put(name, values)
         how = "Click a cell to type a number, or import"
     else:
         how = (f"Too many cells ({values.size:,}) to edit by hand here (at most "
@@ -117,11 +171,11 @@ def edit_matrix(field: str, title: str, row_labels: list[str], n_cols: int,
     # The uploader's key follows the table's numbers, so that a file name never
     # stays on show after the table has changed.
     digest = hashlib.blake2b(values.tobytes(), digest_size=6).hexdigest()
-    upload_key = f"upload:{field}:{digest}"
+    upload_key = f"upload:{name}:{digest}"
     st.file_uploader(f"Import {title} from CSV", type=["csv", "txt"], key=upload_key,
-                     on_change=_import, args=(field, upload_key, (len(row_labels), n_cols)),
+                     on_change=_import, args=(name, upload_key, (len(row_labels), n_cols)),
                      label_visibility="collapsed")
-    if error := st.session_state.get(f"{_IMPORT_ERROR_KEY}:{field}"):
+    if error := st.session_state.get(f"_import_error:{name}"):
         st.error(literal.markdown(error))
     return cells(values)
 
@@ -163,13 +217,13 @@ def _numeric(cell: Any) -> bool:
     return bool(str(cell).strip())
 
 
-def _import(field: str, upload_key: str, shape: tuple[int, int]) -> None:
+def _import(name: str, upload_key: str, shape: tuple[int, int]) -> None:
     """Load an uploaded CSV into the table, or keep the table and say why not."""
     upload = st.session_state.get(upload_key)
-    st.session_state.pop(f"{_IMPORT_ERROR_KEY}:{field}", None)
+    st.session_state.pop(f"_import_error:{name}", None)
     if upload is None:
         return
     try:
-        set_matrix(field, parse_csv_matrix(upload.getvalue(), shape, field))
+        set_matrix(name, parse_csv_matrix(upload.getvalue(), shape, name))
     except ConfigError as error:
-        st.session_state[f"{_IMPORT_ERROR_KEY}:{field}"] = str(error)
+        st.session_state[f"_import_error:{name}"] = str(error)

@@ -12,24 +12,17 @@ import torch
 from explorer import attention as att
 from explorer import figures, verify
 from explorer.trace import Trace
-from explorer.ui import chart, urlstate
-from explorer.ui.render import index_picker
+from explorer.ui import chart, state, widgets
 
 VERIFY_TOLERANCE = 1e-4
 """Largest difference from PyTorch still shown as agreement (float32 rounding)."""
 
 
-def head_picker(trace: Trace) -> int:
-    """Pick the head whose matrices the page shows (0 when there is one). A
-    link's ``?head=`` (0-based, checked by the sidebar) is the first choice."""
-    n_heads = trace.config.n_heads
-    if n_heads == 1:
-        return 0
-    if urlstate.HEAD not in st.session_state and (raw := urlstate.param(urlstate.HEAD)):
-        st.session_state[urlstate.HEAD] = int(raw)
-    if st.session_state.get(urlstate.HEAD) not in range(n_heads):
-        st.session_state[urlstate.HEAD] = 0
-    return index_picker("Head to show", n_heads, urlstate.HEAD, "head")
+def head_picker(view: state.View) -> int:
+    """Pick the head whose matrices the page shows (`View.head`; nothing to
+    pick when there is one)."""
+    n_heads = view.trace.config.n_heads
+    return 0 if n_heads == 1 else widgets.index("head", n_heads, "head")
 
 
 def head_split(trace: Trace) -> None:
@@ -56,7 +49,8 @@ def heads_grid(trace: Trace) -> None:
 
 def _open_head(cell: dict[str, int]) -> None:
     """A click on a head in the grid makes it the head shown."""
-    urlstate.set_view(urlstate.HEAD, cell["trace"])
+    state.put("head", cell["trace"])
+    state.changed()
 
 
 def causal_second_route(trace: Trace, head: int) -> None:

@@ -2,110 +2,59 @@
 picker, the check against the model, the heads found by measuring and every
 head at a glance.
 
+The page uses the frame of the other pages: its settings (``model``,
+``folder``, ``layer``) are entries of `explorer.ui.state` beside the others,
+with the shared ``sentence``, ``head``, ``query`` and ``cell``; the link and
+the downloads are the same. The catalogue of models and its memory policy live
+in `explorer.models.catalogue`.
+
 Only the Real model page imports this module, and only this module imports
-`explorer.models` (and with it transformers): the other pages never need it.
-Models and what is computed from them are cached across sessions within the
-memory budget (`explorer.ui.cache.cached_model`, `cached_model_result`).
+`explorer.models`' loading (and with it transformers): the other pages never
+need it. Models and what is computed from them are cached across sessions
+within the memory budget (`explorer.ui.cache.cached_model`, `cached_model_result`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import streamlit as st
 
 from explorer import budget, figures, literal, models
 from explorer.config import ConfigError, shown
 from explorer.models import EXAMPLES, LoadedModel, ModelUnavailable, download_command
-from explorer.trace import Trace
-from explorer.ui import cache, chart, controls, urlstate
-from explorer.ui.navigation import page_menu
-from explorer.ui.render import index_picker, set_query
-from explorer.ui.sidebar import check_link_view, keep_across_pages, show_problems
+from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
+from explorer.steps import visible_steps
+from explorer.ui import cache, chart, downloads, state, widgets
+from explorer.ui.navigation import MODEL_PAGE, page_menu
+from explorer.ui.state import FOLDER, Context, View
 
-
-@dataclass(frozen=True)
-class ModelChoice:
-    """A model the picker offers by name: ``name`` (what `load_model` takes and
-    the link says), ``label`` (for people) and ``parameters``, the base model's
-    (no LM head, no pooler), which fix its float32 size before it is loaded."""
-
-    name: str
-    label: str
-    parameters: int
-    about: str
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of its float32 weights."""
-        return 4 * self.parameters
-
-
-MODEL_CHOICES: dict[str, ModelChoice] = {c.name: c for c in (
-    ModelChoice("gpt2", "GPT-2 small", 124_439_808,
-                "OpenAI's GPT-2 (2019): 12 layers × 12 heads, d_model 768, causal"),
-    ModelChoice("distilgpt2", "DistilGPT-2", 81_912_576,
-                "GPT-2 distilled to 6 layers × 12 heads, d_model 768, causal"),
-    ModelChoice("bert-base-uncased", "BERT base (uncased)", 108_891_648,
-                "Google's BERT (2018): 12 layers × 12 heads, d_model 768, every token "
-                "sees every other"),
-)}
-"""The models offered by name, GPT-2 small first; their parameter counts are
-checked against transformers' own configs in the tests."""
-
-
-def _default_model() -> str:
-    """GPT-2 small when this server's memory budget holds it, else the first
-    model that fits (DistilGPT-2 on the default 1 GB budget)."""
-    fitting = [c.name for c in MODEL_CHOICES.values() if c.nbytes <= budget.MODEL_BYTES]
-    return fitting[0] if fitting else "gpt2"
-
-
-DEFAULT_MODEL = _default_model()
-FOLDER = "folder"
-"""The picker's "a local folder" option (offered when `budget.MODEL_FOLDERS`)."""
-FOLDER_KEY = "model_folder"
 EXAMPLE_WORK_TOKENS = 64
 """Tokens assumed when reserving work for measuring an example (they are short)."""
-_FOUND_KEY = "_model_example_found"
+_FOUND_KEY = "_model_example_found"  # declared in explorer.ui.state.INTERNAL
 _SOURCES = {"cache": "the local Hugging Face cache",
             "hub": "the Hugging Face Hub (downloaded now, and kept in the local cache)"}
+SENTENCE_HELP = ("Read by the model's own tokenizer (GPT-2: byte-level BPE; BERT: WordPiece, "
+                 "with [CLS] and [SEP] added); at most 512 tokens. The same sentence as on the "
+                 "other pages.")
 
 
 @dataclass(frozen=True)
-class ModelView:
-    """What the page draws: the loaded ``model``, its cache ``key`` (a name or
-    ``folder:<path>``), a readable ``label``, and the ``trace`` of the chosen
-    layer on the sentence (all heads; the page picks one)."""
+class ModelView(View):
+    """The page's `explorer.ui.state.View` of a real model's layer, with the
+    loaded ``model``, its cache ``key`` (a name or ``folder:<path>``) and a
+    readable ``label``; the trace holds every head (the page picks one)."""
 
-    model: LoadedModel
-    key: str
-    label: str
-    trace: Trace
+    model: Any = None
+    key: str = ""
+    label: str = ""
 
     @property
     def layer(self) -> int:
         return self.trace.config.layer
-
-
-# ---------------------------------------------------------------------------
-# The link's own parameters
-# ---------------------------------------------------------------------------
-def check_model_param(raw: str) -> str:
-    """A link's ``model``: one of `MODEL_CHOICES` by name. Raises `ConfigError`."""
-    if raw not in MODEL_CHOICES:
-        raise ConfigError(urlstate.MODEL, f"model must be one of {', '.join(MODEL_CHOICES)}; a "
-                                          "folder is opened from the sidebar, never from a link "
-                                          f"(got {shown(raw)})")
-    return raw
-
-
-def check_layer_param(raw: str) -> int:
-    """A link's ``layer``: a whole number from 0 (the model bounds it once loaded)."""
-    return urlstate.index(urlstate.LAYER, raw)
 
 
 # ---------------------------------------------------------------------------
@@ -115,37 +64,41 @@ def settings() -> ModelView | None:
     """Draw the page's settings and return the `ModelView` to draw, or None.
 
     The sidebar holds the page menu, the model picker (and the folder, when
-    chosen) and the shared sentence. The main area gets the messages about the
-    link, the model's loading (no weights and no network says so and how to
-    get them; a model too large for the budget gives the figures), a line
-    about the model and the layer picker. Any problem is shown with
-    ``st.error`` and gives None: never a traceback.
+    chosen), the shared sentence, the link and the downloads. The main area
+    gets the messages about the link, the model's loading (no weights and no
+    network says so and how to get them; a model too large for the budget
+    gives the figures), a line about the model and the layer picker. Any
+    problem is shown with ``st.error`` and gives None: never a traceback.
     """
-    urlstate.clean({**{c.key: c.check_url_value for c in controls.ALL},
-                    urlstate.MODEL: check_model_param, urlstate.LAYER: check_layer_param})
+    state.begin(MODEL_PAGE)
     messages = st.container()
-    keep_across_pages()
+    values = state.settings(MODEL_PAGE, None)
     with st.sidebar:
         page_menu()
-        st.header("Real model")
-        choice = _model_picker()
-        folder = _folder_box() if choice == FOLDER else ""
-        sentence = _sentence_box()
-        link_box = st.container()
-    view = None
+        st.header(MODEL_PAGE)
+        values["model"] = _model_picker()
+        if values["model"] == FOLDER:
+            values["folder"] = widgets.draw("folder")
+        values["sentence"] = widgets.draw("sentence", help=SENTENCE_HELP)
+        link_slot, downloads_slot = st.container(), st.container()
+    view, shown_values, context = None, values, None
     try:
-        if choice == FOLDER and not folder.strip():
+        if values["model"] == FOLDER and not values["folder"].strip():
             st.info("Type the path of a folder saved with save_pretrained() into “Folder” in "
                     "the sidebar.")
         else:
-            model, key, label = _loaded(choice, folder)
+            model, key, label = _loaded(values["model"], values.get("folder", ""))
             _about(model, label)
-            layer = _layer_picker(model)
-            view = ModelView(model, key, label, _trace(model, key, label, sentence, layer))
-            check_link_view(view.trace, (urlstate.QUERY, urlstate.HEAD))
+            state.resolve(MODEL_PAGE, Context(n_layers=model.n_layers), ["layer"])
+            layer = widgets.index("layer", model.n_layers, "layer")
+            trace = _trace(model, key, label, values["sentence"], layer)
+            context = Context(trace, trace.config, model.n_layers, tuple(visible_steps(trace)))
+            shown_values = {**values, **state.resolve(MODEL_PAGE, context)}
+            view = ModelView(MODEL_PAGE, trace.config, trace, shown_values, model=model,
+                             key=key, label=label)
     except ModelUnavailable as error:
         st.error(literal.markdown(str(error)))
-        name = choice if choice in MODEL_CHOICES else DEFAULT_MODEL
+        name = values["model"] if values["model"] in MODEL_CHOICES else DEFAULT_MODEL
         st.markdown(f"Fetch {MODEL_CHOICES[name].label} once, on a machine with internet access "
                     "(or copy its Hugging Face cache here):")
         st.code(download_command(name), language="bash")
@@ -154,60 +107,37 @@ def settings() -> ModelView | None:
                        "folder saved with save_pretrained().")
     except ConfigError as error:  # ModelError, BudgetError: the message says what to do
         st.error(literal.markdown(str(error)))
-    show_problems(messages)
-    with link_box:
-        _share_link(choice, view)
+    with link_slot:
+        params, _ = state.link_params(MODEL_PAGE, shown_values,
+                                      state.baseline(MODEL_PAGE, None), None, context)
+        link = state.publish(params, "A folder is not part of the link: whoever opens it "
+                                     "chooses their own." if values["model"] == FOLDER else "")
+    with messages:
+        state.show_problems()
+    if view is not None:
+        view = ModelView(**{**view.__dict__, "link": link})
+        with downloads_slot:
+            downloads.take_it_with_you(view)
     return view
 
 
 def _choice_label(option: str) -> str:
     if option == FOLDER:
-        return "a local folder…"
+        return state.ENTRIES["model"].kind.label(FOLDER)
     c = MODEL_CHOICES[option]
-    too_big = " · needs a larger memory budget" if c.nbytes > budget.MODEL_BYTES else ""
-    return f"{c.label} ({c.name}){too_big}"
-
-
-def _model_changed() -> None:
-    urlstate.forget_problems()
-    choice = st.session_state[urlstate.MODEL]
-    urlstate.set_param(urlstate.MODEL, choice if choice in MODEL_CHOICES else None)
+    return f"{c.label} ({c.name})" + ("" if c.fits else " · needs a larger memory budget")
 
 
 def _model_picker() -> str:
-    """`DEFAULT_MODEL`, or a link's ``model``; a folder when allowed."""
+    """The model picker (entry ``model``): the catalogue's models, and a local
+    folder when this server allows it (`explorer.budget.MODEL_FOLDERS`)."""
     options = list(MODEL_CHOICES) + ([FOLDER] if budget.MODEL_FOLDERS else [])
-    if urlstate.MODEL not in st.session_state and urlstate.param(urlstate.MODEL):
-        st.session_state[urlstate.MODEL] = urlstate.param(urlstate.MODEL)  # checked by clean
-    if st.session_state.get(urlstate.MODEL) not in options:
-        st.session_state[urlstate.MODEL] = DEFAULT_MODEL
-    choice = st.selectbox("Model", options, key=urlstate.MODEL, format_func=_choice_label,
-                          on_change=_model_changed, persist_state="session",
-                          help="\n".join(f"- **{c.label}**: {c.about}"
-                                         for c in MODEL_CHOICES.values()))
+    if state.value("model") not in options:
+        state.put("model", DEFAULT_MODEL)
+    choice = widgets.draw("model", options=options, format_func=_choice_label)
     if choice in MODEL_CHOICES:
         st.caption(MODEL_CHOICES[choice].about)
     return choice
-
-
-def _folder_box() -> str:
-    return st.text_input(
-        "Folder", key=FOLDER_KEY, persist_state="session", placeholder="/path/to/model",
-        on_change=urlstate.forget_problems,
-        help="A folder written by model.save_pretrained(folder) for a GPT-2 or BERT model "
-             "(config.json and model.safetensors), with its tokenizer files to read text, "
-             "e.g. from `python -m explorer.models download gpt2 --to models/`. It never "
-             "goes into the link.")
-
-
-def _sentence_box() -> str:
-    """The shared sentence, drawn with the other pages' own control."""
-    control = dataclasses.replace(
-        controls.BY_KEY["sentence"],
-        help="Read by the model's own tokenizer (GPT-2: byte-level BPE; BERT: WordPiece, "
-             "with [CLS] and [SEP] added); at most 512 tokens. The same sentence as on "
-             "the other pages.")
-    return control.draw(control, control.default, urlstate.forget_problems)
 
 
 def _loaded(choice: str, folder: str) -> tuple[LoadedModel, str, str]:
@@ -240,23 +170,6 @@ def _about(model: LoadedModel, label: str) -> None:
         f"{source}."))
 
 
-def _layer_picker(model: LoadedModel) -> int:
-    """Pick the layer to show (0-based). A link's ``layer`` is the first choice;
-    one outside the model is noted, and layer 0 shown."""
-    n_layers = model.n_layers
-    raw = urlstate.param(urlstate.LAYER)
-    if urlstate.LAYER not in st.session_state and raw is not None:
-        try:
-            st.session_state[urlstate.LAYER] = urlstate.index(urlstate.LAYER, raw, n_layers)
-        except ConfigError as error:
-            urlstate.note(urlstate.LAYER, raw, error)
-            urlstate.set_param(urlstate.LAYER, None)
-    if st.session_state.get(urlstate.LAYER) not in range(n_layers):
-        st.session_state[urlstate.LAYER] = 0
-    return index_picker("Layer to show", n_layers, urlstate.LAYER, "layer",
-                        persist_state="session")
-
-
 def _trace(model: LoadedModel, key: str, label: str, sentence: str, layer: int) -> Trace:
     """Layer ``layer`` on the sentence (`explorer.models.compute_model_trace`),
     cached per model, token ids and layer."""
@@ -273,21 +186,6 @@ def _trace(model: LoadedModel, key: str, label: str, sentence: str, layer: int) 
 def _pass_work(view: ModelView, n_tokens: int) -> int:
     m = view.model
     return budget.model_pass_bytes(m.n_layers, m.n_heads, m.d_model, n_tokens)
-
-
-def _share_link(choice: str, view: ModelView | None) -> None:
-    """The link to this view: the model by name, the sentence, the layer and
-    the view pickers; a folder is never written into it."""
-    params: dict = {}
-    if choice in MODEL_CHOICES:  # always: a server's default depends on its budget
-        params[urlstate.MODEL] = choice
-    sentence = st.session_state.get("sentence")
-    if sentence is not None and sentence != controls.BY_KEY["sentence"].default:
-        params["sentence"] = sentence
-    if view is not None:
-        params.update(urlstate.view_params((urlstate.LAYER, urlstate.HEAD, urlstate.QUERY)))
-    urlstate.link_box(params, "A folder is not part of the link: whoever opens it chooses "
-                              "their own." if choice == FOLDER else None)
 
 
 # ---------------------------------------------------------------------------
@@ -331,7 +229,7 @@ def examples(view: ModelView) -> None:
                       on_click=_open_example, args=(view.key, example.name))
             st.caption(example.about)
     found = st.session_state.get(_FOUND_KEY)
-    if found and found[:2] == (view.key, st.session_state.get("sentence")):
+    if found and found[:2] == (view.key, view["sentence"]):
         ok, message = found[2:]
         (st.success if ok else st.error)(literal.markdown(message))
 
@@ -352,22 +250,22 @@ def _open_example(key: str, name: str) -> None:
                                     EXAMPLE_WORK_TOKENS),
             what=f"measuring “{example.title}”")
     except ConfigError as error:  # e.g. a word the tokenizer splits differently
-        st.session_state[_FOUND_KEY] = (key, st.session_state.get("sentence"), False,
+        st.session_state[_FOUND_KEY] = (key, state.value("sentence"), False,
                                         f"{example.title}: {error}")
         return
-    st.session_state["sentence"] = example.text
+    state.put("sentence", example.text)
     _open_head(found.layer, found.head)
-    set_query(found.query_index)
-    urlstate.set_view(urlstate.CELL,
-                      ("attn_weights", found.query_index, found.key_index, found.head))
+    state.put("query", found.query_index)
+    state.put("cell", ("attn_weights", found.query_index, found.key_index, found.head))
     st.session_state[_FOUND_KEY] = (key, example.text, True,
                                     f"{example.title} {found.describe()}")
 
 
 def _open_head(layer: int, head: int) -> None:
-    """Show layer ``layer``, head ``head`` (in the pickers and the link)."""
-    urlstate.set_view(urlstate.LAYER, layer)
-    urlstate.set_view(urlstate.HEAD, head)
+    """Show layer ``layer``, head ``head``."""
+    state.put("layer", layer)
+    state.put("head", head)
+    state.changed()
 
 
 # ---------------------------------------------------------------------------
