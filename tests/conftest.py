@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from explorer.ui.navigation import HOME_PAGE, PAGES
 from tests.server import ROOT, Server  # noqa: F401 (ROOT: the tests' import of the app's root)
@@ -14,6 +15,12 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
 HOME = PAGES[HOME_PAGE][0]
+RUN_TIMEOUT_MS = 90_000
+"""How long a browser test waits for anything a server run produces (a page, a
+rerun, a chart, a download): generous, since on a loaded 2-core machine a run
+can take tens of seconds. Every wait uses it: `expect`'s default is set to it
+here, and `tests.test_browser.settle`, page actions and downloads use it too."""
+expect.set_options(timeout=RUN_TIMEOUT_MS)
 
 
 def url_path(script: str) -> str:
@@ -64,6 +71,13 @@ def browser_type_launch_args(browser_type_launch_args):
 def browser_context_args(browser_context_args):
     """A desktop-sized window, as learners use the explorer."""
     return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}}
+
+
+@pytest.fixture(autouse=True)
+def _generous_waits(request):
+    """Page actions (clicks, typing, downloads) wait `RUN_TIMEOUT_MS` too."""
+    if "context" in request.fixturenames:
+        request.getfixturevalue("context").set_default_timeout(RUN_TIMEOUT_MS)
 
 
 RUN_COUNTER = """(() => {

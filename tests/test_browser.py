@@ -9,7 +9,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from explorer.presets import PRESETS
 from explorer.ui.navigation import PAGES
-from tests.conftest import PAGE_FILES, url_path
+from tests.conftest import PAGE_FILES, RUN_TIMEOUT_MS, url_path
 
 pytestmark = pytest.mark.browser
 
@@ -28,7 +28,7 @@ SETTLED = """async () => {
 }"""
 
 
-def settle(page: Page, timeout: float = 90_000) -> None:
+def settle(page: Page, timeout: float = RUN_TIMEOUT_MS) -> None:
     """Wait until a Streamlit run has finished since the last `settle` (or since
     the page opened) and every chart has drawn its picture. Call it after an
     action that reruns the script, or after opening a page."""
@@ -42,7 +42,7 @@ def chart_count(page: Page) -> int:
       const charts = [...document.querySelectorAll(".explorer-chart")];
       return charts.length > 0
         && charts.every((chart) => chart.querySelector(".main-svg") && !chart.dataset.drawing);
-    }""", timeout=90_000)
+    }""", timeout=RUN_TIMEOUT_MS)
     return page.locator(".explorer-chart").count()
 
 
@@ -72,7 +72,7 @@ def test_each_page_opened_first_on_a_fresh_server(fresh_server, page: Page, name
     sidebar = page.get_by_test_id("stSidebar")
     # The shared sidebar, with its menu and settings, is there on the first page opened.
     for label in ("Home", "Simplified attention", "Self-attention"):  # 2 busy cores: 30 s
-        expect(sidebar.get_by_role("link", name=label)).to_be_visible(timeout=30_000)
+        expect(sidebar.get_by_role("link", name=label)).to_be_visible()
     expect(sidebar.get_by_role("textbox", name="Sentence")).to_have_value(
         "Life is short, eat dessert first")
     if name != "Home":

@@ -23,7 +23,7 @@ NUMBER = re.compile(r"^−?-?\d+\.\d{2,4}$")
 
 def _download(page: Page, button, folder: Path) -> Path:
     """Click ``button`` and save the file it delivers in ``folder``."""
-    with page.expect_download(timeout=30_000) as info:
+    with page.expect_download() as info:
         button.click()
     download = info.value
     path = folder / download.suggested_filename
@@ -59,7 +59,7 @@ def test_every_download_delivers_its_file_and_the_report_draws_offline(
     n_charts = page.locator("div.chart[data-chart]").count()
     assert n_charts == 11  # every heatmap of the Self-attention page
     drawn = page.locator(".js-plotly-plot:has(.main-svg)")
-    expect(drawn).to_have_count(n_charts, timeout=30_000)
+    expect(drawn).to_have_count(n_charts)
     cells = page.locator(".js-plotly-plot").first.locator(".heatmaplayer text")
     expect(cells.first).to_be_attached()
     numbers = [text for text in cells.all_text_contents() if NUMBER.match(text)]
@@ -75,7 +75,7 @@ def test_a_chart_toolbar_saves_it_as_svg(fresh_server, page: Page):
     chart = page.locator(".js-plotly-plot").first
     chart.hover()
     button = chart.locator("[data-title='Download as SVG (for print)']")
-    with page.expect_download(timeout=30_000) as info:
+    with page.expect_download() as info:
         button.click()
     download = info.value
     assert download.suggested_filename.endswith(".svg")

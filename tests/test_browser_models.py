@@ -61,7 +61,7 @@ def test_a_folder_model_draws_every_chart_opens_a_head_and_draws_lines(
         model_server, gpt2_dir, page: Page):
     open_folder(page, model_server, gpt2_dir)
     chart_count(page)
-    expect(page.locator(".js-plotly-plot")).to_have_count(N_CHARTS, timeout=30_000)
+    expect(page.locator(".js-plotly-plot")).to_have_count(N_CHARTS)
     no_error(page)
     expect(page.get_by_test_id("stAlertContentSuccess").first).to_contain_text(
         "Verified against the model")
@@ -86,6 +86,6 @@ def test_a_folder_model_draws_every_chart_opens_a_head_and_draws_lines(
     page.get_by_text("Show as lines").click()
     settle(page)
     lines = page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text="query → key"))
-    expect(lines).to_have_count(1, timeout=30_000)
+    expect(lines).to_have_count(1)
     assert lines.locator(".scatterlayer path.js-line").count() >= 2  # a path per weight bin
     no_error(page)

@@ -41,9 +41,9 @@ from explorer.explain import explain_cell
 from explorer.presets import EXPERIMENTS_PAGE, SIMPLIFIED_PAGE
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
-from explorer.ui.state import ENTRIES
 from explorer.ui.navigation import HOME_PAGE, PAGES
-from tests.conftest import url_path
+from explorer.ui.state import ENTRIES
+from tests.conftest import RUN_TIMEOUT_MS, url_path
 from tests.soak import Settings, finished_run
 
 pytestmark = pytest.mark.browser
@@ -155,7 +155,7 @@ class Watch:
     def _frame(self, payload) -> None:
         self.finished += finished_run(payload)
 
-    def wait_runs(self, count: int, timeout_s: float = 60) -> None:
+    def wait_runs(self, count: int, timeout_s: float = RUN_TIMEOUT_MS / 1000) -> None:
         """Wait until ``count`` script runs have finished. (Playwright delivers the
         frames while the page waits, so the count is read between short waits.)"""
         deadline = time.monotonic() + timeout_s
@@ -181,7 +181,7 @@ class Watch:
     def report(self) -> str:
         return "\n".join(f"{where}: {text}" for text, where in self.problems.items())
 
-    def wait_for(self, where: str, js: str, arg, timeout: float = 30_000) -> bool:
+    def wait_for(self, where: str, js: str, arg, timeout: float = RUN_TIMEOUT_MS) -> bool:
         """Wait until ``js(arg)`` is true in the page; a problem if it never is."""
         try:
             self.page.wait_for_function(js, arg=arg, timeout=timeout)

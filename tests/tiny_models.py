@@ -104,3 +104,19 @@ if __name__ == "__main__":  # python -m tests.tiny_models DIR: both models, for 
 
     root = Path(sys.argv[1] if len(sys.argv) > 1 else "tiny-models")
     print(save_tiny_gpt2(root / "gpt2"), save_tiny_bert(root / "bert"))
+
+
+def plant_in_hub_cache(folder: Path, cache: Path, repo: str) -> Path:
+    """Put the checkpoint in ``folder`` into a Hugging Face cache at ``cache``
+    as the Hub repository ``repo`` (e.g. "distilgpt2"), as a download would
+    leave it: ``models--<repo>/snapshots/<revision>/`` and ``refs/main``. A
+    server started with ``HF_HUB_CACHE=cache`` and ``HF_HUB_OFFLINE=1`` then
+    opens ``repo`` by name, so links that name a model can be tried offline."""
+    import shutil
+
+    revision = "0" * 40
+    home = cache / f"models--{repo.replace('/', '--')}"
+    shutil.copytree(folder, home / "snapshots" / revision, dirs_exist_ok=True)
+    (home / "refs").mkdir(parents=True, exist_ok=True)
+    (home / "refs" / "main").write_text(revision)
+    return cache

@@ -134,7 +134,15 @@ def tables(page: str, values: dict[str, Any],
                     st.markdown(f"**{TITLES[name]}**")
                     start = screen.get(name, starts.get(name))
                     given[name] = edit_matrix(name, labels, n_cols, start)
+                    if name == "embeddings" and values.get("weight_init", "given") != "given":
+                        st.caption(_DRAWN_AFTER_GIVEN_X.format(seed=values["seed"]))
     return given, starts
+
+
+_DRAWN_AFTER_GIVEN_X = (
+    "With X typed in, nothing is drawn for X: W_query, W_key and W_value are the first "
+    "draws after torch.manual_seed({seed}), as in the book's §3.4.1 with its hand-picked "
+    "vectors. So they differ from the weights drawn after a random X.")
 
 
 def edit_matrix(name: str, row_labels: list[str], n_cols: int,
