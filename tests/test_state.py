@@ -299,6 +299,16 @@ def test_switching_to_given_weights_keeps_the_numbers_on_screen():
         np.testing.assert_array_equal(after[key], values, err_msg=key)
 
 
+def test_a_link_to_given_weights_of_an_example_starts_from_its_own_recipe():
+    # The link says weight_init=given and no matrix: the tables start from the example's
+    # own recipe (torch.rand, the book's weights), not from the default randn draws.
+    at = open_link(PAGES[SELF_ATTENTION_PAGE][0], {"preset": "self-attention-v1",
+                                                   "weight_init": "given"})
+    np.testing.assert_allclose(_table(at, "W_query")[0], BOOK_W_QUERY_ROW_0, atol=5e-5)
+    np.testing.assert_allclose(z_values(all_charts(at)["chart-context"])[0], BOOK_CONTEXT_ROW_0,
+                               atol=5e-5)
+
+
 def test_switching_random_weights_to_given_keeps_every_number_on_screen():
     at = open_link(PAGES[SELF_ATTENTION_PAGE][0], {"weight_init": "rand", "seed": "4"})
     trace = compute_trace(AttentionConfig(seed=4, weight_init="rand"))

@@ -88,19 +88,39 @@ def _drawn_matrices(config: AttentionConfig | None) -> dict[str, Any]:
 
 def link_starts(page: str, values: dict[str, Any], preset: Preset | None) -> dict[str, Any]:
     """Where a link's tables start when it leaves a matrix out: the worked
-    example's matrices, else the numbers the recipes draw for the same
-    settings (each "given" option replaced by its default recipe)."""
+    example's matrices, else the numbers the baseline's recipe draws for the same
+    settings (`explorer.ui.state.baseline`: the example's, else the defaults), so
+    that a link to the book's SelfAttention_v1 with ``weight_init=given`` starts
+    from the book's weights. What the baseline types in too draws nothing, so
+    it stands in as zeros (the draws after it do not depend on its numbers)."""
     fields = state.config_fields(page, values)
-    recipes = {option: AttentionConfig.__dataclass_fields__[option].default
-               for option in GIVEN_MATRICES if fields.get(option) == "given"}
+    base = state.baseline(page, preset)
+    drawn = dict(fields, n_heads=1)
+    for option, names in GIVEN_MATRICES.items():
+        if fields.get(option) != "given":
+            continue
+        if base.get(option) != "given":
+            drawn[option] = base.get(option, AttentionConfig.__dataclass_fields__[option].default)
+            continue
+        drawn.update({name: np.zeros(_shapes(fields)[name]) for name in names})
     try:
-        starts = _drawn_matrices(AttentionConfig(**{**fields, **recipes, "n_heads": 1}))
+        starts = _drawn_matrices(AttentionConfig(**drawn))
     except ConfigError:
         starts = {}
     if preset is not None:
         starts.update({name: getattr(preset.config, name) for name in state.MATRICES
                        if getattr(preset.config, name) is not None})
     return starts
+
+
+def _shapes(fields: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """Each matrix's shape for the config ``fields``: X (n_tokens, d_in), the
+    weights (d_in, d_k) and (d_in, d_v)."""
+    n_tokens = len(tokenize(fields["sentence"]))
+    d_in, d_k, d_v = fields["d_in"], fields.get("d_k", fields["d_in"]), fields.get("d_v",
+                                                                               fields["d_in"])
+    return {"embeddings": (n_tokens, d_in), "W_query": (d_in, d_k), "W_key": (d_in, d_k),
+            "W_value": (d_in, d_v)}
 
 
 def tables(page: str, values: dict[str, Any],
@@ -120,10 +140,8 @@ def tables(page: str, values: dict[str, Any],
     screen = _drawn_matrices(st.session_state.get("_shown_config"))
     tokens = tokenize(values["sentence"])
     dims = [str(i) for i in range(values["d_in"])]
-    d_k, d_v = (values["d_in"],) * 2 if page not in state.WEIGHT_PAGES else (values["d_k"],
-                                                                               values["d_v"])
-    shapes = {"embeddings": (tokens, values["d_in"]), "W_query": (dims, d_k),
-              "W_key": (dims, d_k), "W_value": (dims, d_v)}
+    shapes = {name: (tokens if name == "embeddings" else dims, cols)
+              for name, (_, cols) in _shapes(state.config_fields(page, values)).items()}
     given = {}
     with st.expander("Your matrices: edit any cell and the heatmaps follow", expanded=True):
         for row in ([n for n in wanted if n == "embeddings"],
