@@ -28,8 +28,10 @@ from explorer.config import ConfigError, shown
 from explorer.models import EXAMPLES, LoadedModel, ModelUnavailable, download_command
 from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
 from explorer.steps import visible_steps
-from explorer.ui import cache, chart, downloads, state, widgets
-from explorer.ui.navigation import MODEL_PAGE, page_menu
+from explorer.trace import Trace
+from explorer.ui import cache, chart, state, widgets
+from explorer.ui.navigation import MODEL_PAGE
+from explorer.ui.sidebar import Frame
 from explorer.ui.state import FOLDER, Context, View
 
 EXAMPLE_WORK_TOKENS = 64
@@ -70,17 +72,14 @@ def settings() -> ModelView | None:
     gives the figures), a line about the model and the layer picker. Any
     problem is shown with ``st.error`` and gives None: never a traceback.
     """
-    state.begin(MODEL_PAGE)
-    messages = st.container()
-    values = state.settings(MODEL_PAGE, None)
-    with st.sidebar:
-        page_menu()
+    frame = Frame(MODEL_PAGE)
+    values = frame.values
+    with frame.sidebar:
         st.header(MODEL_PAGE)
         values["model"] = _model_picker()
         if values["model"] == FOLDER:
             values["folder"] = widgets.draw("folder")
         values["sentence"] = widgets.draw("sentence", help=SENTENCE_HELP)
-        link_slot, downloads_slot = st.container(), st.container()
     view, shown_values, context = None, values, None
     try:
         if values["model"] == FOLDER and not values["folder"].strip():
@@ -107,18 +106,9 @@ def settings() -> ModelView | None:
                        "folder saved with save_pretrained().")
     except ConfigError as error:  # ModelError, BudgetError: the message says what to do
         st.error(literal.markdown(str(error)))
-    with link_slot:
-        params, _ = state.link_params(MODEL_PAGE, shown_values,
-                                      state.baseline(MODEL_PAGE, None), None, context)
-        link = state.publish(params, "A folder is not part of the link: whoever opens it "
-                                     "chooses their own." if values["model"] == FOLDER else "")
-    with messages:
-        state.show_problems()
-    if view is not None:
-        view = ModelView(**{**view.__dict__, "link": link})
-        with downloads_slot:
-            downloads.take_it_with_you(view)
-    return view
+    return frame.finish(view, shown_values, context,
+                        note="A folder is not part of the link: whoever opens it chooses "
+                             "their own." if values["model"] == FOLDER else "")
 
 
 def _choice_label(option: str) -> str:

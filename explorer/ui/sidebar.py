@@ -10,6 +10,7 @@ declaration in `explorer.ui.state`, and so does the link.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import streamlit as st
@@ -23,6 +24,50 @@ from explorer.ui.cache import cached_trace
 from explorer.ui.navigation import page_menu
 
 
+class Frame:
+    """What every page draws around its own content, in one sequence (the
+    attention pages through `settings`, the Real model page through
+    `explorer.ui.real_model.settings`).
+
+    Making one carries the values over and reads a link (`state.begin`),
+    keeps a place at the top for the messages about the link, puts the page's
+    settings into the session (`values`) and draws the page menu; the page
+    draws its own settings into `sidebar`. `finish` writes the link from the
+    values shown, shows the messages, and offers the downloads of the view.
+    """
+
+    def __init__(self, page: str) -> None:
+        state.begin(page)
+        self.page = page
+        self.preset = state.active_preset()
+        self.messages = st.container()
+        self.values = state.settings(page, self.preset)
+        with st.sidebar:
+            page_menu()
+            self.sidebar = st.container()
+            self._link, self._downloads = st.container(), st.container()
+
+    def finish(self, view: state.View | None, values: dict[str, Any],
+               context: state.Context | None = None, starts: dict[str, Any] | None = None,
+               note: str = "") -> state.View | None:
+        """Write the link of ``values`` (every entry shown; ``starts``: where a
+        link's tables start), show the messages, and offer ``view``'s downloads.
+        Returns ``view`` with its link (None stays None)."""
+        params, too_long = state.link_params(self.page, values,
+                                             state.baseline(self.page, self.preset),
+                                             self.preset, context, starts)
+        with self._link:
+            link = state.publish(params, note or too_long)
+        with self.messages:
+            state.show_problems()
+        if view is None:
+            return None
+        view = dataclasses.replace(view, link=link)
+        with self._downloads:
+            downloads.take_it_with_you(view)
+        return view
+
+
 def settings(page: str) -> state.View | None:
     """Draw ``page``'s settings and return the `explorer.ui.state.View` to draw,
     or None.
@@ -31,12 +76,9 @@ def settings(page: str) -> state.View | None:
     (None), except a bad ``n_heads``, which keeps the steps before the split.
     The messages about a link's bad values show at the top of the page.
     """
-    state.begin(page)
-    messages = st.container()
-    preset = state.active_preset()
-    values = state.settings(page, preset)
-    with st.sidebar:
-        page_menu()
+    frame = Frame(page)
+    values = frame.values
+    with frame.sidebar:
         presets.picker(page)
         if state.entries_of(page, state.PAGE_OWN):
             st.header(page)
@@ -48,29 +90,18 @@ def settings(page: str) -> state.View | None:
             if page == SIMPLIFIED_PAGE:
                 st.caption("Fixed on this page: weight_init = identity (Q = K = V = X), "
                            "no scaling, d_k = d_v = d_in.")
-        link_slot, downloads_slot = st.container(), st.container()
-    given, starts = matrices.tables(page, values, preset)
-    base = state.baseline(page, preset)
+    given, starts = matrices.tables(page, values, frame.preset)
     try:
         config, before_heads_only = _config({**state.config_fields(page, values), **given})
         trace = cached_trace(config)
     except ConfigError as error:
         st.error(literal.markdown(str(error)))
-        with link_slot:
-            state.publish(*state.link_params(page, {**values, **given}, base, preset))
-        with messages:
-            state.show_problems()
-        return None
+        return frame.finish(None, {**values, **given})
     st.session_state["_shown_config"] = config
     context = state.Context(trace, config, shown_steps=tuple(visible_steps(trace)))
     shown = {**values, **given, **state.resolve(page, context)}
-    with link_slot:
-        link = state.publish(*state.link_params(page, shown, base, preset, context, starts))
-    with messages:
-        state.show_problems()
-    view = state.View(page, config, trace, shown, preset, before_heads_only, link)
-    with downloads_slot:
-        downloads.take_it_with_you(view)
+    view = frame.finish(state.View(page, config, trace, shown, frame.preset, before_heads_only),
+                        shown, context, starts)
     presets.show_check(view)
     return view
 

@@ -17,7 +17,7 @@ import streamlit as st
 
 from explorer.config import OPTION_HELP
 from explorer.ui import state
-from explorer.ui.state import (ENTRIES, Choice, Flag, Fraction, Index, Number, Steps, Text)
+from explorer.ui.state import ENTRIES, Choice, Flag, Fraction, Number, Steps, Text
 
 MAX_BUTTONS = 16
 """Up to this many choices (heads, layers) an index picker is a row of buttons;
