@@ -86,8 +86,8 @@ class Trace(Mapping):
         precision (they read back to 1e-6 and better).
         """
         config = {k: v for k, v in dataclasses.asdict(self.config).items() if v is not None}
-        return json.dumps({"tokens": self.tokens, "config": _json_safe(config),
-                           "steps": {name: _json_safe(t.tolist())
+        return json.dumps({"tokens": self.tokens, "config": json_safe(config),
+                           "steps": {name: json_safe(t.tolist())
                                      for name, t in self._steps.items()}},
                           allow_nan=False)
 
@@ -95,16 +95,18 @@ class Trace(Mapping):
 _NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 
-def _json_safe(value):
-    """``value`` with every non-finite float replaced by its JSON string."""
+def json_safe(value):
+    """``value`` (numbers, lists, dicts, tensors' ``tolist()``) with every
+    non-finite float replaced by its JSON string: ``"-Infinity"``, ``"Infinity"``,
+    ``"NaN"``, so that ``json.dumps(..., allow_nan=False)`` writes strict JSON."""
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else _NON_FINITE[value]
     if hasattr(value, "tolist"):  # a hand-entered Matrix
-        return _json_safe(value.tolist())
+        return json_safe(value.tolist())
     if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
