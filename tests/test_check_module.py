@@ -10,10 +10,14 @@ from PyTorch's own ``scaled_dot_product_attention`` / ``nn.MultiheadAttention``.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import json
 import math
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +31,7 @@ from explorer.check import (COMPARED, MATCH, NOT_SEEN, CheckError, CheckFailure,
                             check_module, reference_steps, result_from_json)
 from explorer.check_view import difference_charts, report_html
 from explorer.presets import JOURNEY_INPUTS
+from explorer.sandbox import check_source
 from tests import learner_modules as L
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -438,8 +443,93 @@ def test_the_notebook_html_draws_both_matrices_with_the_differing_cells_outlined
 
 
 def test_checking_imports_neither_plotly_nor_streamlit():
-    code = ("import sys, explorer.check; "
+    code = ("import sys, explorer.check, explorer.sandbox; "
             "print(sorted(m for m in ('plotly', 'streamlit', 'pandas') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+# ---------------------------------------------------------------------------
+# The command line
+# ---------------------------------------------------------------------------
+LISTING_3_5 = "import torch\nimport torch.nn as nn\n\n\n" + inspect.getsource(L.MultiHeadAttention)
+
+
+def run_cli(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProcess:
+    (tmp_path / "my_attention.py").write_text(source)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "explorer", "check", *args], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_the_command_line_exits_0_1_or_2(tmp_path):
+    sizes = ("--d_in", "3", "--d_out", "4", "--num_heads", "2",
+             "--sentence", "Your journey starts with one step")
+    good = run_cli(tmp_path, LISTING_3_5, "my_attention.py:MultiHeadAttention", *sizes)
+    assert good.returncode == 0, good.stderr
+    assert "✓ Matches the reference computed from your weights: 8 steps" in good.stdout
+
+    broken = run_cli(tmp_path, LISTING_3_5.replace("dim=-1", "dim=-2"),
+                     "my_attention.py:MultiHeadAttention", *sizes)
+    assert broken.returncode == 1
+    assert "First difference: attn_weights, head 0, row 0 (Your), column 0 (Your): ours " \
+           "1.0000, yours " in broken.stdout
+    assert "Diagnosis: softmax over the wrong dim, the queries' axis" in broken.stdout
+
+    for source, target, message in [
+        ("class A(:\n", "my_attention.py:A",
+         "error: my_attention.py does not compile: SyntaxError: invalid syntax (line 1)"),
+        (LISTING_3_5, "my_attention.py:MultiHeadAttn",
+         "error: my_attention.py defines no nn.Module class named 'MultiHeadAttn'; it defines "
+         "MultiHeadAttention"),
+        (LISTING_3_5, "my_attention.py", "error: give FILE:CLASS"),
+        (LISTING_3_5.replace("assert d_out % num_heads", "assert d_out % 3"),
+         "my_attention.py:MultiHeadAttention",
+         "error: MultiHeadAttention(d_in=3, d_out=4, context_length=6, dropout=0.0, "
+         "num_heads=2, qkv_bias=False) raised AssertionError: d_out must be divisible by "
+         "num_heads"),
+    ]:
+        failed = run_cli(tmp_path, source, target, *sizes)
+        assert failed.returncode == 2, (target, failed.stdout, failed.stderr)
+        assert failed.stderr.startswith(message), failed.stderr
+        assert "explorer/" not in failed.stderr and failed.stdout == ""
+    usage = run_cli(tmp_path, LISTING_3_5, "my_attention.py:MultiHeadAttention", "--d_in", "x")
+    assert usage.returncode == 2 and "invalid int value: 'x'" in usage.stderr
+
+
+# ---------------------------------------------------------------------------
+# Pasted code in a child process
+# ---------------------------------------------------------------------------
+def test_pasted_code_is_checked_in_a_child_process():
+    report = check_source(LISTING_3_5, "MultiHeadAttention", d_out=4, num_heads=2)
+    assert isinstance(report, CheckReport) and report.ok
+    broken = check_source(LISTING_3_5.replace("dim=-1", "dim=-2"), "MultiHeadAttention",
+                          d_out=4, num_heads=2)
+    assert (broken.ok, broken.first_difference.step, broken.mistake) == (
+        False, "attn_weights", "softmax_over_queries")
+    in_process = check_module(build(L.SoftmaxOverQueries, 3, 4, 6, 0.0, num_heads=2))
+    assert broken == dataclasses.replace(in_process, module="MultiHeadAttention")
+
+
+@pytest.mark.parametrize("source, kind, message, detail", [
+    ("class A(:\n    pass\n", "syntax",
+     "your_code.py does not compile: SyntaxError: invalid syntax (line 1)", "^"),
+    (LISTING_3_5.replace("keys = self.W_key(x)", "keys = self.W_key(x) @ x"),
+     "forward", "MultiHeadAttention.forward raised RuntimeError on inputs of shape (1, 6, 3)",
+     f'your_code.py", line {LISTING_3_5.splitlines().index("        keys = self.W_key(x)") + 1}'
+     ', in forward\n    keys = self.W_key(x) @ x'),
+    ("import torch.nn as nn\nclass MultiHeadAttention(nn.Module):\n"
+     "    def __init__(self, d_in, d_out):\n        super().__init__()\n        while True:\n"
+     "            pass\n", "timeout", "your code ran for more than 6 s and was stopped", ""),
+    ("import torch\nblock = torch.ones(2**31)\n", "memory",
+     "your code needed more than 1,024 MB of memory and was stopped", "can't allocate memory"),
+])
+def test_pasted_code_that_fails_comes_back_as_a_clear_failure(source, kind, message, detail):
+    start = time.monotonic()
+    failure = check_source(source, "MultiHeadAttention", d_out=4, num_heads=2, timeout=6)
+    assert time.monotonic() - start < 15
+    assert isinstance(failure, CheckFailure) and not failure.ok
+    assert failure.kind == kind
+    assert failure.message.startswith(message), failure.message
+    assert detail in failure.details
