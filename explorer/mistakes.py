@@ -212,7 +212,12 @@ def dropout_keep_mask(weights: Tensor, dropped: Tensor, atol: float = 1e-5
     (keep-mask of 0s and 1s, p = 1 − 1/s), or None when ``dropped`` is no
     dropout of ``weights``.
     """
-    if dropped.shape != weights.shape or not torch.isfinite(weights).all():
+    if dropped.shape != weights.shape:
+        return None
+    first_rows = dropped[..., :2, :]  # a quick no: dropped weights are finite and >= 0
+    if not bool(torch.isfinite(first_rows).all()) or bool((first_rows < 0).any()):
+        return None
+    if not bool(torch.isfinite(weights).all()) or bool(((dropped != 0) & (weights == 0)).any()):
         return None
     kept = (dropped.abs() > atol) & (weights.abs() > atol)
     if not kept.any():

@@ -27,6 +27,7 @@ from pathlib import Path
 from explorer.check import CheckFailure, CheckReport, check_module, result_from_json
 from explorer.config import ConfigError
 from explorer.learner import CheckError, build_module, load_class
+from explorer.presets import JOURNEY_SENTENCE
 from explorer.tokenizer import tokenize
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,7 +41,6 @@ MAX_OUTPUT_BYTES = 16 * 2**20
 """What the learner's code may print or write to files before it is stopped."""
 FILENAME = "your_code.py"
 """The name the pasted code goes by in tracebacks."""
-DEFAULT_SENTENCE = "Your journey starts with one step"
 
 
 def check_code(source: str, class_name: str, *, d_in: int = 3, d_out: int = 2,
@@ -59,7 +59,7 @@ def check_code(source: str, class_name: str, *, d_in: int = 3, d_out: int = 2,
     error in the file, in ``__init__`` or ``forward``, weights not found) or
     `explorer.config.ConfigError` (sizes beyond the limits).
     """
-    sentence = DEFAULT_SENTENCE if sentence is None else sentence
+    sentence = JOURNEY_SENTENCE if sentence is None else sentence
     cls = load_class(source, filename, class_name)
     n_tokens = len(tokenize(sentence))
     module = build_module(cls, d_in=d_in, d_out=d_out, num_heads=num_heads, dropout=dropout,

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from explorer.charts import decode, encode
 from explorer.check import (COMPARED, MATCH, NOT_SEEN, CheckError, CheckFailure, CheckReport,
-                            check_module, reference_steps, result_from_json)
+                            agreeing, check_module, close, reference_steps, result_from_json)
 from explorer.check_view import difference_charts, report_html
 from explorer.presets import JOURNEY_INPUTS
 from explorer.sandbox import check_source
@@ -395,6 +395,22 @@ def test_the_reference_of_causal_attention_equals_sdpa_and_multihead_attention()
                               average_attn_weights=False)
     assert torch.allclose(output, steps["output"], atol=1e-6)
     assert torch.allclose(weights, steps["attn_weights"], atol=1e-6)
+
+
+SPECIAL = st.sampled_from([0.0, 1.0, -1.0, 1e-6, 1e4, math.inf, -math.inf, math.nan])
+
+
+@settings(max_examples=200, deadline=None)
+@given(ours=st.lists(st.one_of(SPECIAL, st.floats(-1e3, 1e3, width=32)), min_size=1,
+                     max_size=20),
+       nudge=st.lists(st.sampled_from([0.0, 1e-7, 1e-5, 1e-3, 1.0, math.inf, math.nan]),
+                      min_size=20, max_size=20))
+def test_agreeing_says_what_isclose_with_equal_nan_says(ours, nudge):
+    a = torch.tensor(ours)
+    b = a + torch.tensor(nudge[:len(ours)])
+    expected = torch.isclose(a, b, rtol=1e-4, atol=1e-5, equal_nan=True)  # rtol·|b|, as ours
+    assert torch.equal(agreeing(a, b), expected)
+    assert close(a[None], b[None]) == bool(expected.all())
 
 
 # ---------------------------------------------------------------------------
