@@ -65,8 +65,10 @@ class LearnerWeights:
     ``W_query``, ``W_key``: (d_in, d_k); ``W_value``: (d_in, d_v); the biases
     (d_k,) / (d_v,) or None; ``W_out`` (d_v, d_out) and ``b_out`` (d_out,) when
     the module has an ``out_proj``. ``n_heads``; ``causal`` (it has a ``mask``
-    buffer); ``dropout``: its p; ``training``: ``module.training``. ``found``
-    lists what was read, in words, for the report.
+    buffer); ``dropout``: its p; ``training``: ``module.training``;
+    ``torch_mha``: the module when it is a ``torch.nn.MultiheadAttention``
+    (called as self-attention). ``found`` lists what was read, in words, for
+    the report.
     """
 
     W_query: Tensor
@@ -86,14 +88,17 @@ class LearnerWeights:
 
     @property
     def d_in(self) -> int:
+        """The inputs' width: W_query's rows."""
         return self.W_query.shape[0]
 
     @property
     def d_k(self) -> int:
+        """The queries' and keys' width, all heads together: W_query's columns."""
         return self.W_query.shape[1]
 
     @property
     def d_v(self) -> int:
+        """The values' width, all heads together: W_value's columns."""
         return self.W_value.shape[1]
 
     @property
