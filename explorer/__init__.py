@@ -8,9 +8,11 @@
     torch.Size([6, 3])
 
 The compute modules (`config`, `tokenizer`, `recipes`, `attention`, `trace`,
-`steps`, `explain`, `presets`, `verify`, `experiments`, `budget`) import torch
-only. `explorer.figures` (plotly, pandas) sits above them and `explorer.ui`
-(Streamlit) above that.
+`steps`, `explain`, `presets`, `verify`, `experiments`, `budget`, and `check`,
+`learner`, `mistakes`, `sandbox` for checking a learner's own code) import
+torch only. `explorer.figures` (plotly, pandas), `export` and `check_view` sit
+above them and `explorer.ui` (Streamlit) above that. ``python -m explorer
+check`` is `explorer.__main__`.
 
 The names below are loaded on first use (PEP 562), so that this package's own
 import takes no lock while it imports anything else. Streamlit runs each

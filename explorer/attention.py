@@ -5,8 +5,9 @@ Language Model (From Scratch)" and Vaswani et al. (2017), eq. 1:
 
     Attention(Q, K, V) = softmax(Q Kᵀ / sqrt(d_k)) V
 
-Every function works on a single sequence. A leading head axis is allowed
-everywhere (``(n_heads, n, ...)``): the matrix products broadcast over it.
+Every function works on a single sequence. Leading axes are allowed
+everywhere (a head axis ``(n_heads, n, ...)``, a batch axis before it): the
+matrix products broadcast over them.
 """
 
 from __future__ import annotations
@@ -28,18 +29,20 @@ def project(x: Tensor, weight: Tensor) -> Tensor:
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
     """Cut the columns into ``n_heads`` equal slices, one per head.
 
-    x: (n_tokens, d) -> (n_heads, n_tokens, d // n_heads). Head h holds columns
-    ``h*head_dim : (h+1)*head_dim``, as ``.view(n, n_heads, head_dim).transpose``
-    in the book's ``MultiHeadAttention``.
+    x: (..., n_tokens, d) -> (..., n_heads, n_tokens, d // n_heads). Head h holds
+    columns ``h*head_dim : (h+1)*head_dim``, as ``.view(b, n, n_heads, head_dim)
+    .transpose(1, 2)`` in the book's ``MultiHeadAttention`` (any leading axes,
+    such as its batch axis b, are kept).
     """
-    n_tokens, d = x.shape
-    return x.view(n_tokens, n_heads, d // n_heads).transpose(0, 1)
+    *lead, n_tokens, d = x.shape
+    return x.view(*lead, n_tokens, n_heads, d // n_heads).transpose(-3, -2)
 
 
 def combine_heads(x: Tensor) -> Tensor:
-    """Concatenate the heads side by side: (n_heads, n_tokens, hd) -> (n_tokens, n_heads*hd)."""
-    n_heads, n_tokens, head_dim = x.shape
-    return x.transpose(0, 1).reshape(n_tokens, n_heads * head_dim)
+    """Concatenate the heads side by side:
+    (..., n_heads, n_tokens, hd) -> (..., n_tokens, n_heads*hd)."""
+    *lead, n_heads, n_tokens, head_dim = x.shape
+    return x.transpose(-3, -2).reshape(*lead, n_tokens, n_heads * head_dim)
 
 
 def attention_scores(queries: Tensor, keys: Tensor) -> Tensor:

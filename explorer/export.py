@@ -39,13 +39,14 @@ import base64
 import csv
 import dataclasses
 import io
+import json
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from torch import Tensor
 
 from explorer import literal
-from explorer.charts import CHART_JS, encode
+from explorer.charts import CHART_JS, Chart, encode
 from explorer.config import OPTION_HELP, AttentionConfig
 from explorer.steps import STEPS, TOKENS, layout_rows, shows_colour_bar, visible_steps
 from explorer.tokenizer import STRIP_PUNCTUATION, build_vocab, token_labels
@@ -611,21 +612,26 @@ def _sections(trace: Trace, names: list[str], heads: Sequence[int] | None
     return sections
 
 
+def chart_div(chart: Chart, div_id: str, caption: str = "") -> str:
+    """One chart for a page that `mount_script` draws: a ``<div class="chart">``
+    holding ``chart``'s `explorer.charts.encode` payload in base64 (base64 holds no
+    character that HTML reads) in its ``data-chart`` attribute, and the
+    ``caption`` (plain text, escaped here) under it. ``div_id``: its element id."""
+    payload = base64.b64encode(encode(chart)).decode("ascii")
+    caption = f'<p class="caption">{literal.html(caption)}</p>' if caption else ""
+    return (f'<div class="step"><div class="chart" id="{literal.html(div_id)}" '
+            f'data-chart="{payload}"></div>{caption}</div>')
+
+
 def _chart_div(trace: Trace, name: str, head: int | None, columns: int, colorbar: bool) -> str:
     """One chart as the page draws it: `explorer.figures.heatmap_chart` (titled with
-    the step, its formula, shape and head), packed by `explorer.charts.encode` into a
-    base64 ``data-chart`` attribute (base64 holds no character that HTML reads),
-    with the step's caption under it, as on the page."""
+    the step, its formula, shape and head), with the step's caption under it."""
     from explorer.figures import heatmap_chart  # the script and the CSV need no plotly
 
     step = STEPS[name]
     chart = heatmap_chart(trace, name, head=head or 0, colorbar=colorbar, columns=columns)
-    payload = base64.b64encode(encode(chart)).decode("ascii")
     div_id = f"chart-{name}" if head is None else f"chart-{name}-head-{head}"
-    caption = (f'<p class="caption">{literal.html(step.caption(trace.config))}</p>'
-               if step.explain else "")
-    return (f'<div class="step"><div class="chart" id="{div_id}" data-chart="{payload}">'
-            f"</div>{caption}</div>")
+    return chart_div(chart, div_id, step.caption(trace.config) if step.explain else "")
 
 
 def _inline_script(code: str, kind: str | None = None) -> str:
@@ -641,11 +647,30 @@ def _inline_script(code: str, kind: str | None = None) -> str:
 _MOUNT_CHARTS = """
 // The report's bootstrap: mount every chart as the app's Streamlit component
 // does, with chart.js's default export (no server: clicks go nowhere).
-for (const div of document.querySelectorAll("div.chart[data-chart]")) {
+for (const div of {scope}.querySelectorAll("div.chart[data-chart]")) {{
   const data = Uint8Array.from(atob(div.dataset.chart), (c) => c.charCodeAt(0));
-  mountChart({ data, parentElement: div, setTriggerValue: () => {} });
-}
+  mountChart({{ data, parentElement: div, setTriggerValue: () => {{}} }});
+}}
 """
+
+
+def plotly_script() -> str:
+    """Plotly.js (the installed ``plotly`` package's) as one inline classic
+    ``<script>``: it defines ``window.Plotly``, which chart.js then uses."""
+    from explorer.figures import PLOTLY_MIN_JS
+
+    return _inline_script(PLOTLY_MIN_JS.read_text(encoding="utf-8"))
+
+
+def mount_script(scope_id: str | None = None) -> str:
+    """chart.js's source, unchanged, and a bootstrap that mounts every
+    `chart_div` of the element ``scope_id`` (the whole document by default),
+    as one inline ``<script type="module">``. Needs `plotly_script` before it."""
+    scope = "document" if scope_id is None else \
+        f"document.getElementById({json.dumps(scope_id)})"
+    return _inline_script(CHART_JS.read_text(encoding="utf-8") + _MOUNT_CHARTS.format(scope=scope),
+                          kind="module")
+
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 1150px; margin: 2em auto; padding: 0 1em;
@@ -677,7 +702,7 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
     passes through `explorer.literal.html`. Raises ``KeyError`` for a
     step the trace does not have and ``ValueError`` for a head that does not exist.
     """
-    from explorer.figures import PLOTLY_MIN_JS, head_colour
+    from explorer.figures import head_colour
 
     names = visible_steps(trace) if steps is None else list(dict.fromkeys(steps))
     for name in names:
@@ -702,7 +727,7 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>Self-attention: {literal.html(title)}</title>",
         f"<style>{_STYLE}</style>",
-        _inline_script(PLOTLY_MIN_JS.read_text(encoding="utf-8")),
+        plotly_script(),
         "</head><body>",
         "<h1>Self-attention, step by step</h1>",
         f'<p>Sentence: <q class="sentence">{literal.html(sentence)}</q></p>',
@@ -714,7 +739,7 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
         ("<footer><p class=\"caption\">Made by the self-attention explorer. Hover a cell "
          "for its value; each chart's toolbar saves it as PNG or SVG. Plotly.js is included "
          "in this file, so it works offline.</p></footer>"),
-        _inline_script(CHART_JS.read_text(encoding="utf-8") + _MOUNT_CHARTS, kind="module"),
+        mount_script(),
         "</body></html>",
         "",
     ])

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,7 @@ import torch
 
 from explorer import explain, literal
 from explorer.charts import Chart
+from explorer.literal import format_value
 from explorer.steps import DIMS, MASK, STEPS, TOKENS, WEIGHTS, Axis, Step, scale_group
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
@@ -87,15 +89,6 @@ def head_columns(trace: Trace, name: str, head: int) -> range:
     return range(head * per_head, (head + 1) * per_head)
 
 
-def format_value(value: float, decimals: int = 4) -> str:
-    """A value as a cell shows it: 4 decimals, with −∞, +∞ and NaN spelled out."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "−∞" if value < 0 else "+∞"
-    return f"{value:.{decimals}f}"
-
-
 def _bound(*matrices: np.ndarray) -> float:
     """The largest finite |value| of ``matrices`` (1 when there is none or it is 0)."""
     finite = [np.abs(m[np.isfinite(m)]).max() for m in matrices if np.isfinite(m).any()]
@@ -104,17 +97,25 @@ def _bound(*matrices: np.ndarray) -> float:
 
 def colour_range(trace: Trace, name: str, head: int = 0,
                  head_slice: bool = False) -> tuple[float, float]:
-    """The (zmin, zmax) of a step's colour scale: [0, 1] for weights (higher
-    after dropout), 0/1 for masks, else ±the largest |value| of every step in
-    its `explorer.steps.scale_group` (of this head; of its columns with
-    ``head_slice``)."""
+    """The (zmin, zmax) of a step's colour scale: `shared_range` of the step
+    alone for weights and masks, else of every step in its
+    `explorer.steps.scale_group` (of this head; of its columns with ``head_slice``)."""
     step = STEPS[name]
+    alone = step.colour in (WEIGHTS, MASK) or name == "dropped_weights"
+    group = [name] if alone else [other for other in scale_group(name) if other in trace]
+    return shared_range(step, *(step_matrix(trace, other, head, head_slice, np.float32)
+                                for other in group))
+
+
+def shared_range(step: Step, *matrices: np.ndarray) -> tuple[float, float]:
+    """One colour range for ``matrices`` drawn as ``step``: [0, 1] for masks;
+    for weights from 0 to 1 (higher after dropout); else ±the largest finite
+    |value| of them all, centred at 0."""
     if step.colour == MASK:
         return 0.0, 1.0
-    if step.colour == WEIGHTS or name == "dropped_weights":
-        return 0.0, max(1.0, _bound(step_matrix(trace, name, head, dtype=np.float32)))
-    bound = _bound(*(step_matrix(trace, other, head, head_slice, np.float32)
-                     for other in scale_group(name) if other in trace))
+    if step.colour == WEIGHTS or step.name == "dropped_weights":
+        return 0.0, max(1.0, _bound(*matrices))
+    bound = _bound(*matrices)
     return -bound, bound
 
 
@@ -135,12 +136,14 @@ def _label_width_px(labels: list[str]) -> int:
 def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str], step: Step,
                  title: str, *, zrange: tuple[float, float] | None = None,
                  highlight_row: int | None = None, marked_cell: tuple[int, int] | None = None,
-                 colorbar: bool = True, columns: int = 1, filename: str = "matrix") -> Chart:
+                 marked_cells: Sequence[Sequence[int]] = (), colorbar: bool = True,
+                 columns: int = 1, filename: str = "matrix") -> Chart:
     """A heatmap of any 2-D ``values`` drawn as ``step`` (axes, colours, text).
 
     ``zrange`` fixes the colour scale (default: `colour_range`'s rule on
     ``values`` alone). ``highlight_row`` outlines a row (the query token),
-    ``marked_cell`` a cell (the one being explained). ``columns`` is how many
+    ``marked_cell`` a cell (the one being explained) and ``marked_cells`` more
+    (the cells that differ, `explorer.check_view`). ``columns`` is how many
     charts share the page's row (narrower charts: smaller title). Non-finite
     values are gaps labelled −∞ / +∞ / NaN. Hover gives the row, the column and
     the value to 4 decimals.
@@ -161,11 +164,11 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
         shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
                        "y0": highlight_row - 0.5, "y1": highlight_row + 0.5,
                        "line": {"color": HIGHLIGHT_COLOUR, "width": 3}})
-    if marked_cell is not None and 0 <= marked_cell[0] < n_rows and 0 <= marked_cell[1] < n_cols:
-        row, col = marked_cell
-        shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": col - 0.5,
-                       "x1": col + 0.5, "y0": row - 0.5, "y1": row + 0.5,
-                       "line": {"color": MARK_COLOUR, "width": 3}})
+    for row, col in ([marked_cell] if marked_cell is not None else []) + list(marked_cells):
+        if 0 <= row < n_rows and 0 <= col < n_cols:
+            shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": col - 0.5,
+                           "x1": col + 0.5, "y0": row - 0.5, "y1": row + 0.5,
+                           "line": {"color": MARK_COLOUR, "width": 3}})
     tokens_on_x = step.cols.labels == TOKENS
     layout = {
         "title": {"text": literal.plotly(title), "x": 0, "xanchor": "left",

@@ -19,6 +19,7 @@ must read back exactly (links, CSV, generated code) are written by
 from __future__ import annotations
 
 import html as _html
+import math
 import re
 
 import numpy as np
@@ -62,3 +63,12 @@ def float32_text(value: float) -> str:
     ``-1.1925``, ``1e-07``, ``-inf``, ``nan`` (numpy's shortest round-trip
     digits). Finite values are valid Python literals too."""
     return str(np.float32(value))
+
+
+def format_value(value: float, decimals: int = 4) -> str:
+    """A value as a cell shows it: 4 decimals, with −∞, +∞ and NaN spelled out."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "−∞" if value < 0 else "+∞"
+    return f"{value:.{decimals}f}"

@@ -103,8 +103,10 @@ SIMPLIFIED = {"weight_init": "identity", "scale": False}
 """Simplified attention (seeds 000, 001, 003; book §3.3): no trainable weights
 (Q = K = V = X), no scaling."""
 
-_JOURNEY_X = ((0.43, 0.15, 0.89), (0.55, 0.87, 0.66), (0.57, 0.85, 0.64),
-              (0.22, 0.58, 0.33), (0.77, 0.25, 0.10), (0.05, 0.80, 0.55))
+JOURNEY_SENTENCE = "Your journey starts with one step"
+JOURNEY_INPUTS = ((0.43, 0.15, 0.89), (0.55, 0.87, 0.66), (0.57, 0.85, 0.64),
+                  (0.22, 0.58, 0.33), (0.77, 0.25, 0.10), (0.05, 0.80, 0.55))
+"""The book's hand-picked 3-d embeddings of `JOURNEY_SENTENCE` (§3.3.1, ``inputs``)."""
 _LIGHT_X = ((0.21, 0.47, 0.91), (0.52, 0.11, 0.65), (0.03, 0.85, 0.19),
             (0.73, 0.64, 0.39), (0.13, 0.55, 0.68), (0.22, 0.77, 0.08))
 
@@ -117,8 +119,8 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
         description="The book's hand-picked 3-d vectors; simplified attention: "
                     "scores X·Xᵀ, softmax, context A·X.",
         page=SIMPLIFIED_PAGE,
-        config=AttentionConfig(sentence="Your journey starts with one step", d_in=3, d_k=3,
-                               d_v=3, embedding="given", embeddings=_JOURNEY_X, **SIMPLIFIED),
+        config=AttentionConfig(sentence=JOURNEY_SENTENCE, d_in=3, d_k=3,
+                               d_v=3, embedding="given", embeddings=JOURNEY_INPUTS, **SIMPLIFIED),
         query=1,
         references=(
             Reference("attn_scores", cell="notebook cell 13", values=(
@@ -149,8 +151,8 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
                     "torch.rand(d_in, d_out) after torch.manual_seed(123), d_k = d_v = 2; "
                     "scores scaled by √d_k.",
         page=SELF_ATTENTION_PAGE,
-        config=AttentionConfig(sentence="Your journey starts with one step", d_in=3, d_k=2,
-                               d_v=2, seed=123, embedding="given", embeddings=_JOURNEY_X,
+        config=AttentionConfig(sentence=JOURNEY_SENTENCE, d_in=3, d_k=2,
+                               d_v=2, seed=123, embedding="given", embeddings=JOURNEY_INPUTS,
                                weight_init="rand"),
         query=1,
         references=(
@@ -172,7 +174,7 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
         description="torch.manual_seed(123); torch.rand(6, 3) as the embeddings; query x_2 "
                     "normalised three ways: by the sum, naive softmax, softmax.",
         page=SIMPLIFIED_PAGE,
-        config=AttentionConfig(sentence="Your journey starts with one step", d_in=3, d_k=3,
+        config=AttentionConfig(sentence=JOURNEY_SENTENCE, d_in=3, d_k=3,
                                d_v=3, seed=123, embedding="uniform", **SIMPLIFIED),
         query=1,
         references=(

@@ -86,8 +86,8 @@ class Trace(Mapping):
         precision (they read back to 1e-6 and better).
         """
         config = {k: v for k, v in dataclasses.asdict(self.config).items() if v is not None}
-        return json.dumps({"tokens": self.tokens, "config": _json_safe(config),
-                           "steps": {name: _json_safe(t.tolist())
+        return json.dumps({"tokens": self.tokens, "config": json_safe(config),
+                           "steps": {name: json_safe(t.tolist())
                                      for name, t in self._steps.items()}},
                           allow_nan=False)
 
@@ -95,16 +95,18 @@ class Trace(Mapping):
 _NON_FINITE = {math.inf: "Infinity", -math.inf: "-Infinity"}
 
 
-def _json_safe(value):
-    """``value`` with every non-finite float replaced by its JSON string."""
+def json_safe(value):
+    """``value`` (numbers, lists, dicts, tensors' ``tolist()``) with every
+    non-finite float replaced by its JSON string: ``"-Infinity"``, ``"Infinity"``,
+    ``"NaN"``, so that ``json.dumps(..., allow_nan=False)`` writes strict JSON."""
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else _NON_FINITE[value]
     if hasattr(value, "tolist"):  # a hand-entered Matrix
-        return _json_safe(value.tolist())
+        return json_safe(value.tolist())
     if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -131,6 +133,85 @@ def _given(matrix) -> Tensor:
     return matrix.tensor()
 
 
+def embed(config: AttentionConfig, embedding_table: EmbeddingTable = recipes.embedding_table
+          ) -> tuple[Tensor, torch.Generator]:
+    """Step 1, the embeddings X of ``config``'s tokens: (n_tokens, d_in).
+
+    Returns X and the generator, ready to draw the weights next: ``"table"``
+    looks the token ids up in `recipes.embedding_table` (``nn.Embedding(vocab_size,
+    d_in)`` after ``torch.manual_seed(seed)``), ``"uniform"`` draws
+    ``torch.rand(n_tokens, d_in)``, ``"given"`` takes ``config.embeddings``.
+    """
+    rng = recipes.seeded_generator(config.seed)
+    if config.embedding == "table":
+        table, rng_state = embedding_table(config.seed, config.vocab_size, config.d_in)
+        rng.set_state(rng_state)
+        return table[ids_of(config.tokens)], rng  # row lookup, like nn.Embedding
+    if config.embedding == "uniform":
+        return recipes.uniform_embeddings(len(config.tokens), config.d_in, rng), rng
+    return _given(config.embeddings), rng
+
+
+def attention_steps(x: Tensor, weights: Mapping[str, Tensor], *, n_heads: int = 1,
+                    scale: bool = True, causal: bool = False, normalization: str = "softmax",
+                    dropout: float = 0.0, keep_mask: Tensor | None = None,
+                    ops=att) -> dict[str, Tensor]:
+    """Steps 3 to 7 of the pipeline, from X and given weights to the output.
+
+    x: (..., n, d_in); leading axes (a batch) are kept in every step.
+    ``weights``: ``W_query`` and ``W_key`` (d_in, d_k), ``W_value`` (d_in, d_v),
+    so that Q = X·W_query; optionally the biases ``b_query``, ``b_key`` (d_k,)
+    and ``b_value`` (d_v,) added to Q, K and V (``nn.Linear(..., bias=True)``),
+    and the output projection ``W_out`` (d_v, d_out) with ``b_out`` (d_out,)
+    (``out_proj.weight`` transposed and ``out_proj.bias``).
+    ``keep_mask``: the dropout keep-mask, (..., n_heads, n, n), when dropout > 0.
+    ``ops``: where the step functions come from, `explorer.attention` unless a
+    caller swaps one out (`explorer.mistakes` computes the classic mistakes so).
+
+    Returns, in pipeline order (h = n_heads, hd = d_k / h, hv = d_v / h; the
+    head axis is kept even for one head): ``queries``, ``keys`` (..., h, n, hd),
+    ``values`` (..., h, n, hv), ``attn_scores`` = Q Kᵀ and ``scaled_scores``
+    (..., h, n, n), [``causal_mask`` (n, n) and ``masked_scores`` when causal],
+    ``attn_weights``, [``dropout_mask`` and ``dropped_weights`` when dropout > 0],
+    ``context`` (..., n, d_v), [``W_out``, ``b_out`` and ``output`` (..., n, d_out)
+    with ``W_out``]. Vaswani et al. (2017) eq. 1, as the book's Listings 3.1-3.5.
+    """
+    # 3. Queries, keys, values: (..., n, d) -> per head (..., h, n, head_dim)
+    per_head = {}
+    for name, weight, bias in (("queries", "W_query", "b_query"), ("keys", "W_key", "b_key"),
+                               ("values", "W_value", "b_value")):
+        projected = ops.project(x, weights[weight])  # (..., n, d_in) @ (d_in, d) -> (..., n, d)
+        if weights.get(bias) is not None:
+            projected = projected + weights[bias]
+        per_head[name] = ops.split_heads(projected, n_heads)
+    head_dim = per_head["queries"].shape[-1]
+
+    # 4. Scores, scaling, mask, normalisation: (..., h, n, n)
+    steps = dict(per_head)
+    scores = steps["attn_scores"] = ops.attention_scores(steps["queries"], steps["keys"])
+    scaled = steps["scaled_scores"] = ops.scale_scores(scores, head_dim, scale)
+    if causal:
+        steps["causal_mask"] = ops.causal_mask(x.shape[-2])
+        scaled = steps["masked_scores"] = ops.apply_mask(scaled, steps["causal_mask"])
+    attn_weights = steps["attn_weights"] = ops.NORMALIZERS[normalization](scaled)
+
+    # 5. Dropout on the weights, with the keep-mask given
+    if dropout > 0:
+        steps["dropout_mask"] = keep_mask
+        attn_weights = steps["dropped_weights"] = ops.apply_dropout(attn_weights, keep_mask,
+                                                                    dropout)
+
+    # 6. Context: heads concatenated, (..., n, d_v)
+    context = steps["context"] = ops.combine_heads(ops.context_vectors(attn_weights,
+                                                                       steps["values"]))
+
+    # 7. Output projection: (..., n, d_v) @ (d_v, d_out) + b_out
+    if weights.get("W_out") is not None:
+        steps["W_out"], steps["b_out"] = weights["W_out"], weights["b_out"]
+        steps["output"] = ops.output_projection(context, weights["W_out"], weights["b_out"])
+    return steps
+
+
 def compute_trace(config: AttentionConfig,
                   embedding_table: EmbeddingTable = recipes.embedding_table) -> Trace:
     """Run scaled dot-product attention on ``config`` and return every step.
@@ -154,21 +235,11 @@ def compute_trace(config: AttentionConfig,
     cached `recipes.embedding_table`.
     """
     c = config
-    tokens = c.tokens
-    n = len(tokens)
-    steps: dict[str, Tensor] = {"token_ids": ids_of(tokens)}
+    n, h = len(c.tokens), c.n_heads
 
     # 1. Embeddings X: (n, d_in)
-    rng = recipes.seeded_generator(c.seed)
-    if c.embedding == "table":
-        table, rng_state = embedding_table(c.seed, c.vocab_size, c.d_in)
-        rng.set_state(rng_state)
-        steps["embeddings"] = table[steps["token_ids"]]  # row lookup, like nn.Embedding
-    elif c.embedding == "uniform":
-        steps["embeddings"] = recipes.uniform_embeddings(n, c.d_in, rng)
-    else:
-        steps["embeddings"] = _given(c.embeddings)
-    x = steps["embeddings"]
+    x, rng = embed(c, embedding_table)
+    steps: dict[str, Tensor] = {"token_ids": ids_of(c.tokens), "embeddings": x}
 
     # 2. Projection weights, drawn in the order W_query, W_key, W_value
     for name, d_out in (("W_query", c.d_k), ("W_key", c.d_k), ("W_value", c.d_v)):
@@ -176,41 +247,15 @@ def compute_trace(config: AttentionConfig,
             steps[name] = _given(getattr(c, name))
         else:
             steps[name] = recipes.projection_weight(c.weight_init, c.d_in, d_out, rng)
+    weights = dict(steps)
+    if c.has_out_proj:  # nn.Linear(d_v, d_v), drawn next from the same generator
+        weights["W_out"] = recipes.linear_weight(c.d_v, c.d_v, rng).T.contiguous()
+        weights["b_out"] = recipes.linear_bias(c.d_v, c.d_v, rng)
 
-    # 3. Queries, keys, values: (n, d) -> per head (n_heads, n, head_dim)
-    h = c.n_heads
-    queries = att.split_heads(att.project(x, steps["W_query"]), h)
-    keys = att.split_heads(att.project(x, steps["W_key"]), h)
-    values = att.split_heads(att.project(x, steps["W_value"]), h)
-
-    # 4. Scores, scaling, mask, normalisation: (n_heads, n, n)
-    scores = att.attention_scores(queries, keys)
-    scaled = att.scale_scores(scores, c.head_dim, c.scale)
-    per_head = {"queries": queries, "keys": keys, "values": values,
-                "attn_scores": scores, "scaled_scores": scaled}
-    if c.causal:
-        steps_mask = att.causal_mask(n)
-        per_head["causal_mask"] = steps_mask
-        scaled = per_head["masked_scores"] = att.apply_mask(scaled, steps_mask)
-    weights = per_head["attn_weights"] = att.NORMALIZERS[c.normalization](scaled)
-
-    # 5. Dropout on the weights, from its own generator
-    if c.dropout > 0:
-        keep = recipes.dropout_mask(tuple(weights.shape), c.dropout, c.mask_seed)
-        per_head["dropout_mask"] = keep
-        weights = per_head["dropped_weights"] = att.apply_dropout(weights, keep, c.dropout)
-
-    # 6. Context: heads concatenated, (n, d_v)
-    context = att.combine_heads(att.context_vectors(weights, values))
-
-    squeeze = h == 1  # a single head is shown without a head axis
-    for name, tensor in per_head.items():
-        steps[name] = tensor[0] if squeeze and tensor.dim() == 3 else tensor
-    steps["context"] = context
-
-    # 7. Output projection nn.Linear(d_v, d_v), drawn last from the same generator
-    if c.has_out_proj:
-        steps["W_out"] = recipes.linear_weight(c.d_v, c.d_v, rng).T.contiguous()
-        steps["b_out"] = recipes.linear_bias(c.d_v, c.d_v, rng)
-        steps["output"] = att.output_projection(context, steps["W_out"], steps["b_out"])
-    return Trace(c, tokens, steps)
+    # 3-7. Q, K, V, scores, mask, weights, dropout (its own generator), context, output
+    keep = recipes.dropout_mask((h, n, n), c.dropout, c.mask_seed) if c.dropout > 0 else None
+    computed = attention_steps(x, weights, n_heads=h, scale=c.scale, causal=c.causal,
+                               normalization=c.normalization, dropout=c.dropout, keep_mask=keep)
+    for name, tensor in computed.items():  # a single head is shown without a head axis
+        steps[name] = tensor[0] if h == 1 and tensor.dim() == 3 else tensor
+    return Trace(c, c.tokens, steps)

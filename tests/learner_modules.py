@@ -1,0 +1,289 @@
+"""Attention modules as learners write them: chapter 3's listings, and broken ones.
+
+The first five classes are the book's code ("Build a Large Language Model (From
+Scratch)", chapter 3, Listings 3.1-3.5), as printed. `Tweakable` is
+Listing 3.5's ``MultiHeadAttention`` with each step a method, so that each
+broken variant below changes one step the way learners get it wrong, in the
+book's own order of operations (mask, then scale inside the softmax).
+
+Nothing here draws from the global RNG at import; the tests build the modules
+inside ``torch.random.fork_rng()``, after the book's ``torch.manual_seed(123)``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+
+# ---------------------------------------------------------------------------
+# The book's listings
+# ---------------------------------------------------------------------------
+class SelfAttention_v1(nn.Module):  # Listing 3.1
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+
+    def forward(self, x):
+        keys = x @ self.W_key
+        queries = x @ self.W_query
+        values = x @ self.W_value
+        attn_scores = queries @ keys.T  # omega
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+class SelfAttention_v2(nn.Module):  # Listing 3.2
+    def __init__(self, d_in, d_out, qkv_bias=False):
+        super().__init__()
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+
+    def forward(self, x):
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.T
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+class CausalAttention(nn.Module):  # Listing 3.3
+    def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        super().__init__()
+        self.d_out = d_out
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer(
+            "mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+        context_vec = attn_weights @ values
+        return context_vec
+
+
+class MultiHeadAttentionWrapper(nn.Module):  # Listing 3.4
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads = nn.ModuleList(
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
+             for _ in range(num_heads)])
+
+    def forward(self, x):
+        return torch.cat([head(x) for head in self.heads], dim=-1)
+
+
+class MultiHeadAttention(nn.Module):  # Listing 3.5
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer(
+            "mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+
+        keys = keys.transpose(1, 2)
+        queries = queries.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)
+        return context_vec
+
+
+class RenamedAttention(nn.Module):
+    """Right arithmetic, other names: the check cannot find W_query."""
+
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.query = nn.Linear(d_in, d_out, bias=False)
+        self.key = nn.Linear(d_in, d_out, bias=False)
+        self.value = nn.Linear(d_in, d_out, bias=False)
+
+    def forward(self, x):
+        scores = self.query(x) @ self.key(x).T
+        return torch.softmax(scores / self.key.out_features**0.5, dim=-1) @ self.value(x)
+
+
+# ---------------------------------------------------------------------------
+# One step at a time: the broken variants
+# ---------------------------------------------------------------------------
+class Tweakable(MultiHeadAttention):
+    """Listing 3.5 with each step a method (same numbers as `MultiHeadAttention`).
+    Works on (b, n, d_in); a subclass overrides the step it gets wrong."""
+
+    def project(self, layer, x):
+        return layer(x)
+
+    def split(self, t, b, num_tokens):
+        return t.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def mask_scores(self, attn_scores, num_tokens):
+        return attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+
+    def scale(self, attn_scores, keys):
+        return attn_scores / keys.shape[-1]**0.5
+
+    def normalise(self, scaled, num_tokens):
+        return torch.softmax(scaled, dim=-1)
+
+    def combine(self, context_vec, b, num_tokens):
+        return context_vec.transpose(1, 2).contiguous().view(b, num_tokens, self.d_out)
+
+    def project_out(self, context_vec):
+        return self.out_proj(context_vec)
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys, queries, values = (self.split(self.project(layer, x), b, num_tokens)
+                                 for layer in (self.W_key, self.W_query, self.W_value))
+        attn_scores = self.mask_scores(queries @ keys.transpose(2, 3), num_tokens)
+        attn_weights = self.dropout(self.normalise(self.scale(attn_scores, keys), num_tokens))
+        return self.project_out(self.combine(attn_weights @ values, b, num_tokens))
+
+
+class NoScaling(Tweakable):
+    def scale(self, attn_scores, keys):
+        return attn_scores
+
+
+class ScaledByDk(Tweakable):
+    def scale(self, attn_scores, keys):
+        return attn_scores / keys.shape[-1]
+
+
+class ScaledByDin(Tweakable):
+    def scale(self, attn_scores, keys):
+        return attn_scores / self.W_key.in_features**0.5
+
+
+class ScaledByDout(Tweakable):
+    def scale(self, attn_scores, keys):
+        return attn_scores / self.d_out**0.5
+
+
+class SoftmaxOverQueries(Tweakable):
+    def normalise(self, scaled, num_tokens):
+        return torch.softmax(scaled, dim=2)  # (b, num_heads, n, n): the query axis
+
+
+class SoftmaxOverHeads(Tweakable):
+    def normalise(self, scaled, num_tokens):
+        return torch.softmax(scaled, dim=1)
+
+
+class SoftmaxOverBatch(Tweakable):
+    def normalise(self, scaled, num_tokens):
+        return torch.softmax(scaled, dim=0)
+
+
+class MaskAfterSoftmax(Tweakable):
+    """The book's §3.5.1 second route without its renormalisation."""
+
+    def mask_scores(self, attn_scores, num_tokens):
+        return attn_scores
+
+    def normalise(self, scaled, num_tokens):
+        future = self.mask.bool()[:num_tokens, :num_tokens]
+        return torch.softmax(scaled, dim=-1).masked_fill(future, 0.0)
+
+
+class MaskFilledWithZero(Tweakable):
+    def mask_scores(self, attn_scores, num_tokens):
+        return attn_scores.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], 0.0)
+
+
+class DiagonalMasked(Tweakable):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        self.register_buffer(
+            "mask", torch.triu(torch.ones(context_length, context_length), diagonal=0))
+
+
+class MaskNotApplied(Tweakable):
+    def mask_scores(self, attn_scores, num_tokens):
+        return attn_scores
+
+
+class SplitWithView(Tweakable):
+    def split(self, t, b, num_tokens):
+        return t.view(b, self.num_heads, num_tokens, self.head_dim)
+
+
+class WeightsTransposed(Tweakable):
+    def project(self, layer, x):
+        return x @ layer.weight  # nn.Linear computes x @ weight.T
+
+
+class DropoutAlwaysOn(Tweakable):
+    def normalise(self, scaled, num_tokens):
+        return torch.nn.functional.dropout(torch.softmax(scaled, dim=-1), 0.5)  # training=True
+
+
+class OutProjNotApplied(Tweakable):
+    def project_out(self, context_vec):
+        return context_vec
+
+
+class PositionBias(Tweakable):
+    """Not a classic mistake: adds 0.1 × the key's position to every score."""
+
+    def scale(self, attn_scores, keys):
+        position = torch.arange(attn_scores.shape[-1], dtype=attn_scores.dtype)
+        return (attn_scores + 0.1 * position) / keys.shape[-1]**0.5
+
+
+class SameKeysForEveryItem(Tweakable):
+    """Right for a batch of one; batch item 1 gets item 0's keys."""
+
+    def project(self, layer, x):
+        if layer is self.W_key:
+            x = x[:1].expand_as(x)  # every sentence gets the keys of the first
+        return layer(x)
+
+
+class SelfAttention_v1_dim0(SelfAttention_v1):
+    """Listing 3.1 with softmax over dim=0, the learners' favourite."""
+
+    def forward(self, x):
+        keys, queries, values = x @ self.W_key, x @ self.W_query, x @ self.W_value
+        attn_weights = torch.softmax(queries @ keys.T / keys.shape[-1]**0.5, dim=0)
+        return attn_weights @ values
