@@ -9,7 +9,10 @@ from playwright.sync_api import Locator, Page, expect
 
 from explorer.presets import PRESETS
 from explorer.ui.navigation import PAGES
+from explorer.ui.state import ENTRIES
 from tests.conftest import PAGE_FILES, RUN_TIMEOUT_MS, url_path
+
+PAGE_NAMES = {url_path(path): name for name, (path, _) in PAGES.items()}
 
 pytestmark = pytest.mark.browser
 
@@ -71,11 +74,13 @@ def test_each_page_opened_first_on_a_fresh_server(fresh_server, page: Page, name
     expect(page.get_by_role("button", name="Deploy")).to_have_count(0)  # client.toolbarMode
     sidebar = page.get_by_test_id("stSidebar")
     # The shared sidebar, with its menu and settings, is there on the first page opened.
-    for label in ("Home", "Simplified attention", "Self-attention"):  # 2 busy cores: 30 s
+    for label in ("Home", "Simplified attention", "Self-attention", "Check your code"):
         expect(sidebar.get_by_role("link", name=label)).to_be_visible()
     expect(sidebar.get_by_role("textbox", name="Sentence")).to_have_value(
-        "Life is short, eat dessert first")
-    if name != "Home":
+        ENTRIES["sentence"].default_on(PAGE_NAMES[name]))
+    if name == "Check_your_code":  # off on this server: it says how to check elsewhere
+        expect(page.get_by_text("This server does not run visitors' code")).to_be_visible()
+    elif name != "Home":
         assert chart_count(page) >= 3
         heatmaps = page.locator(".js-plotly-plot:has(g.heatmaplayer):visible")
         if heatmaps.count():  # the Experiments page opens on line charts

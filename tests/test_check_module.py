@@ -11,7 +11,6 @@ from PyTorch's own ``scaled_dot_product_attention`` / ``nn.MultiheadAttention``.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import math
 import os
@@ -27,9 +26,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer.charts import decode, encode
-from explorer.check import (COMPARED, MATCH, NOT_SEEN, CheckError, CheckFailure, CheckReport,
-                            agreeing, check_module, close, reference_steps, result_from_json)
+from explorer.check import (
+    COMPARED,
+    MATCH,
+    NOT_SEEN,
+    CheckError,
+    CheckFailure,
+    CheckReport,
+    agreeing,
+    check_module,
+    close,
+    reference_steps,
+    result_from_json,
+)
 from explorer.check_view import difference_charts, report_html
+from explorer.listings import MULTI_HEAD_ATTENTION
 from explorer.presets import JOURNEY_INPUTS
 from explorer.sandbox import check_source
 from tests import learner_modules as L
@@ -469,7 +480,7 @@ def test_checking_imports_neither_plotly_nor_streamlit():
 # ---------------------------------------------------------------------------
 # The command line
 # ---------------------------------------------------------------------------
-LISTING_3_5 = "import torch\nimport torch.nn as nn\n\n\n" + inspect.getsource(L.MultiHeadAttention)
+LISTING_3_5 = MULTI_HEAD_ATTENTION  # the text the app's check page starts from
 
 
 def run_cli(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProcess:

@@ -17,7 +17,7 @@ from explorer import config as cfg
 from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, PRESETS, SELF_ATTENTION_PAGE,
                               SIMPLIFIED_PAGE)
 from explorer.ui import state
-from explorer.ui.navigation import HOME_PAGE, PAGES
+from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODEL_PAGE, PAGES
 from explorer.ui.state import (ACTIONS, ENTRIES, INTERNAL, CellRef, Choice, Flag, Fraction, Index,
                                MatrixKind, Number, Steps, Text)
 from explorer.ui.matrices import parse_csv_matrix
@@ -76,8 +76,11 @@ def _every_section_open(at: AppTest) -> None:
                 at.button(key="shuffle").click().run()
 
 
-@pytest.mark.parametrize("page", ATTENTION_PAGES)
-def test_every_widget_and_session_key_is_declared(page):
+@pytest.mark.parametrize("page", [*ATTENTION_PAGES, CHECK_PAGE, MODEL_PAGE])
+def test_every_widget_and_session_key_is_declared(page, monkeypatch):
+    from explorer import sandbox
+
+    monkeypatch.setattr(sandbox, "ENABLED", True)  # the Check page draws all its widgets
     at = open_page(PAGES[page][0], {"embedding": "given", "weight_init": "given"})
     _every_section_open(at)
     assert not at.exception
@@ -229,7 +232,7 @@ def _differences(a: dict, b: dict) -> list[str]:
 DRAWS = 6
 
 
-@pytest.mark.parametrize("page", ATTENTION_PAGES)
+@pytest.mark.parametrize("page", [*ATTENTION_PAGES, CHECK_PAGE])
 def test_a_random_value_of_every_entry_survives_the_link(page):
     changed: set[str] = set()
     for seed in range(DRAWS):

@@ -9,6 +9,7 @@ from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_
 
 HOME_PAGE = "Home"
 MODEL_PAGE = "Real model"
+CHECK_PAGE = "Check your code"
 PAGES: dict[str, tuple[str, str]] = {
     HOME_PAGE: ("streamlit_app.py", ":material/home:"),
     SIMPLIFIED_PAGE: ("pages/1_Simplified_attention.py", ":material/looks_one:"),
@@ -16,6 +17,7 @@ PAGES: dict[str, tuple[str, str]] = {
     MULTI_HEAD_PAGE: ("pages/3_Causal_and_multi_head.py", ":material/looks_3:"),
     EXPERIMENTS_PAGE: ("pages/4_Experiments.py", ":material/science:"),
     MODEL_PAGE: ("pages/5_Real_model.py", ":material/memory:"),
+    CHECK_PAGE: ("pages/6_Check_your_code.py", ":material/fact_check:"),
 }
 """Page label -> (script, icon)."""
 

@@ -58,10 +58,11 @@ from explorer import literal
 from explorer.config import (GIVEN_MATRICES, OPTION_HELP, AttentionConfig, ConfigError,
                              parse_field, shown)
 from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
-from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, PRESETS,
+from explorer.presets import (EXPERIMENTS_PAGE, JOURNEY_SENTENCE, MULTI_HEAD_PAGE, PRESETS,
                               SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE, SIMPLIFIED, Preset)
 from explorer.steps import STEPS
-from explorer.ui.navigation import HOME_PAGE, MODEL_PAGE
+from explorer.listings import MULTI_HEAD_ATTENTION, MULTI_HEAD_ATTENTION_CLASS
+from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODEL_PAGE
 
 # ---------------------------------------------------------------------------
 # Kinds: a value's type, its text in a link, and its bounds
@@ -442,9 +443,11 @@ _ENTRIES: list[Entry] = [
     _config_entry("sentence", Text(field="sentence", max_chars=cfg.MAX_SENTENCE_CHARS),
                   "Sentence", "Split on whitespace; punctuation at word ends is stripped; "
                   f"{cfg.MIN_TOKENS} to {cfg.MAX_TOKENS} tokens.", BASIC,
-                  CONFIG_PAGES | {MODEL_PAGE}),
+                  CONFIG_PAGES | {MODEL_PAGE, CHECK_PAGE},
+                  page_defaults={CHECK_PAGE: JOURNEY_SENTENCE}),
     _config_entry("d_in", Number("d_in"), "d_in: embedding dim",
-                  "Width of each token's embedding vector x_i.", BASIC),
+                  "Width of each token's embedding vector x_i.", BASIC,
+                  CONFIG_PAGES | {CHECK_PAGE}),
     _config_entry("d_k", Number("d_k"), "d_k: query/key dim",
                   "Width of the queries and keys (W_query, W_key).", BASIC, WEIGHT_PAGES),
     _config_entry("d_v", Number("d_v"), "d_v: value dim",
@@ -453,7 +456,8 @@ _ENTRIES: list[Entry] = [
     # number input holds exactly. The backend parses and checks it.
     _config_entry("seed", Text(field="seed"), "seed",
                   f"Seeds a local torch.Generator; {cfg.MIN_SEED} to {cfg.MAX_SEED}. The same "
-                  "seed gives the book's numbers.", BASIC, from_config=str),
+                  "seed gives the book's numbers.", BASIC, CONFIG_PAGES | {CHECK_PAGE},
+                  from_config=str),
     _config_entry("embedding", Choice(_offered("embedding")), "embedding: where X comes from",
                   _choices_help("embedding"), ADVANCED),
     _config_entry("weight_init", Choice(_offered("weight_init")), "weight_init: how W is drawn",
@@ -489,6 +493,22 @@ _ENTRIES: list[Entry] = [
           shown_if=lambda values: values.get("model") == FOLDER),
     Entry("layer", Index(), ONLY({MODEL_PAGE}), "Layer to show", default=0,
           allowed=lambda c: range(c.n_layers) if c.n_layers else None),
+    # The Check your code page's own settings: the class is built as the book builds
+    # chapter 3's classes, nn.Module(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+    Entry("check_class", Text(), ONLY({CHECK_PAGE}), "Class to check",
+          "The name of the nn.Module class in your code.", group=PAGE_OWN,
+          default=MULTI_HEAD_ATTENTION_CLASS),
+    Entry("d_out", Number("d_k"), ONLY({CHECK_PAGE}), "d_out",
+          "Your class's d_out: the width of its queries, keys and values.", group=PAGE_OWN,
+          default=2),
+    Entry("num_heads", Number("n_heads"), ONLY({CHECK_PAGE}), "num_heads",
+          "Passed when your __init__ takes num_heads; d_out must divide by it.",
+          group=PAGE_OWN, default=2),
+    Entry("qkv_bias", Flag(), ONLY({CHECK_PAGE}), "qkv_bias",
+          "Passed when your __init__ takes qkv_bias.", group=PAGE_OWN, default=False),
+    Entry("check_code", Text(), ONLY({CHECK_PAGE}), "Your code",
+          "A Python file with your attention class (it may import torch).", group=PAGE_OWN,
+          default=MULTI_HEAD_ATTENTION, linked=False),
     # What a chart page shows
     Entry("head", Index(), HEAD_PAGES, "Head to show", default=0,
           allowed=lambda c: range(c.trace.config.n_heads) if c.trace else None),
@@ -561,6 +581,7 @@ ACTIONS: dict[str, str] = {
     "shuffle": "the Shuffle button",
     "download-": "a download button",
     "script-popover": "the Copy popover of the PyTorch script",
+    "check-": "the Check my code button and the report's charts",
 }
 """Key prefixes of widgets that hold no setting: buttons, charts, tables and
 uploads, each the action of an entry (a chart click sets ``cell``, a table

@@ -31,7 +31,8 @@ def draw(name: str, *, on_change: Callable[..., None] | None = None, args: tuple
 
     ``options`` replaces a choice's or a number's declared options (the steps
     a page shows, the key counts of an experiment); ``style`` draws a choice
-    as ``"select"`` (a drop-down), ``"radio"`` or ``"segmented"`` (buttons).
+    as ``"select"`` (a drop-down), ``"radio"`` or ``"segmented"`` (buttons),
+    and text as ``"area"`` (several lines).
     ``more`` goes to the Streamlit widget (``label``, ``help`` override the
     entry's)."""
     entry = _with_value(name)
@@ -45,6 +46,8 @@ def draw(name: str, *, on_change: Callable[..., None] | None = None, args: tuple
     if isinstance(kind, Number):
         low, high = kind.bounds
         return st.number_input(min_value=low, max_value=high, step=kind.step, **common)
+    if isinstance(kind, Text) and style == "area":
+        return st.text_area(max_chars=kind.max_chars, placeholder=kind.placeholder, **common)
     if isinstance(kind, Text):
         return st.text_input(max_chars=kind.max_chars, placeholder=kind.placeholder, **common)
     if isinstance(kind, Flag):

@@ -1,0 +1,160 @@
+"""The "Check your code" page's own pieces: the settings of the learner's class,
+running it (`explorer.sandbox.check_source`, in a child process with a time and
+a memory limit), and the report: the table of steps, the first difference,
+the diagnosis, and our matrix beside theirs with the differing cells outlined
+(`explorer.check_view.difference_charts`, drawn like every other chart).
+
+Running visitors' code is off unless the server was started with
+``EXPLORER_RUN_CODE=1`` (`explorer.sandbox.ENABLED`); then the page explains
+how to run the same check in a notebook or a shell instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import asdict, dataclass
+
+import cachetools
+import pandas as pd
+import streamlit as st
+
+from explorer import literal, sandbox
+from explorer.check import CheckFailure, CheckReport
+from explorer.config import ConfigError, parse_field
+from explorer.ui import chart, widgets
+from explorer.ui.navigation import CHECK_PAGE
+from explorer.ui.sidebar import Frame
+
+RESULT_CACHE_BYTES = 32 * 2**20
+"""Checks already run, kept by their request, counted by their JSON's size."""
+MAX_RUNNING = 2
+"""Checks that run at once (each a Python process importing torch, about 2–3 s)."""
+_results = cachetools.LRUCache(maxsize=RESULT_CACHE_BYTES, getsizeof=lambda item: item[1])
+_lock = threading.Lock()
+_running = threading.BoundedSemaphore(MAX_RUNNING)
+
+NOTEBOOK = '''\
+from explorer.check import check_module
+
+report = check_module(MultiHeadAttention(d_in=3, d_out=2, context_length=6,
+                                         dropout=0.0, num_heads=2))
+report          # in a notebook: the table, and your matrix beside ours
+print(report)   # anywhere else: the same as text
+'''
+SHELL = ('python -m explorer check my_attention.py:MultiHeadAttention --d_in 3 --d_out 2 '
+         '--num_heads 2 --sentence "Your journey starts with one step"')
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to check: the learner's ``source``, its class and how to build and
+    feed it (`explorer.sandbox.check_source`'s arguments)."""
+
+    source: str
+    class_name: str
+    d_in: int
+    d_out: int
+    num_heads: int
+    qkv_bias: bool
+    sentence: str
+    seed: str
+
+    @property
+    def key(self) -> str:
+        """A digest of the whole request: the cache's key."""
+        return hashlib.blake2b(json.dumps(asdict(self)).encode(), digest_size=16).hexdigest()
+
+
+def settings() -> Request | None:
+    """Draw the page's settings and return what to check, or None when this
+    server does not run visitors' code (the page then says how to check it
+    in a notebook or a shell)."""
+    frame = Frame(CHECK_PAGE)
+    values = frame.values
+    with frame.sidebar:
+        st.header(CHECK_PAGE)
+        for name in ("check_class", "d_out", "num_heads", "qkv_bias"):
+            values[name] = widgets.draw(name)
+        st.header("Inputs")
+        for name in ("sentence", "d_in", "seed"):
+            values[name] = widgets.draw(name)
+        st.caption("“Your journey starts with one step” with d_in = 3 uses the book's "
+                   "hand-picked vectors; any other input is drawn as on the other pages "
+                   "(an nn.Embedding table from the seed).")
+    if not sandbox.ENABLED:
+        frame.finish(None, values)
+        _elsewhere()
+        return None
+    values["check_code"] = widgets.draw("check_code", style="area", height=420)
+    frame.finish(None, values)
+    return Request(values["check_code"], values["check_class"].strip(), values["d_in"],
+                   values["d_out"], values["num_heads"], values["qkv_bias"],
+                   values["sentence"], values["seed"])
+
+
+def _elsewhere() -> None:
+    """How to run the check where the code lives: a notebook or a shell."""
+    st.info("This server does not run visitors' code, so paste nothing here: run the same "
+            "check where your code lives. It prints the same report.")
+    st.markdown("**In a notebook**, after defining your class:")
+    st.code(NOTEBOOK, language="python")
+    st.markdown("**In a shell**, from this project's folder (it exits with 1 on a difference):")
+    st.code(SHELL, language="bash")
+    st.caption("To check pasted code on this page, start your own server with "
+               "EXPLORER_RUN_CODE=1 (never on a public one: the code runs as the server's "
+               "user, in a child process limited only in time and memory).")
+
+
+def result(request: Request) -> CheckReport | CheckFailure | None:
+    """The check of ``request``: from the cache, or run now when the visitor
+    presses "Check" (at most `MAX_RUNNING` at once; a run waits its turn)."""
+    with _lock:
+        found = _results.get(request.key)
+    if found is not None:
+        return found[0]
+    if not st.button("Check my code", key="check-run", type="primary",
+                     icon=":material/play_arrow:"):
+        st.caption("Press “Check my code” to run it (a few seconds: it starts a fresh Python).")
+        return None
+    try:
+        seed = parse_field("seed", request.seed)
+    except ConfigError as error:
+        st.error(literal.markdown(str(error)))
+        return None
+    with st.spinner("Running your code in a separate process (at most "
+                    f"{sandbox.TIMEOUT_S:g} s)…"):
+        with _running:
+            outcome = sandbox.check_source(
+                request.source, request.class_name, d_in=request.d_in, d_out=request.d_out,
+                num_heads=request.num_heads, qkv_bias=request.qkv_bias,
+                sentence=request.sentence, seed=seed)
+    size = len(outcome.to_json()) if isinstance(outcome, CheckReport) else 4096
+    with _lock:
+        if size <= _results.maxsize:
+            _results[request.key] = (outcome, size)
+    return outcome
+
+
+def report(outcome: CheckReport | CheckFailure) -> None:
+    """The report: the verdict, the table of steps, what was found and, for the
+    first difference, our matrix beside yours with the differing cells outlined;
+    or why the code could not be checked."""
+    if isinstance(outcome, CheckFailure):
+        st.error(literal.markdown(outcome.message))
+        if outcome.details:
+            st.code(outcome.details, language=None)
+        return
+    (st.success if outcome.ok else st.error)(literal.markdown(outcome.summary()))
+    st.dataframe(pd.DataFrame(outcome.rows()).set_index("step"), width="content")
+    for label, text in outcome.findings():
+        st.markdown(f"**{literal.markdown(label)}**: {literal.markdown(text)}")
+    if outcome.first_difference is None:
+        return
+    from explorer.check_view import difference_charts
+
+    charts = difference_charts(outcome)
+    for i, (column, shown) in enumerate(zip(st.columns(len(charts) or 1), charts)):
+        with column:
+            chart.show(shown, key=f"check-difference-{i}")

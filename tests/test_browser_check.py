@@ -1,0 +1,35 @@
+"""Playwright: the "Check your code" page in Chromium, with visitors' code
+allowed (``EXPLORER_RUN_CODE=1``): a learner pastes a class with a classic
+mistake and sees where it goes wrong. (Off by default: tests/test_browser.py.)"""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.conftest import _serve
+from tests.test_app_check import SOFTMAX_OVER_QUERIES
+from tests.test_browser import chart_count, page_url, settle
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def code_server():
+    yield from _serve({"EXPLORER_RUN_CODE": "1"})
+
+
+def test_a_pasted_class_is_checked_and_its_mistake_named(code_server, page: Page):
+    page.goto(page_url(code_server, "Check_your_code"))
+    settle(page)
+    box = page.get_by_role("textbox", name="Your code")
+    box.fill(SOFTMAX_OVER_QUERIES)
+    box.press("Control+Enter")  # Streamlit's text area commits on Ctrl+Enter
+    settle(page)
+    page.get_by_role("button", name="Check my code").click()
+    settle(page)
+    expect(page.get_by_test_id("stAlertContentError")).to_have_text(
+        "✗ Differs from the reference computed from your weights at attn_weights.")
+    expect(page.get_by_text("Diagnosis: softmax over the wrong dim")).to_be_visible()
+    assert chart_count(page) == 2  # our attn_weights beside yours, differing cells outlined
+    expect(page.get_by_test_id("stException")).to_have_count(0)
