@@ -473,6 +473,45 @@ def _log2_axis(values) -> dict:
     return {"type": "log", "tickvals": list(values), "ticktext": [f"{v:g}" for v in values]}
 
 
+SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#000000")
+"""The colours of a line or bar chart's series, in order: Okabe–Ito, without the
+highlight colour (the learner's own point) and without yellow (too pale)."""
+REFERENCE_COLOURS = ("#555555", "#999999")
+"""Exact reference curves, dotted, each in its own grey."""
+SERIES_TEMPLATE = go.layout.Template(layout={"colorway": list(SERIES_COLOURS)})
+"""The template every line and bar chart is built with. plotly.express otherwise
+takes the active default, and Streamlit's ("streamlit") holds stand-in colours
+(#000001 ...) that only ``st.plotly_chart`` replaces: the explorer draws with its
+own component (`figure_chart`), so they would stay black. Everything else is
+Plotly.js's own default look, as in the heatmaps."""
+
+
+def _plain_layout(fig: go.Figure, height: int, legend: bool = True) -> None:
+    """The layout every line and bar chart shares: a left-aligned title like the
+    heatmaps', margins that grow to fit the tick labels and axis titles
+    (``automargin``; a fixed 10 px cut "1024" to "24"), and the legend below."""
+    fig.update_layout(
+        template=SERIES_TEMPLATE, height=height,
+        title={"x": 0, "xanchor": "left", "font": {"size": 15}},
+        margin={"t": 50, "b": 10, "l": 10, "r": 10}, plot_bgcolor="#ffffff",
+        **({"legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.2,
+                       "yanchor": "top", "title": None}} if legend else {"showlegend": False}))
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        axis.automargin = True
+        axis.gridcolor = "#eeeeee"
+        axis.title.standoff = 8
+
+
+def _scatter(fig: go.Figure, name: str, x, y, **style) -> None:
+    fig.add_scatter(x=list(x), y=list(y), name=name, **style)
+
+
+def _your_point(fig: go.Figure, name: str, x, y) -> None:
+    """The learner's own configuration: orange stars."""
+    _scatter(fig, name, x, y, mode="markers",
+             marker={"size": 14, "symbol": "star", "color": HIGHLIGHT_COLOUR})
+
+
 def scaling_variance_figure(curves, point) -> go.Figure:
     """Variance of q·k against d_k (log–log): the estimate from random pairs
     beside the exact values (d_k, and 1 after ÷√d_k). ``point`` (an
@@ -480,22 +519,19 @@ def scaling_variance_figure(curves, point) -> go.Figure:
     frame = _curve_frame(curves.dims, {"q·k (sampled)": curves.variance,
                                        "q·k / √d_k (sampled)": curves.variance_scaled})
     fig = px.line(frame, x="d_k", y="value", color="curve", markers=True,
-                  labels={"value": "variance"},
+                  labels={"value": "variance"}, template=SERIES_TEMPLATE,
+                  color_discrete_sequence=SERIES_COLOURS,
                   title="Variance of the scores grows with d_k")
-    for name, exact in (("exact: Var(q·k) = d_k", list(curves.dims)),
-                        ("exact: Var(q·k / √d_k) = 1", [1.0] * len(curves.dims))):
-        fig.add_scatter(x=list(curves.dims), y=exact, mode="lines", name=name,
-                        line={"dash": "dot", "color": "#555555", "width": 1})
-    fig.add_scatter(x=[point.d_k], y=[max(point.variance, 1e-3)], mode="markers",
-                    marker={"size": 14, "symbol": "star", "color": HIGHLIGHT_COLOUR},
-                    name="your scores (unscaled)")
-    fig.update_layout(height=400, margin={"t": 50, "b": 10, "l": 10, "r": 10},
-                      xaxis=_log2_axis(curves.dims),
-                      yaxis=_log2_axis((0.25, 1, 4, 16, 64, 256, 1024)), **_LEGEND_BELOW)
+    for (name, exact), colour in zip((("exact: Var(q·k) = d_k", list(curves.dims)),
+                                      ("exact: Var(q·k / √d_k) = 1", [1.0] * len(curves.dims))),
+                                     REFERENCE_COLOURS):
+        _scatter(fig, name, curves.dims, exact, mode="lines",
+                 line={"dash": "dot", "color": colour, "width": 1.5})
+    _your_point(fig, "your scores (unscaled)", [point.d_k], [max(point.variance, 1e-3)])
+    _plain_layout(fig, 400)
+    fig.update_layout(xaxis=_log2_axis(curves.dims),
+                      yaxis=_log2_axis((0.25, 1, 4, 16, 64, 256, 1024)))
     return fig
-
-
-_LEGEND_BELOW = {"legend": {"orientation": "h", "y": -0.25, "x": 0, "title": None}}
 
 
 def scaling_softmax_figure(curves, point, measure: str = "entropy") -> go.Figure:
@@ -506,27 +542,27 @@ def scaling_softmax_figure(curves, point, measure: str = "entropy") -> go.Figure
     frame = _curve_frame(curves.dims, {"softmax(q·k)": raw, "softmax(q·k / √d_k)": scaled})
     label = "mean row entropy (nats)" if measure == "entropy" else "mean largest weight"
     fig = px.line(frame, x="d_k", y="value", color="curve", markers=True,
-                  labels={"value": label},
+                  labels={"value": label}, template=SERIES_TEMPLATE,
+                  color_discrete_sequence=SERIES_COLOURS,
                   title=("Without scaling, softmax rows collapse to one-hot" if measure ==
                          "entropy" else "Without scaling, one key takes all the weight"))
     mine = ((point.entropy, point.entropy_scaled) if measure == "entropy"
             else (point.max_weight, point.max_weight_scaled))
-    fig.add_scatter(x=[point.d_k, point.d_k], y=list(mine), mode="markers",
-                    marker={"size": 14, "symbol": "star", "color": HIGHLIGHT_COLOUR},
-                    name="your config (unscaled, scaled)")
+    _your_point(fig, "your config (unscaled, scaled)", [point.d_k, point.d_k], mine)
     if measure == "entropy":
         fig.add_hline(y=math.log(curves.n_keys), line_dash="dot",
                       annotation_text=f"uniform over {curves.n_keys} keys: log {curves.n_keys}")
-    fig.update_layout(height=420, margin={"t": 50, "b": 10, "l": 10, "r": 10},
-                      xaxis=_log2_axis(curves.dims), **_LEGEND_BELOW)
+    _plain_layout(fig, 420)
+    fig.update_layout(xaxis=_log2_axis(curves.dims))
     return fig
 
 
 def row_bars(values, labels: list[str], title: str, y_label: str) -> go.Figure:
     """One bar per row (e.g. each query's entropy)."""
     fig = px.bar(x=[literal.plotly(s) for s in labels], y=list(values), title=title,
-                 labels={"x": "query (row)", "y": y_label})
-    fig.update_layout(height=320, margin={"t": 50, "b": 10, "l": 10, "r": 10})
+                 labels={"x": "query (row)", "y": y_label}, template=SERIES_TEMPLATE,
+                 color_discrete_sequence=SERIES_COLOURS)
+    _plain_layout(fig, 320, legend=False)
     fig.update_xaxes(type="category")
     return fig
 

@@ -85,3 +85,39 @@ def test_per_query_tables_of_a_long_sentence_keep_the_heaviest_keys_and_the_sums
     assert context.index[-2] == "the other 24 keys together"
     np.testing.assert_allclose(context.iloc[:-1].sum().to_numpy(),
                                trace["context"][query].double().numpy(), atol=1e-5)
+
+
+def _line_and_bar_figures():
+    from explorer import experiments as ex
+
+    trace = compute_trace(AttentionConfig())
+    curves, point = ex.scaling_curves(n_keys=6, dims=(1, 2, 4)), ex.config_point(trace)
+    return {"variance": figures.scaling_variance_figure(curves, point),
+            "entropy": figures.scaling_softmax_figure(curves, point, "entropy"),
+            "largest weight": figures.scaling_softmax_figure(curves, point, "max"),
+            "bars": figures.row_bars([0.5, 1.5], ["a", "b"], "Row entropy", "entropy")}
+
+
+def test_line_and_bar_charts_carry_real_distinct_colours_whatever_the_default_template():
+    # Streamlit makes its own template the default, whose colorway is stand-ins
+    # (#000001, #000002 ...) that only st.plotly_chart replaces: the app's own
+    # component drew every series black.
+    import plotly.io as pio
+    import streamlit  # noqa: F401 (registers and activates the "streamlit" template)
+
+    assert pio.templates.default == "streamlit"
+    for name, fig in _line_and_bar_figures().items():
+        payload = figures.figure_chart(fig, name).figure
+        colours = [spec.get("line", {}).get("color") or spec.get("marker", {}).get("color")
+                   for spec in payload["data"]]
+        assert all(isinstance(c, str) and not c.startswith("#0000") for c in colours), name
+        assert len(set(colours)) == len(colours), (name, colours)
+        assert "#000001" not in str(payload["layout"]), name
+
+
+def test_line_and_bar_charts_make_room_for_their_tick_labels_and_titles():
+    # A fixed 10 px left margin cut "1024" to "24" and put the axis title on the ticks.
+    for name, fig in _line_and_bar_figures().items():
+        layout = figures.figure_chart(fig, name).figure["layout"]
+        assert layout["xaxis"]["automargin"] and layout["yaxis"]["automargin"], name
+        assert layout["title"]["x"] == 0 and layout["title"]["xanchor"] == "left", name
