@@ -126,7 +126,7 @@ def cell_explanation(trace: Trace, name: str, row: int, col: int, head: int = 0)
             number_table(figures.context_table(trace, row))
         elif len(exp.terms) > 1:
             number_table(figures.terms_table(exp))
-            st.caption(f"Σ of the terms = {exp.total:.4f}")
+            st.caption(literal.markdown(exp.total_text()))
 
 
 def step_charts(trace: Trace, names: list[str], head: int = 0,
