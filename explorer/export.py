@@ -612,20 +612,60 @@ def _sections(trace: Trace, names: list[str], heads: Sequence[int] | None
 
 
 def _chart_div(trace: Trace, name: str, head: int | None, columns: int, colorbar: bool) -> str:
-    """One chart as the page draws it: `explorer.figures.heatmap_chart` (titled with
-    the step, its formula, shape and head), packed by `explorer.charts.encode` into a
-    base64 ``data-chart`` attribute (base64 holds no character that HTML reads),
-    with the step's caption under it, as on the page."""
+    """One step's chart as the page draws it: `explorer.figures.heatmap_chart`
+    (titled with the step, its formula, shape and head), with the step's caption
+    under it, as on the page."""
     from explorer.figures import heatmap_chart  # the script and the CSV need no plotly
 
     step = STEPS[name]
     chart = heatmap_chart(trace, name, head=head or 0, colorbar=colorbar, columns=columns)
-    payload = base64.b64encode(encode(chart)).decode("ascii")
     div_id = f"chart-{name}" if head is None else f"chart-{name}-head-{head}"
-    caption = (f'<p class="caption">{literal.html(step.caption(trace.config))}</p>'
-               if step.explain else "")
+    return _figure_div(chart, div_id, step.caption(trace.config) if step.explain else "")
+
+
+def _figure_div(chart, div_id: str, caption: str = "") -> str:
+    """Any `explorer.charts.Chart`, packed by `explorer.charts.encode` into a
+    base64 ``data-chart`` attribute (base64 holds no character that HTML reads),
+    with ``caption`` (plain text) under it."""
+    payload = base64.b64encode(encode(chart)).decode("ascii")
+    under = f'<p class="caption">{literal.html(caption)}</p>' if caption else ""
     return (f'<div class="step"><div class="chart" id="{div_id}" data-chart="{payload}">'
-            f"</div>{caption}</div>")
+            f"</div>{under}</div>")
+
+
+def _row(cells: Sequence[str]) -> str:
+    """Charts side by side, in equal columns."""
+    return (f'<div class="row" style="grid-template-columns: repeat({len(cells)}, '
+            f'minmax(0, 1fr))">{"".join(cells)}</div>')
+
+
+def _head_charts(trace: Trace, names: list[str], heads: Sequence[int] | None
+                 ) -> dict[str, list[str]]:
+    """The multi-head page's charts that are not one step's, as report rows:
+    ``"split"``, how Q, K and V are cut into heads; ``"route <head>"``, that
+    head's weights by the book's second causal route; ``"grid"``, every head's
+    weights at a glance. Each only where the page draws it."""
+    from explorer import figures, verify
+
+    c = trace.config
+    rows: dict[str, list[str]] = {}
+    if c.n_heads > 1 and {"queries", "keys", "values"} <= set(names):
+        rows["split"] = [
+            _row([_figure_div(figures.head_split_chart(trace, name), f"chart-{name}-split")
+                  for name in ("queries", "keys", "values")]),
+            f'<p class="caption">{literal.html(figures.head_split_caption(trace))}</p>']
+    route = verify.second_causal_route(trace) if "attn_weights" in names else None
+    if route is not None:
+        for head in _chart_heads(trace, heads):
+            rows[f"route {head}"] = [
+                "<h3>The same weights by the other route</h3>",
+                _row([_figure_div(figures.second_route_chart(trace, route, head),
+                                  f"chart-second-route-head-{head}", route.explanation())])]
+    if c.n_heads > 1 and "attn_weights" in names:
+        rows["grid"] = ["<h2>Every head at a glance</h2>",
+                        _row([_figure_div(figures.heads_grid_chart(trace), "chart-heads-grid",
+                                          "Every head's attention weights on one scale.")])]
+    return rows
 
 
 def _inline_script(code: str, kind: str | None = None) -> str:
@@ -654,6 +694,7 @@ table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left; vertical-align: top; }
 .row { display: grid; gap: 1rem; margin: 1.5em 0; }
 .step { min-width: 0; }
+a, code, td { overflow-wrap: anywhere; }
 .caption { color: #555; font-size: 0.9em; margin: 0.3em 0; }
 """
 
@@ -663,9 +704,11 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
     """A standalone HTML page with ``trace``'s charts, settings, tokens and ids.
 
     ``steps``: the steps to draw, in that order (default `explorer.steps.visible_steps`:
-    every heatmap the app shows for the config, in pipeline order). A per-head
-    step gets one chart per head in ``heads`` (default: every head), grouped by
-    head (`_sections`). The charts are the page's own (`explorer.figures.heatmap_chart`,
+    every heatmap the app shows for the config, in pipeline order, and the
+    multi-head page's other charts: how Q, K and V are split into heads, each
+    head's weights by the book's second causal route and every head at a glance,
+    `_head_charts`). A per-head step gets one chart per head in ``heads``
+    (default: every head), grouped by head (`_sections`). The charts are the page's own (`explorer.figures.heatmap_chart`,
     related steps side by side on one colour scale, as `explorer.steps.layout_rows`
     and `explorer.steps.shows_colour_bar` say), drawn by the app's ``chart.js``, so
     cell numbers, colours, head outlines and sizes match the page; hover a cell
@@ -682,17 +725,25 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
     names = visible_steps(trace) if steps is None else list(dict.fromkeys(steps))
     for name in names:
         trace[name]  # raises KeyError naming the steps the trace has
+    extra = _head_charts(trace, names, heads) if steps is None else {}
+    sections = _sections(trace, names, heads)
+    last_head = max((i for i, (_, head, _) in enumerate(sections) if head is not None),
+                    default=len(sections) - 1)
     body = []
-    for heading, head, section in _sections(trace, names, heads):
+    for index, (heading, head, section) in enumerate(sections):
         if heading:
             colour = "" if head is None else f' style="color: {head_colour(head)}"'
             body.append(f"<h2{colour}>{literal.html(heading)}</h2>")
         for row in layout_rows(section):
-            cells = "".join(_chart_div(trace, name, head if trace.per_head(name) else None,
-                                       len(row), shows_colour_bar(row, i))
-                            for i, name in enumerate(row))
-            body.append(f'<div class="row" style="grid-template-columns: repeat({len(row)}, '
-                        f'minmax(0, 1fr))">{cells}</div>')
+            body.append(_row([_chart_div(trace, name, head if trace.per_head(name) else None,
+                                         len(row), shows_colour_bar(row, i))
+                              for i, name in enumerate(row)]))
+            if "attn_weights" in row:  # in a head's section, or the only one
+                body += extra.get(f"route {head or 0}", [])
+        if not heading:
+            body += extra.get("split", [])
+        if index == last_head:
+            body += extra.get("grid", [])
     sentence = getattr(trace.config, "sentence", None) or " ".join(trace.tokens)
     title = _comment_text(sentence, 60)
     view = f"<p>View in the explorer: {_link_html(link)}</p>" if link else ""

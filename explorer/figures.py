@@ -303,6 +303,29 @@ def head_split_chart(trace: Trace, name: str) -> Chart:
     return chart
 
 
+def head_split_caption(trace: Trace) -> str:
+    """What the split pictures (`head_split_chart`) show, in the trace's numbers."""
+    c = trace.config
+
+    def columns(n: int) -> str:
+        return f"{n} column" + ("" if n == 1 else "s")
+
+    return (f"Q = X·W_query is one {trace.n_tokens}×{c.d_k} matrix. Head h takes its own "
+            f"{columns(c.head_dim)} (head_dim = d_k / n_heads = {c.d_k} / {c.n_heads}), and so "
+            f"do K and V ({columns(c.head_dim_v)} of V each). Each head then runs attention on "
+            "its slices alone; the colours mark the heads in every chart below.")
+
+
+def second_route_chart(trace: Trace, route, head: int = 0) -> Chart:
+    """Head ``head``'s weights by the book's second causal route (``route``, an
+    `explorer.verify.SecondRoute` of ``trace``), drawn like the attention weights."""
+    values = route.weights[head] if route.weights.dim() == 3 else route.weights
+    n = trace.n_tokens
+    heads = f", head {head}" if trace.config.n_heads > 1 else ""
+    return labelled_chart(values, trace, "attn_weights",
+                          f"softmax(ω̃), future zeroed, rows renormalised ({n}×{n}){heads}")
+
+
 def combine_heads_np(tensor: torch.Tensor) -> np.ndarray:
     """(n_heads, n, hd) -> (n, n_heads·hd) as float64; 2-D input unchanged."""
     if tensor.dim() == 3:
