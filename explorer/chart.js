@@ -6,6 +6,8 @@
 //   - keep matrices the page already has (Python then sends a hash only);
 //   - size the chart to its column and choose the cell text (4 decimals, 2, or
 //     none) from the real size of a cell, so that numbers never overlap;
+//   - take a narrower layout where the figure offers one (fewer columns of
+//     small multiples on a phone), and shrink or wrap a title wider than the chart;
 //   - report a clicked cell back to Python.
 // The same `draw` serves the Streamlit component and the standalone report
 // (both through the default export, `mountChart`) and the benchmark's floor page.
@@ -19,6 +21,7 @@ const MATRIX_CACHE_BYTES = 128 * 2 ** 20;
 const TEXT_PX = { 4: 46, 2: 30 }; // cell width a number with so many decimals needs
 const MIN_TEXT_HEIGHT_PX = 14;
 const TOOLBAR_PX = 36; // the upright Plotly toolbar's width and a little air
+const MIN_TITLE_PX = 12; // a long title is drawn down to this size, then wrapped
 let plotlyLoading = null;
 
 export function loadPlotly(url) {
@@ -153,6 +156,45 @@ function svgButton(Plotly, filename) {
   };
 }
 
+// Words of `text` in lines of at most `perLine` characters (a longer word alone).
+function wrapWords(text, perLine) {
+  const lines = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line && line.length + 1 + word.length > perLine) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line ? `${line} ${word}` : word;
+    }
+  }
+  return [...lines, line];
+}
+
+// A title wider than the room beside it (a long one on a phone; Plotly neither
+// wraps nor clips it) is drawn smaller, down to MIN_TITLE_PX, then wrapped at
+// spaces, the top margin and the height growing by the added lines. Changes
+// `layout`; returns whether it did.
+function fitTitle(div, layout, right) {
+  const drawn = div.querySelector(".g-gtitle .gtitle");
+  const svg = div.querySelector(".main-svg");
+  const text = layout.title?.text;
+  if (!drawn || !svg || !text) return false;
+  const box = drawn.getBoundingClientRect();
+  const room = svg.getBoundingClientRect().right - right - box.left;
+  if (box.width <= room || room <= 0) return false;
+  const font = layout.title.font?.size ?? 17;
+  const size = Math.max(MIN_TITLE_PX, Math.floor((font * room) / box.width));
+  const perLine = Math.floor((text.length * room * font) / (box.width * size));
+  const lines = size * box.width <= room * font ? [text] : wrapWords(text, perLine);
+  const extra = Math.ceil((lines.length - 1) * size * 1.3);
+  layout.title = { ...layout.title, text: lines.join("<br>"),
+                   font: { ...layout.title.font, size } };
+  layout.margin = { ...layout.margin, t: (layout.margin?.t ?? 100) + extra };
+  if (layout.height) layout.height += extra;
+  return true;
+}
+
 // Draw (or update in place) the figure in `div`. `onClick({trace, row, col})`
 // is called with the clicked cell of a heatmap.
 export async function draw(div, header, matrices, onClick) {
@@ -160,7 +202,15 @@ export async function draw(div, header, matrices, onClick) {
   const figure = header.figure;
   const layout = { ...figure.layout, width: undefined, autosize: true };
   const columns = header.columns ?? 1;
-  const size = header.size;
+  let size = header.size;
+  // Fewer columns of small multiples where the chart is narrower than they need:
+  // the last of the figure's narrower layouts whose `below` the width is under.
+  for (const narrower of size?.narrower ?? []) {
+    if ((div.clientWidth || 600) < narrower.below) {
+      Object.assign(layout, narrower.layout);
+      size = { ...size, ...narrower.size };
+    }
+  }
   const touch = window.matchMedia?.("(hover: none)").matches;
   const marginRight = layout.margin?.r ?? 0;
   if (!touch) {
@@ -192,6 +242,9 @@ export async function draw(div, header, matrices, onClick) {
   const build = (area) => figure.data.map((spec) =>
     (spec.matrix ? traceWithMatrix(spec, matrices, area, columns).trace : spec));
   await Plotly.react(div, build(plotArea(div, layout)), layout, config);
+  if (fitTitle(div, layout, touch ? 0 : TOOLBAR_PX)) {
+    await Plotly.react(div, build(plotArea(div, layout)), layout, config);
+  }
   // The first drawing fixes the real plot area: redraw if the text choice was off.
   const area = plotArea(div, layout);
   const again = build(area);

@@ -351,46 +351,87 @@ def grid_domains(count: int, columns: int, gap: float = 0.04) -> list[tuple[tupl
     return out
 
 
+GRID_LABELLED_UP_TO = 12
+"""A grid of heads labels each small heatmap's tokens up to this many tokens."""
+GRID_CELL_PX, GRID_PANEL_PX = 22, 60
+"""The narrowest a grid's panel may be: `GRID_CELL_PX` per token when its tokens
+are labelled (rotated labels closer than that run into each other), and
+`GRID_PANEL_PX` in any case (its title, "head 10")."""
+GRID_GAP = 0.04
+"""The gap between a grid's panels, as a fraction of its width (`grid_domains`)."""
+
+
+def _heads_grid_layout(n_heads: int, columns: int, n: int, labels: list[str],
+                       titles: list[str] | None) -> tuple[dict, dict]:
+    """The axes, panel titles and size of `heads_grid_chart` laid out ``columns``
+    panels wide: token labels (up to `GRID_LABELLED_UP_TO` tokens) on the first
+    column's y axes and the last row's x axes, panels as square as the width
+    allows (each at most ``40 · n`` px, 160 to 320)."""
+    labelled = n <= GRID_LABELLED_UP_TO
+    layout: dict = {"annotations": []}
+    for h, ((x0, x1), (y0, y1)) in enumerate(grid_domains(n_heads, columns, GRID_GAP)):
+        suffix = "" if h == 0 else str(h + 1)
+        layout[f"xaxis{suffix}"] = {"domain": [x0, x1], "type": "category", "anchor": f"y{suffix}",
+                                    "showticklabels": labelled and h + columns >= n_heads,
+                                    "tickangle": -40, "automargin": True}
+        layout[f"yaxis{suffix}"] = {"domain": [y0, y1], "type": "category", "anchor": f"x{suffix}",
+                                    "autorange": "reversed", "automargin": True,
+                                    "showticklabels": labelled and h % columns == 0}
+        layout["annotations"].append(
+            {"x": (x0 + x1) / 2, "y": y1, "xref": "paper", "yref": "paper",
+             "yanchor": "bottom", "showarrow": False,
+             "text": titles[h] if titles else f"head {h}",
+             "font": {"color": head_colour(h), "size": 13}})
+    rows = math.ceil(n_heads / columns)
+    chrome = (_label_width_px(labels) if labelled else 0) + 130  # margins, colour bar, toolbar
+    size = {"rows": rows * 10, "cols": columns * 10, "max_cell": max(16, min(4 * n, 32)),
+            "chrome": chrome, "vertical": 90 + 30 * rows, "min_height": 200, "max_height": 2400}
+    return layout, size
+
+
+def _grid_width_px(columns: int, n: int, chrome: int) -> int:
+    """The chart width below which ``columns`` panels would be narrower than the
+    narrowest readable panel (`GRID_CELL_PX`, `GRID_PANEL_PX`)."""
+    panel = max(GRID_PANEL_PX, GRID_CELL_PX * n if n <= GRID_LABELLED_UP_TO else 0)
+    return math.ceil(columns * panel / (1 - GRID_GAP * (columns - 1))) + chrome
+
+
 def heads_grid_chart(trace: Trace, name: str = "attn_weights", columns: int = 4,
                      titles: list[str] | None = None) -> Chart:
     """Small multiples: one heatmap per head of a per-head (n, n) step, on one
     colour scale, each titled with its head in the head's colour. Clicking a
-    head's heatmap reports that head (the click's ``trace``)."""
+    head's heatmap reports that head (the click's ``trace``).
+
+    Up to ``columns`` panels a row; a narrower chart (a phone) gets fewer, so
+    that no panel is narrower than its labels need: the chart's
+    ``size["narrower"]`` lists, widest first, the layout and size for each
+    smaller number of columns with the width ``below`` which it applies
+    (``explorer/chart.js`` picks by the chart's real width)."""
     step = STEPS[name]
     values = trace[name]
     values = (values if values.dim() == 3 else values[None]).to(torch.float64).numpy()
     n_heads, n, _ = values.shape
     labels = [literal.plotly(s) for s in token_labels(trace.tokens)]
     zrange = colour_range(trace, name) if step.colour != WEIGHTS else (0.0, 1.0)
+    cols = min(columns, n_heads)
+    grid, size = _heads_grid_layout(n_heads, cols, n, labels, titles)
     layout: dict = {"title": {"text": f"{step.label} of every head ({n}×{n} each)",
                               "x": 0, "xanchor": "left", "font": {"size": 15}},
-                    "margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "annotations": [],
-                    "dragmode": False, "shapes": []}
+                    "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+                    "dragmode": False, "shapes": [], **grid}
+    size["narrower"] = []
+    for fewer in range(cols - 1, 0, -1):
+        layout_fewer, size_fewer = _heads_grid_layout(n_heads, fewer, n, labels, titles)
+        size["narrower"].append({"below": _grid_width_px(fewer + 1, n, size_fewer["chrome"]),
+                                 "layout": layout_fewer, "size": size_fewer})
     data = []
-    cols = min(columns, n_heads)
-    small = n <= 12
-    for h, ((x0, x1), (y0, y1)) in enumerate(grid_domains(n_heads, cols)):
+    for h in range(n_heads):
         suffix = "" if h == 0 else str(h + 1)
-        layout[f"xaxis{suffix}"] = {"domain": [x0, x1], "type": "category", "anchor": f"y{suffix}",
-                                    "showticklabels": small, "tickangle": -40,
-                                    "automargin": True}
-        layout[f"yaxis{suffix}"] = {"domain": [y0, y1], "type": "category", "anchor": f"x{suffix}",
-                                    "autorange": "reversed", "showticklabels": small and
-                                    h % cols == 0, "automargin": True}
         data.append({"type": "heatmap", "x": labels, "y": labels, "xaxis": f"x{suffix}",
                      "yaxis": f"y{suffix}", **_colours(step, zrange, h == 0),
                      "matrix": {"block": h, "rows": n, "cols": n, "decimals": [2],
                                 "hover": f"head {h}<br>query: %{{y}}<br>key: %{{x}}<br>",
                                 "words": None}})
-        layout["annotations"].append(
-            {"x": (x0 + x1) / 2, "y": y1, "xref": "paper", "yref": "paper",
-             "yanchor": "bottom", "showarrow": False,
-             "text": titles[h] if titles else f"head {h}",
-             "font": {"color": head_colour(h), "size": 13}})
-    rows = math.ceil(n_heads / cols)
-    per_row = max(160, min(40 * n, 320))
-    size = {"rows": rows * per_row // 10, "cols": 100, "max_cell": 10, "chrome": 0,
-            "vertical": 90 + 30 * rows, "min_height": 200, "max_height": 2400}
     return Chart({"data": data, "layout": layout}, [v.astype(np.float32) for v in values],
                  filename=chart_filename(trace, f"{name}_all_heads"), size=size)
 

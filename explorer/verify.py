@@ -1,9 +1,12 @@
-"""Cross-checks of a trace against PyTorch's own attention.
+"""Cross-checks of a trace against PyTorch's own attention, and against the book's
+second route to causal weights.
 
 `against_pytorch` recomputes the output with ``torch.nn.MultiheadAttention``
 (when its shapes allow: d_in = d_k = d_v, scaling on, with the output
 projection) or with ``torch.nn.functional.scaled_dot_product_attention``, from
 the trace's own weights, and reports the largest absolute difference.
+`second_causal_route` recomputes causal weights the other way the book shows
+(softmax first, then zero the future and renormalise) and says where they agree.
 """
 
 from __future__ import annotations

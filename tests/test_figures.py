@@ -121,3 +121,31 @@ def test_line_and_bar_charts_make_room_for_their_tick_labels_and_titles():
         layout = figures.figure_chart(fig, name).figure["layout"]
         assert layout["xaxis"]["automargin"] and layout["yaxis"]["automargin"], name
         assert layout["title"]["x"] == 0 and layout["title"]["xanchor"] == "left", name
+
+
+def test_a_narrow_heads_grid_takes_fewer_columns():
+    # At 390 px four 6×6 panels in a row were ~70 px wide: their labels ran together.
+    trace = compute_trace(AttentionConfig(d_k=4, d_v=4, n_heads=4))
+    size = figures.heads_grid_chart(trace).size
+    layout = figures.heads_grid_chart(trace).figure["layout"]
+    assert len({tuple(layout[f"xaxis{s}"]["domain"]) for s in ("", "2", "3", "4")}) == 4
+    narrower = size["narrower"]
+    assert [len({round(alt["layout"][f"xaxis{s}"]["domain"][0], 6) for s in ("", "2", "3", "4")})
+            for alt in narrower] == [3, 2, 1]
+    belows = [alt["below"] for alt in narrower]
+    assert belows == sorted(belows, reverse=True)
+    # Two columns need at least two panels of 6 labelled tokens of 22 px, plus the chrome.
+    assert belows[-1] >= 2 * 6 * figures.GRID_CELL_PX + narrower[-1]["size"]["chrome"]
+    one = narrower[-1]["layout"]
+    assert all(one[f"yaxis{s}"]["showticklabels"] for s in ("", "2", "3", "4"))
+    assert [one[f"xaxis{s}"]["showticklabels"] for s in ("", "2", "3", "4")] == [
+        False, False, False, True]  # the tokens under the last panel only
+    assert narrower[-1]["size"]["rows"] == 40 and narrower[-1]["size"]["cols"] == 10
+
+
+def test_the_split_caption_counts_columns_in_the_singular_and_plural():
+    one = figures.head_split_caption(compute_trace(AttentionConfig(n_heads=2, d_k=2, d_v=4)))
+    assert "its own 1 column (head_dim = d_k / n_heads = 2 / 2)" in one
+    assert "(2 columns of V each)" in one
+    two = figures.head_split_caption(compute_trace(AttentionConfig(n_heads=2, d_k=4, d_v=2)))
+    assert "its own 2 columns" in two and "(1 column of V each)" in two
