@@ -231,9 +231,13 @@ def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explana
     if name in _SCORE_SYMBOLS:
         cell = names.cell(name, f"{_SCORE_SYMBOLS[name]}{h}", row, col)
         if name == "masked_scores" and col > row:
+            weight = float(trace.head("attn_weights", head)[row, col])
+            then = ("so its weight is exactly 0" if weight == 0 else
+                    f"yet its weight is {number(weight)}, not 0: the row's kept scores sum to 0, "
+                    "and 0 / 0 is NaN")
             return at(cell, "−∞ (masked)", MASKED, (),
                       note=f"Key {k} (position {col}) comes after query {q} (position {row}): "
-                           "masked to −∞, so its weight will be exactly 0.")
+                           f"masked to −∞, {then}.")
         qv, kv = trace.head("queries", head)[row], trace.head("keys", head)[col]
         terms = dot_product_terms(qv, kv, [f"Q{h}[{q}, {i}]·K{h}[{k}, {i}]"
                                            for i in range(qv.shape[0])])

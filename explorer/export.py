@@ -47,7 +47,14 @@ from torch import Tensor
 from explorer import literal
 from explorer.charts import CHART_JS, encode
 from explorer.config import OPTION_HELP, AttentionConfig
-from explorer.steps import STEPS, TOKENS, layout_rows, shows_colour_bar, visible_steps
+from explorer.steps import (
+    STEPS,
+    TOKENS,
+    chart_caption,
+    layout_rows,
+    shows_colour_bar,
+    visible_steps,
+)
 from explorer.tokenizer import STRIP_PUNCTUATION, build_vocab, token_labels
 from explorer.trace import Trace
 
@@ -614,13 +621,12 @@ def _sections(trace: Trace, names: list[str], heads: Sequence[int] | None
 def _chart_div(trace: Trace, name: str, head: int | None, columns: int, colorbar: bool) -> str:
     """One step's chart as the page draws it: `explorer.figures.heatmap_chart`
     (titled with the step, its formula, shape and head), with the step's caption
-    under it, as on the page."""
+    under it, as on the page (`explorer.steps.chart_caption`)."""
     from explorer.figures import heatmap_chart  # the script and the CSV need no plotly
 
-    step = STEPS[name]
     chart = heatmap_chart(trace, name, head=head or 0, colorbar=colorbar, columns=columns)
     div_id = f"chart-{name}" if head is None else f"chart-{name}-head-{head}"
-    return _figure_div(chart, div_id, step.caption(trace.config) if step.explain else "")
+    return _figure_div(chart, div_id, chart_caption(trace, name, head or 0))
 
 
 def _figure_div(chart, div_id: str, caption: str = "") -> str:
