@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from explorer import explain, figures, literal
-from explorer.steps import STEPS, TOKENS, Step, layout_rows, shows_colour_bar
+from explorer.steps import STEPS, TOKENS, Step, chart_caption, layout_rows, shows_colour_bar
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
 from explorer.ui import chart, urlstate
@@ -74,7 +74,7 @@ def step_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None
                                      head_slice=head_slice),
                key=key, on_click=partial(_follow_click, step, head, col_offset=shown.start))
     if step.explain:
-        st.caption(step.caption(trace.config))
+        st.caption(chart_caption(trace, name, head))
     if name in LINE_VIEW_STEPS:
         line_view(trace, name, head, highlight_row)
     if n_rows * len(shown) > BIG_MATRIX_CELLS:
