@@ -714,11 +714,13 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
     multi-head page's other charts: how Q, K and V are split into heads, each
     head's weights by the book's second causal route and every head at a glance,
     `_head_charts`). A per-head step gets one chart per head in ``heads``
-    (default: every head), grouped by head (`_sections`). The charts are the page's own (`explorer.figures.heatmap_chart`,
-    related steps side by side on one colour scale, as `explorer.steps.layout_rows`
-    and `explorer.steps.shows_colour_bar` say), drawn by the app's ``chart.js``, so
-    cell numbers, colours, head outlines and sizes match the page; hover a cell
-    for its value. Plotly.js and chart.js are inlined once each, so the page
+    (default: every head), grouped by head (`_sections`). The charts are the
+    page's own (`explorer.figures.heatmap_chart`, related steps side by side on
+    one colour scale, as `explorer.steps.layout_rows` and
+    `explorer.steps.shows_colour_bar` say, each with its caption,
+    `explorer.steps.chart_caption`), drawn by the app's ``chart.js``, so cell
+    numbers, colours, head outlines and sizes match the page; hover or tap a
+    cell for its value. Plotly.js and chart.js are inlined once each, so the page
     works offline from disk (see the module docstring). ``link`` (the view in
     the explorer) becomes an anchor if it is ``http(s)``, else plain text.
 
@@ -768,7 +770,7 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
         "<h2>Tokens and ids</h2>", _tokens_html(trace),
         "<h2>Steps</h2>",
         *body,
-        ("<footer><p class=\"caption\">Made by the self-attention explorer. Hover a cell "
+        ("<footer><p class=\"caption\">Made by the self-attention explorer. Hover or tap a cell "
          "for its value; each chart's toolbar saves it as PNG or SVG. Plotly.js is included "
          "in this file, so it works offline.</p></footer>"),
         _inline_script(CHART_JS.read_text(encoding="utf-8") + _MOUNT_CHARTS, kind="module"),

@@ -132,3 +132,15 @@ def test_the_report_writes_the_same_captions_as_the_page():
             escaped = re.sub(r"['\"&<>]", lambda m: {"'": "&#x27;", '"': "&quot;", "&": "&amp;",
                                                      "<": "&lt;", ">": "&gt;"}[m[0]], caption)
             assert escaped in text, name
+
+
+def test_the_pages_say_hover_or_tap():
+    # At 390 px a 10×10 chart prints no numbers, and a phone has no hover.
+    from tests.conftest import ROOT
+
+    texts = [ROOT / "streamlit_app.py", ROOT / "explorer" / "export.py",
+             *sorted((ROOT / "pages").glob("*.py"))]
+    for path in texts:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            assert not re.search(r"\b[Hh]over (a|any|the) cell", line), (path.name, line)
+    assert "hover or tap a cell" in (ROOT / "pages" / "2_Self_attention.py").read_text()
