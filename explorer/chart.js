@@ -18,7 +18,8 @@
 
 const MATRICES = (window.__explorerMatrices ??= new Map()); // hash -> Float32Array
 const MATRIX_CACHE_BYTES = 128 * 2 ** 20;
-const TEXT_PX = { 4: 46, 2: 30 }; // cell width a number with so many decimals needs
+const CELL_FONT = '"Open Sans", verdana, arial, sans-serif'; // Plotly's own default
+const CELL_PAD_PX = 4; // air beside a cell's number, in all
 const MIN_TEXT_HEIGHT_PX = 14;
 const TOOLBAR_PX = 36; // the upright Plotly toolbar's width and a little air
 const MIN_TITLE_PX = 12; // a long title is drawn down to this size, then wrapped
@@ -75,21 +76,43 @@ export function decode(bytes) {
   return { header, matrices, missing };
 }
 
+// A number as the explanations write it (explorer.explain.number): the minus
+// sign U+2212, and no "−0.00" for a value that rounds to zero.
 function formatted(v, decimals) {
   if (Number.isNaN(v)) return "NaN";
   if (v === Infinity) return "+∞";
   if (v === -Infinity) return "−∞";
-  return v.toFixed(decimals);
+  const text = v.toFixed(decimals);
+  if (!text.startsWith("-")) return text;
+  return /[1-9]/.test(text) ? `−${text.slice(1)}` : text.slice(1);
 }
 
-// Rows of a matrix for Plotly, with −∞, +∞ and NaN drawn as gaps.
+let measurer = null;
+// The width in px of `text` drawn at `size` px in the cells' font.
+function textWidth(text, size) {
+  measurer ??= document.createElement("canvas").getContext("2d");
+  measurer.font = `${size}px ${CELL_FONT}`;
+  return measurer.measureText(text).width;
+}
+
+// Rows of a matrix for Plotly, with −∞, +∞ and NaN drawn as gaps; and the
+// smallest and largest finite value, whose texts are the longest.
 function rowsOf(values, rows, cols) {
   let finite = true;
-  for (let i = 0; i < values.length && finite; i++) finite = Number.isFinite(values[i]);
+  let low = Infinity;
+  let high = -Infinity;
+  for (const v of values) {
+    if (!Number.isFinite(v)) {
+      finite = false;
+      continue;
+    }
+    if (v < low) low = v;
+    if (v > high) high = v;
+  }
   const shown = finite ? values : values.map((v) => (Number.isFinite(v) ? v : NaN));
   const out = [];
   for (let r = 0; r < rows; r++) out.push(shown.subarray(r * cols, (r + 1) * cols));
-  return { rows: out, finite };
+  return { rows: out, finite, range: Number.isFinite(low) ? [low, high] : [] };
 }
 
 function labelsOf(values, rows, cols, label) {
@@ -102,10 +125,17 @@ function labelsOf(values, rows, cols, label) {
   return out;
 }
 
-// The decimals a cell of this size shows: 4, 2, or none (null).
-function decimalsFor(cellWidth, cellHeight, allowed) {
+// The decimals and font size a cell of this size shows its numbers with: the
+// most decimals of `allowed` (4, 2) whose widest text, that of the smallest or
+// the largest value (`range`), fits the cell at one of `sizes`; null for none.
+function textFor(cellWidth, cellHeight, allowed, range, sizes) {
   if (cellHeight < MIN_TEXT_HEIGHT_PX) return null;
-  for (const d of allowed) if (cellWidth >= TEXT_PX[d]) return d;
+  for (const decimals of allowed) {
+    for (const size of sizes) {
+      const widest = Math.max(0, ...range.map((v) => textWidth(formatted(v, decimals), size)));
+      if (widest + CELL_PAD_PX <= cellWidth) return { decimals, size };
+    }
+  }
   return null;
 }
 
@@ -122,13 +152,16 @@ function plotArea(div, layout) {
 function traceWithMatrix(spec, matrices, area, nCharts) {
   const m = spec.matrix;
   const values = matrices[m.block];
-  const { rows, finite } = rowsOf(values, m.rows, m.cols);
+  const { rows, finite, range } = rowsOf(values, m.rows, m.cols);
   const trace = { ...spec, z: rows };
   delete trace.matrix;
   const cellWidth = area.width / m.cols;
   const cellHeight = area.height / m.rows;
-  const decimals = m.words ? (cellWidth >= 44 && cellHeight >= MIN_TEXT_HEIGHT_PX ? 0 : null)
-    : decimalsFor(cellWidth, cellHeight, m.decimals ?? [4, 2]);
+  const sizes = cellWidth >= 56 && nCharts === 1 ? [12, 10] : [10];
+  const text = m.words ? (cellWidth >= 44 && cellHeight >= MIN_TEXT_HEIGHT_PX
+    ? { decimals: 0, size: sizes[0] } : null)
+    : textFor(cellWidth, cellHeight, m.decimals ?? [4, 2], range, sizes);
+  const decimals = text ? text.decimals : null;
   const word = (v) => (v > 0.5 ? m.words[1] : m.words[0]);
   if (m.words || !finite || decimals !== null) {
     const exact = m.words ? word : (v) => formatted(v, 4);
@@ -141,7 +174,7 @@ function traceWithMatrix(spec, matrices, area, nCharts) {
     trace.text = m.words ? trace.customdata
       : labelsOf(values, m.rows, m.cols, (v) => formatted(v, decimals));
     trace.texttemplate = "%{text}";
-    trace.textfont = { size: cellWidth >= 56 && nCharts === 1 ? 12 : 10 };
+    trace.textfont = { size: text.size };
   } else {
     trace.texttemplate = "";
   }

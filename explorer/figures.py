@@ -466,8 +466,9 @@ def query_table(trace: Trace, query: int) -> pd.DataFrame:
     for j in _shown_keys(trace["attn_weights"][query]):
         score = float(trace["attn_scores"][query, j])
         terms = explain.score_terms(trace, query, j)
-        written = (f"{explain.written_sum(terms)} = {score:.4f}" if len(terms) <= MAX_WRITTEN_TERMS
-                   else f"Σ of {len(terms)} products = {score:.4f} (click the score to see them)")
+        total = explain.number(score)
+        written = (f"{explain.written_sum(terms)} = {total}" if len(terms) <= MAX_WRITTEN_TERMS
+                   else f"Σ of {len(terms)} products = {total} (click the score to see them)")
         row = {"key": labels[j], "dot product q·k": written, "score ω": score}
         if trace.config.scale:
             row["scaled ω̃"] = float(trace["scaled_scores"][query, j])
@@ -486,7 +487,8 @@ def context_table(trace: Trace, query: int) -> pd.DataFrame:
     weighted = explain.stacked(terms).to(torch.float64)
     shown = _shown_keys(torch.tensor([w for w, _ in terms]))
     frame = pd.DataFrame(weighted[shown].numpy(),
-                         index=[f"α={terms[j][0]:.4f} × {vector}[{labels[j]}]" for j in shown],
+                         index=[f"α={explain.number(terms[j][0])} × {vector}[{labels[j]}]"
+                                for j in shown],
                          columns=[f"dim {c}" for c in range(trace["context"].shape[1])])
     if len(shown) < len(terms):
         others = [j for j in range(len(terms)) if j not in set(shown)]
@@ -638,23 +640,40 @@ def figure_chart(fig: go.Figure, filename: str) -> Chart:
 
 
 def labelled_chart(values, trace: Trace, like: str, title: str, columns: int = 1,
-                   zrange: tuple[float, float] | None = None) -> Chart:
-    """Any (n, n) or (n, d) matrix drawn like step ``like`` (labels, colours)."""
+                   zrange: tuple[float, float] | None = None, colorbar: bool = True) -> Chart:
+    """Any (n, n) or (n, d) matrix drawn like step ``like`` (labels, colours).
+    ``colorbar=False`` gives its width to the cells (a narrow panel whose numbers
+    are printed in them)."""
     step = STEPS[like]
     values = np.asarray(torch.as_tensor(values).to(torch.float64))
     return matrix_chart(values, axis_labels(trace, step.rows, values.shape[0]),
                         axis_labels(trace, step.cols, values.shape[1]), step, title,
-                        zrange=zrange, columns=columns,
+                        zrange=zrange, columns=columns, colorbar=colorbar,
                         filename=chart_filename(trace, _slug(title, 30)))
 
 
 def sums_table(matrices: dict[str, torch.Tensor]) -> pd.DataFrame:
-    """Row sums and column sums of each matrix, side by side."""
-    frame = {}
-    for name, m in matrices.items():
-        frame[f"{name}: row sums"] = m.sum(dim=1).to(torch.float64).numpy()
-        frame[f"{name}: column sums"] = m.sum(dim=0).to(torch.float64).numpy()
-    return pd.DataFrame(frame)
+    """Row i's sum and column i's sum of each matrix: one row per (matrix, i),
+    two narrow columns, so that the table fits a phone without scrolling
+    sideways (four columns named "softmax(dim=-1): column sums" did not)."""
+    frames = [pd.DataFrame({"row sum": m.sum(dim=1).to(torch.float64).numpy(),
+                            "column sum": m.sum(dim=0).to(torch.float64).numpy()},
+                           index=pd.MultiIndex.from_product([[name], range(m.shape[0])],
+                                                            names=["matrix", "i"]))
+              for name, m in matrices.items()]
+    return pd.concat(frames)
+
+
+def table_text(frame: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
+    """``frame`` as a page's table shows it: every float column written as the
+    explanations write numbers (`explorer.explain.number`: ``decimals``
+    decimals, the minus sign U+2212, never "−0.0000", −∞ and NaN spelled out),
+    so a table and the formula above it read alike. The other columns as they are."""
+    text = frame.copy()
+    for i, dtype in enumerate(frame.dtypes):
+        if dtype.kind == "f":
+            text.isetitem(i, [explain.number(float(v), decimals) for v in frame.iloc[:, i]])
+    return text
 
 
 # ---------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from explorer import AttentionConfig, compute_trace, figures
+from explorer import AttentionConfig, compute_trace, explain, figures
 from explorer.charts import decode, encode, matrix_hash
 
 LONG = " ".join(f"w{i}" for i in range(40))
@@ -149,3 +149,30 @@ def test_the_split_caption_counts_columns_in_the_singular_and_plural():
     assert "(2 columns of V each)" in one
     two = figures.head_split_caption(compute_trace(AttentionConfig(n_heads=2, d_k=4, d_v=2)))
     assert "its own 2 columns" in two and "(1 column of V each)" in two
+
+
+def test_tables_write_numbers_as_the_formulas_do():
+    # The tables showed "-0.0000" and an ASCII minus under a formula written with "−".
+    import pandas as pd
+
+    frame = pd.DataFrame({"value": [-1e-9, -0.61504, 0.5, float("-inf"), float("nan")],
+                          "label": ["a", "b", "c", "d", "e"]})
+    text = figures.table_text(frame)
+    assert list(text["value"]) == ["0.0000", "\u22120.6150", "0.5000", "\u2212∞", "NaN"]
+    assert list(text["label"]) == list(frame["label"]) and frame["value"].dtype.kind == "f"
+    trace = compute_trace(AttentionConfig())
+    written = figures.query_table(trace, 1)["dot product q·k"].iloc[0]
+    assert written.endswith("= \u22120.6150") and "-" not in written  # ω["is", "Life"]
+    shown = figures.table_text(figures.terms_table(
+        explain.explain_cell(trace, "attn_scores", 1, 0)))
+    assert not [v for v in shown.to_numpy().ravel() if str(v).startswith("-")]
+
+
+def test_the_sums_table_is_two_narrow_columns():
+    # Four columns named "softmax(dim=-1): column sums" scrolled sideways on a phone.
+    trace = compute_trace(AttentionConfig())
+    weights = trace["attn_weights"]
+    table = figures.sums_table({"naive dim=0": weights.T, "softmax(dim=-1)": weights})
+    assert list(table.columns) == ["row sum", "column sum"] and len(table) == 12
+    np.testing.assert_allclose(table.loc["softmax(dim=-1)", "row sum"], 1.0, atol=1e-6)
+    np.testing.assert_allclose(table.loc["naive dim=0", "column sum"], 1.0, atol=1e-6)
