@@ -146,10 +146,12 @@ def step_charts(trace: Trace, names: list[str], head: int = 0,
 # Tables, header, query picker
 # ---------------------------------------------------------------------------
 def number_table(frame) -> None:
-    """A labelled table with every float column printed to 4 decimals."""
-    formats = {str(c): st.column_config.NumberColumn(format="%.4f")
+    """A labelled table, its numbers written as the formulas write them
+    (`figures.table_text`) and right-aligned, every row shown (no inner scroll)."""
+    numbers = {str(c): st.column_config.TextColumn(alignment="right")
                for c, dtype in frame.dtypes.items() if dtype.kind == "f"}
-    st.dataframe(frame, width="stretch", column_config=formats)
+    st.dataframe(figures.table_text(frame), width="stretch", height="content",
+                 column_config=numbers)
 
 
 def token_table(trace: Trace) -> None:
