@@ -9,7 +9,10 @@ notebooks and exports. Colours:
 
 - signed matrices on a diverging scale centred at 0 (ColorBrewer RdBu,
   colour-blind safe), shared by related steps (`explorer.steps.SHARED_SCALES`),
-  so that the scaled scores look smaller than the raw ones;
+  so that the scaled scores look smaller than the raw ones; where every value
+  of such a group is ≥ 0 (X from torch.rand, the book's hand-picked vectors),
+  on its positive half from 0, white to red, so the whole scale is used and red
+  still means positive;
 - attention weights on a fixed [0, 1] (ColorBrewer Blues);
 - masks as two categories with words, no colour bar;
 - heads in the Okabe–Ito colours.
@@ -42,6 +45,8 @@ PLOTLY_MIN_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 """The Plotly.js every chart is drawn with: the installed ``plotly`` package's
 (the app serves a copy, `explorer.ui.chart.ensure_static_files`; the report inlines it)."""
 SIGNED_SCALE = plotly.colors.get_colorscale("RdBu_r")  # ColorBrewer, negative blue
+POSITIVE_SCALE = [[round(2 * (at - 0.5), 6), colour] for at, colour in SIGNED_SCALE if at >= 0.5]
+"""The positive half of `SIGNED_SCALE`, from 0 (white) up: for matrices with no negative value."""
 WEIGHTS_SCALE = plotly.colors.get_colorscale("Blues")
 MASK_SCALE = [[0.0, "#f2f2f2"], [0.5, "#f2f2f2"], [0.5, "#4d4d4d"], [1.0, "#4d4d4d"]]
 HIGHLIGHT_COLOUR = "#E69F00"
@@ -102,24 +107,35 @@ def _bound(*matrices: np.ndarray) -> float:
     return float(max(finite)) if finite and max(finite) > 0 else 1.0
 
 
+def _signed_range(*matrices: np.ndarray) -> tuple[float, float]:
+    """A signed scale's (zmin, zmax): ±the largest finite |value|, or from 0 when
+    no finite value of any of ``matrices`` is negative (`POSITIVE_SCALE`)."""
+    bound = _bound(*matrices)
+    negative = any((m[np.isfinite(m)] < 0).any() for m in matrices)
+    return (-bound if negative else 0.0), bound
+
+
 def colour_range(trace: Trace, name: str, head: int = 0,
                  head_slice: bool = False) -> tuple[float, float]:
     """The (zmin, zmax) of a step's colour scale: [0, 1] for weights (higher
     after dropout), 0/1 for masks, else ±the largest |value| of every step in
     its `explorer.steps.scale_group` (of this head; of its columns with
-    ``head_slice``)."""
+    ``head_slice``), or from 0 when none of them holds a negative value
+    (`_signed_range`): one rule for the whole group, so its charts agree."""
     step = STEPS[name]
     if step.colour == MASK:
         return 0.0, 1.0
     if step.colour == WEIGHTS or name == "dropped_weights":
         return 0.0, max(1.0, _bound(step_matrix(trace, name, head, dtype=np.float32)))
-    bound = _bound(*(step_matrix(trace, other, head, head_slice, np.float32)
-                     for other in scale_group(name) if other in trace))
-    return -bound, bound
+    return _signed_range(*(step_matrix(trace, other, head, head_slice, np.float32)
+                           for other in scale_group(name) if other in trace))
 
 
 def _colours(step: Step, zrange: tuple[float, float], colorbar: bool) -> dict:
-    scale = {WEIGHTS: WEIGHTS_SCALE, MASK: MASK_SCALE}.get(step.colour, SIGNED_SCALE)
+    """The colour scale of ``step`` over ``zrange``: a signed step whose range
+    starts at 0 (no negative value) on `POSITIVE_SCALE`."""
+    signed = SIGNED_SCALE if zrange[0] < 0 else POSITIVE_SCALE
+    scale = {WEIGHTS: WEIGHTS_SCALE, MASK: MASK_SCALE}.get(step.colour, signed)
     if step.name == "dropped_weights":
         scale = WEIGHTS_SCALE
     return {"colorscale": scale, "zmin": zrange[0], "zmax": zrange[1],
@@ -139,7 +155,7 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
     """A heatmap of any 2-D ``values`` drawn as ``step`` (axes, colours, text).
 
     ``zrange`` fixes the colour scale (default: `colour_range`'s rule on
-    ``values`` alone). ``highlight_row`` outlines a row (the query token),
+    ``values`` alone; a range from 0 draws on `POSITIVE_SCALE`). ``highlight_row`` outlines a row (the query token),
     ``marked_cell`` a cell (the one being explained). ``columns`` is how many
     charts share the page's row (narrower charts: smaller title). Non-finite
     values are gaps labelled −∞ / +∞ / NaN. Hover gives the row, the column and
@@ -147,8 +163,7 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
     """
     n_rows, n_cols = values.shape
     if zrange is None:
-        zrange = ((0.0, 1.0) if step.colour in (WEIGHTS, MASK)
-                  else (-_bound(values), _bound(values)))
+        zrange = (0.0, 1.0) if step.colour in (WEIGHTS, MASK) else _signed_range(values)
     where = (f"{literal.plotly(step.rows.title)}: %{{y}}<br>"
              f"{literal.plotly(step.cols.title)}: %{{x}}<br>")
     trace = {"type": "heatmap", "x": [literal.plotly(s) for s in col_labels],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from explorer import AttentionConfig, compute_trace, explain, figures
@@ -176,3 +177,32 @@ def test_the_sums_table_is_two_narrow_columns():
     assert list(table.columns) == ["row sum", "column sum"] and len(table) == 12
     np.testing.assert_allclose(table.loc["softmax(dim=-1)", "row sum"], 1.0, atol=1e-6)
     np.testing.assert_allclose(table.loc["naive dim=0", "column sum"], 1.0, atol=1e-6)
+
+
+def test_matrices_without_negative_values_use_a_scale_from_zero():
+    # The journey's X and everything made from it are ≥ 0: a scale centred at 0 left
+    # its blue half unused. A whole scale group changes together, or not at all.
+    from explorer.presets import PRESETS
+
+    journey = compute_trace(PRESETS["journey"].config)
+    for name in ("embeddings", "attn_scores", "context"):
+        spec = figures.heatmap_chart(journey, name).figure["data"][0]
+        assert spec["zmin"] == 0 and spec["colorscale"] == figures.POSITIVE_SCALE, name
+        assert spec["zmax"] == float(journey[name].max()), name
+    assert figures.POSITIVE_SCALE[0] == [0.0, "rgb(247,247,247)"]  # white at 0, as signed
+    assert figures.POSITIVE_SCALE[-1] == figures.SIGNED_SCALE[-1]  # up to the darkest red
+    rand = compute_trace(PRESETS["self-attention-v1"].config)  # torch.rand weights
+    specs = [figures.heatmap_chart(rand, n).figure["data"][0] for n in ("W_query", "W_key",
+                                                                         "W_value")]
+    assert {s["zmin"] for s in specs} == {0.0} and len({s["zmax"] for s in specs}) == 1
+    # One negative weight in W_key: the whole group goes back to the signed scale.
+    w = [[0.5, 0.2], [0.1, 0.3], [0.4, 0.6]]
+    mixed = compute_trace(AttentionConfig(
+        weight_init="given", d_k=2, d_v=2, W_query=w, W_value=w,
+        W_key=[[0.5, -0.2], [0.1, 0.3], [0.4, 0.6]]))
+    for name in ("W_query", "W_key", "W_value"):
+        spec = figures.heatmap_chart(mixed, name).figure["data"][0]
+        assert spec["zmin"] == -spec["zmax"] == pytest.approx(-0.6) and spec["colorscale"] == \
+            figures.SIGNED_SCALE, name
+    weights = figures.heatmap_chart(journey, "attn_weights").figure["data"][0]
+    assert weights["colorscale"] == figures.WEIGHTS_SCALE  # weights keep their own
