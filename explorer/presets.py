@@ -111,7 +111,7 @@ _LIGHT_X = ((0.21, 0.47, 0.91), (0.52, 0.11, 0.65), (0.03, 0.85, 0.19),
 PRESETS: dict[str, Preset] = {p.slug: p for p in [
     Preset(
         slug="journey",
-        title="Your journey starts with one step: hand-picked vectors",
+        title="Hand-picked vectors, no weights: “Your journey starts with one step”",
         source="the book’s §3.3.1 and the teaching notebook “A simple self-attention”",
         seed_file="000_28fcb52aab540c90.txt",
         description="The book's hand-picked 3-d vectors; simplified attention: "
@@ -142,7 +142,8 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
         )),
     Preset(
         slug="self-attention-v1",
-        title="Your journey starts with one step: SelfAttention_v1, the chapter's running example",
+        title="SelfAttention_v1, the chapter's running example: “Your journey starts with one "
+              "step”",
         source="the book’s §3.4.1 and Listing 3.1 (torch.manual_seed(123), d_out = 2)",
         seed_file=None,
         description="The hand-picked 3-d vectors with trainable weights drawn by "

@@ -144,3 +144,11 @@ def test_the_pages_say_hover_or_tap():
         for line in path.read_text(encoding="utf-8").splitlines():
             assert not re.search(r"\b[Hh]over (a|any|the) cell", line), (path.name, line)
     assert "hover or tap a cell" in (ROOT / "pages" / "2_Self_attention.py").read_text()
+
+
+def test_the_worked_examples_differ_in_their_first_words():
+    # The closed picker shows a title's start: two began "Your journey starts with one step".
+    from explorer.presets import PRESETS
+
+    starts = [" ".join(preset.title.split()[:3]) for preset in PRESETS.values()]
+    assert len(set(starts)) == len(starts), starts
