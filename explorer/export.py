@@ -47,6 +47,7 @@ from torch import Tensor
 from explorer import literal
 from explorer.charts import CHART_JS, encode
 from explorer.config import OPTION_HELP, AttentionConfig
+from explorer.presets import NOTEBOOKS
 from explorer.steps import (
     STEPS,
     TOKENS,
@@ -234,13 +235,15 @@ def _embeddings_code(config: AttentionConfig) -> tuple[list[str], str]:
     n = len(c.tokens)
     if c.embedding == "table":
         x = "embedded_sentence"
-        lines = ["# Embeddings X: look each id up in a random table, as seed 002 does",
+        lines = ["# Embeddings X: look each id up in a random table, as the teaching notebook",
+                 f'#    "{NOTEBOOKS["002"]}" does',
                  f"vocab_size = {c.vocab_size}",
                  "embed = torch.nn.Embedding(vocab_size, d_in)",
                  f"{x} = embed(sentence_int)  # {_shape(n)} ids -> {_shape(n, c.d_in)}"]
     elif c.embedding == "uniform":
         x = "inputs"
-        lines = ["# Embeddings X: uniform random numbers in [0, 1), as seed 001 does",
+        lines = ["# Embeddings X: uniform random numbers in [0, 1), as the teaching notebook",
+                 f'#    "{NOTEBOOKS["001"]}" does',
                  f"{x} = torch.rand(num_tokens, d_in)  # {_shape(n, c.d_in)}"]
     else:
         x = "inputs"
@@ -250,7 +253,8 @@ def _embeddings_code(config: AttentionConfig) -> tuple[list[str], str]:
 
 
 _WEIGHT_DRAWS = {
-    "randn": (["random normal numbers, as seed 002 does.",
+    "randn": (["random normal numbers, as the teaching notebook",
+               f'"{NOTEBOOKS["002"]}" does.',
                "Training would learn them; the book wraps them in torch.nn.Parameter."],
               "torch.randn(d_in, {d})"),
     "rand": (["uniform random numbers in [0, 1), as the book's SelfAttention_v1 does.",
@@ -261,7 +265,9 @@ _WEIGHT_DRAWS = {
                 "computes x @ weight.T, so W = weight.T gives queries = x @ W_query."],
                "torch.nn.Linear(d_in, {d}, bias=False).weight.detach().T"),
     "identity": (["the identity, so Q = K = V = X: simplified attention,",
-                  "with no trainable weights (seeds 000 and 003)."], "torch.eye(d_in)"),
+                  "with no trainable weights, as in the book's section 3.3 and the teaching",
+                  f'notebooks "{NOTEBOOKS["000"]}" and "{NOTEBOOKS["003"]}".'],
+                 "torch.eye(d_in)"),
 }
 """weight_init -> (comment lines, the expression drawing a (d_in, d) matrix)."""
 
@@ -363,12 +369,14 @@ def _normalization_code(config: AttentionConfig) -> list[str]:
         lines = ["# Attention weights: softmax over each row, so every row sums to 1",
                  f"attn_weights = torch.softmax({s}, dim=-1)"]
     elif c.normalization == "naive_softmax":
-        lines = ["# Attention weights: seed 001's naive softmax, exp(x) / sum(exp(x)).",
+        lines = ["# Attention weights: the naive softmax exp(x) / sum(exp(x)) of the teaching",
+                 f'#    notebook "{NOTEBOOKS["001"]}".',
                  "#    Without subtracting the row max, exp overflows to inf (and inf/inf = nan)",
                  "#    once a score passes about 88.7",
                  f"attn_weights = torch.exp({s}) / torch.exp({s}).sum(dim=-1, keepdim=True)"]
     else:
-        lines = ["# Attention weights: each row divided by its sum, as seed 001 does first"]
+        lines = ["# Attention weights: each row divided by its sum, as the book's section 3.3.1",
+                 f'#    and the teaching notebook "{NOTEBOOKS["001"]}" do first']
         if c.causal:
             lines += ["#    (masked scores count as 0)",
                       "unmasked = masked_scores.masked_fill(causal_mask, 0.0)",

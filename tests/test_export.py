@@ -12,6 +12,7 @@ import ast
 import base64
 import csv
 import io
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -139,6 +140,23 @@ def test_script_prints_every_step_under_a_heading(runs, case):
 def test_overflowing_naive_softmax_really_gives_nan(runs):
     """The NaN case exercises equal_nan, rather than passing by luck."""
     assert torch.isnan(runs["naive-overflow-nan"].steps["attn_weights"]).any()
+
+
+@pytest.mark.parametrize("changes, names", [
+    ({}, ["Embedding an input sentence"]),
+    ({"embedding": "uniform", "weight_init": "identity", "d_k": 3, "d_v": 3,
+      "normalization": "naive_softmax"}, ["Your journey starts with one step",
+                                          "A simple self-attention", "Self-Attention"]),
+    ({"normalization": "sum"}, ["section 3.3.1", "Your journey starts with one step"]),
+])
+def test_script_comments_name_what_the_learner_knows(changes, names):
+    # "as seed 002 does" named a file of ours; a learner knows the notebook by its title.
+    source = pytorch_script(AttentionConfig(**changes))
+    comments = " ".join(line.lstrip("# ") for line in source.splitlines()
+                        if line.lstrip().startswith("#"))
+    assert not re.search(r"seeds? 0\d\d", source)
+    for name in names:
+        assert name in comments, name
 
 
 @pytest.mark.parametrize("case", SCRIPT_CONFIGS)
