@@ -15,7 +15,8 @@ notebooks and exports. Colours:
   still means positive;
 - attention weights on a fixed [0, 1] (ColorBrewer Blues);
 - masks as two categories with words, no colour bar;
-- heads in the Okabe–Ito colours.
+- heads, and the series of line and bar charts (`SERIES_TEMPLATE`, never the
+  active default template), in the Okabe–Ito colours.
 
 Rows and columns carry token labels (`explorer.tokenizer.token_labels`) or
 dimension numbers; all visitor text passes through `explorer.literal.plotly`.
