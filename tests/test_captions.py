@@ -86,8 +86,8 @@ def test_masked_keys_whose_weight_is_nan_not_zero_are_named():
 
 @pytest.mark.parametrize("config, why", [
     (ZERO_FIRST, "1 of 4 rows holds NaN or ±∞ and sums to nothing: their scores sum to 0"),
-    (OVERFLOW, "2 of 4 rows hold NaN or ±∞ and sum to nothing: the naive softmax's exp "
-               "overflowed"),
+    (OVERFLOW, ("2 of 4 rows hold NaN or ±∞ and sum to nothing: the naive softmax's exp "
+                "overflowed")),
 ])
 def test_weight_rows_that_do_not_sum_to_one_are_counted(config, why):
     trace = compute_trace(config)
