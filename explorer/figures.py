@@ -94,12 +94,10 @@ def head_columns(trace: Trace, name: str, head: int) -> range:
 
 
 def format_value(value: float, decimals: int = 4) -> str:
-    """A value as a cell shows it: 4 decimals, with −∞, +∞ and NaN spelled out."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "−∞" if value < 0 else "+∞"
-    return f"{value:.{decimals}f}"
+    """A value as a cell shows it (``explorer/chart.js``) and the explanations
+    write it (`explorer.explain.number`): 4 decimals, the minus sign U+2212, no
+    "−0.0000", with −∞, +∞ and NaN spelled out."""
+    return explain.number(float(value), decimals)
 
 
 def _bound(*matrices: np.ndarray) -> float:

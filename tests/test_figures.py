@@ -206,3 +206,10 @@ def test_matrices_without_negative_values_use_a_scale_from_zero():
             figures.SIGNED_SCALE, name
     weights = figures.heatmap_chart(journey, "attn_weights").figure["data"][0]
     assert weights["colorscale"] == figures.WEIGHTS_SCALE  # weights keep their own
+
+
+def test_a_given_cell_and_a_notebook_figure_write_numbers_as_the_formulas_do():
+    assert figures.format_value(-1e-7) == "0.0000"
+    assert figures.format_value(-0.61504) == "\u22120.6150"
+    figure = figures.heatmap(compute_trace(AttentionConfig()), "attn_scores")
+    assert figure.data[0].customdata[1][0] == "\u22120.6150"  # ω["is", "Life"]
