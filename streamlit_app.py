@@ -28,7 +28,7 @@ st.markdown(
    - **Experiments**: why √d_k, temperature, softmax's dim, permutation, and two
      configurations compared.
    - **Real model**: the same steps inside GPT-2 or BERT, one trained head at a time.
-3. Hover any cell to read its value; **click it to see how it was computed**. The
+3. Hover or tap any cell to read its value; **click it to see how it was computed**. The
    settings stay as you move between pages, and the link in the sidebar reproduces
    exactly what you see.
 

@@ -101,8 +101,7 @@ import torch
 from playwright.sync_api import Browser, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
-from explorer import AttentionConfig, compute_trace, figures
-from explorer import attention as att
+from explorer import AttentionConfig, compute_trace, figures, verify
 from explorer.charts import CHART_JS, Chart, encode, matrix_hash
 from explorer.explain import explain_cell
 from explorer.steps import STEPS, layout_rows, scale_group, split_after, stages, visible_steps
@@ -325,21 +324,14 @@ def _overflow_demo_charts(trace: Trace) -> list[PageChart]:
 
 
 def _second_route(trace: Trace, head: int) -> np.ndarray:
-    """The weights of the book's second causal route (softmax, zero the future,
-    renormalise), as the multi-head page computes them."""
-    rerouted = att.mask_after_softmax(trace["scaled_scores"], trace["causal_mask"])
-    return (rerouted[head] if rerouted.dim() == 3 else rerouted).to(torch.float64).numpy()
+    """The weights of the book's second causal route, as the multi-head page draws them."""
+    weights = verify.second_causal_route(trace).weights
+    return (weights[head] if weights.dim() == 3 else weights).to(torch.float64).numpy()
 
 
 def _second_route_chart(trace: Trace, head: int) -> Chart:
     """The multi-head page's "same weights by the other route" chart."""
-    rerouted = att.mask_after_softmax(trace["scaled_scores"], trace["causal_mask"])
-    values = rerouted[head] if rerouted.dim() == 3 else rerouted
-    n = trace.n_tokens
-    heads = f", head {head}" if trace.config.n_heads > 1 else ""
-    return figures.labelled_chart(
-        values, trace, "attn_weights",
-        f"softmax(ω̃), future zeroed, rows renormalised ({n}×{n}){heads}")
+    return figures.second_route_chart(trace, verify.second_causal_route(trace), head)
 
 
 # ---------------------------------------------------------------------------

@@ -6,6 +6,8 @@
 //   - keep matrices the page already has (Python then sends a hash only);
 //   - size the chart to its column and choose the cell text (4 decimals, 2, or
 //     none) from the real size of a cell, so that numbers never overlap;
+//   - take a narrower layout where the figure offers one (fewer columns of
+//     small multiples on a phone), and shrink or wrap a title wider than the chart;
 //   - report a clicked cell back to Python.
 // The same `draw` serves the Streamlit component and the standalone report
 // (both through the default export, `mountChart`) and the benchmark's floor page.
@@ -16,9 +18,11 @@
 
 const MATRICES = (window.__explorerMatrices ??= new Map()); // hash -> Float32Array
 const MATRIX_CACHE_BYTES = 128 * 2 ** 20;
-const TEXT_PX = { 4: 46, 2: 30 }; // cell width a number with so many decimals needs
+const CELL_FONT = '"Open Sans", verdana, arial, sans-serif'; // Plotly's own default
+const CELL_PAD_PX = 4; // air beside a cell's number, in all
 const MIN_TEXT_HEIGHT_PX = 14;
 const TOOLBAR_PX = 36; // the upright Plotly toolbar's width and a little air
+const MIN_TITLE_PX = 12; // a long title is drawn down to this size, then wrapped
 let plotlyLoading = null;
 
 export function loadPlotly(url) {
@@ -72,21 +76,43 @@ export function decode(bytes) {
   return { header, matrices, missing };
 }
 
+// A number as the explanations write it (explorer.explain.number): the minus
+// sign U+2212, and no "−0.00" for a value that rounds to zero.
 function formatted(v, decimals) {
   if (Number.isNaN(v)) return "NaN";
   if (v === Infinity) return "+∞";
   if (v === -Infinity) return "−∞";
-  return v.toFixed(decimals);
+  const text = v.toFixed(decimals);
+  if (!text.startsWith("-")) return text;
+  return /[1-9]/.test(text) ? `−${text.slice(1)}` : text.slice(1);
 }
 
-// Rows of a matrix for Plotly, with −∞, +∞ and NaN drawn as gaps.
+let measurer = null;
+// The width in px of `text` drawn at `size` px in the cells' font.
+function textWidth(text, size) {
+  measurer ??= document.createElement("canvas").getContext("2d");
+  measurer.font = `${size}px ${CELL_FONT}`;
+  return measurer.measureText(text).width;
+}
+
+// Rows of a matrix for Plotly, with −∞, +∞ and NaN drawn as gaps; and the
+// smallest and largest finite value, whose texts are the longest.
 function rowsOf(values, rows, cols) {
   let finite = true;
-  for (let i = 0; i < values.length && finite; i++) finite = Number.isFinite(values[i]);
+  let low = Infinity;
+  let high = -Infinity;
+  for (const v of values) {
+    if (!Number.isFinite(v)) {
+      finite = false;
+      continue;
+    }
+    if (v < low) low = v;
+    if (v > high) high = v;
+  }
   const shown = finite ? values : values.map((v) => (Number.isFinite(v) ? v : NaN));
   const out = [];
   for (let r = 0; r < rows; r++) out.push(shown.subarray(r * cols, (r + 1) * cols));
-  return { rows: out, finite };
+  return { rows: out, finite, range: Number.isFinite(low) ? [low, high] : [] };
 }
 
 function labelsOf(values, rows, cols, label) {
@@ -99,10 +125,17 @@ function labelsOf(values, rows, cols, label) {
   return out;
 }
 
-// The decimals a cell of this size shows: 4, 2, or none (null).
-function decimalsFor(cellWidth, cellHeight, allowed) {
+// The decimals and font size a cell of this size shows its numbers with: the
+// most decimals of `allowed` (4, 2) whose widest text, that of the smallest or
+// the largest value (`range`), fits the cell at one of `sizes`; null for none.
+function textFor(cellWidth, cellHeight, allowed, range, sizes) {
   if (cellHeight < MIN_TEXT_HEIGHT_PX) return null;
-  for (const d of allowed) if (cellWidth >= TEXT_PX[d]) return d;
+  for (const decimals of allowed) {
+    for (const size of sizes) {
+      const widest = Math.max(0, ...range.map((v) => textWidth(formatted(v, decimals), size)));
+      if (widest + CELL_PAD_PX <= cellWidth) return { decimals, size };
+    }
+  }
   return null;
 }
 
@@ -119,13 +152,16 @@ function plotArea(div, layout) {
 function traceWithMatrix(spec, matrices, area, nCharts) {
   const m = spec.matrix;
   const values = matrices[m.block];
-  const { rows, finite } = rowsOf(values, m.rows, m.cols);
+  const { rows, finite, range } = rowsOf(values, m.rows, m.cols);
   const trace = { ...spec, z: rows };
   delete trace.matrix;
   const cellWidth = area.width / m.cols;
   const cellHeight = area.height / m.rows;
-  const decimals = m.words ? (cellWidth >= 44 && cellHeight >= MIN_TEXT_HEIGHT_PX ? 0 : null)
-    : decimalsFor(cellWidth, cellHeight, m.decimals ?? [4, 2]);
+  const sizes = cellWidth >= 56 && nCharts === 1 ? [12, 10] : [10];
+  const text = m.words ? (cellWidth >= 44 && cellHeight >= MIN_TEXT_HEIGHT_PX
+    ? { decimals: 0, size: sizes[0] } : null)
+    : textFor(cellWidth, cellHeight, m.decimals ?? [4, 2], range, sizes);
+  const decimals = text ? text.decimals : null;
   const word = (v) => (v > 0.5 ? m.words[1] : m.words[0]);
   if (m.words || !finite || decimals !== null) {
     const exact = m.words ? word : (v) => formatted(v, 4);
@@ -138,7 +174,7 @@ function traceWithMatrix(spec, matrices, area, nCharts) {
     trace.text = m.words ? trace.customdata
       : labelsOf(values, m.rows, m.cols, (v) => formatted(v, decimals));
     trace.texttemplate = "%{text}";
-    trace.textfont = { size: cellWidth >= 56 && nCharts === 1 ? 12 : 10 };
+    trace.textfont = { size: text.size };
   } else {
     trace.texttemplate = "";
   }
@@ -153,6 +189,45 @@ function svgButton(Plotly, filename) {
   };
 }
 
+// Words of `text` in lines of at most `perLine` characters (a longer word alone).
+function wrapWords(text, perLine) {
+  const lines = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line && line.length + 1 + word.length > perLine) {
+      lines.push(line);
+      line = word;
+    } else {
+      line = line ? `${line} ${word}` : word;
+    }
+  }
+  return [...lines, line];
+}
+
+// A title wider than the room beside it (a long one on a phone; Plotly neither
+// wraps nor clips it) is drawn smaller, down to MIN_TITLE_PX, then wrapped at
+// spaces, the top margin and the height growing by the added lines. Changes
+// `layout`; returns whether it did.
+function fitTitle(div, layout, right) {
+  const drawn = div.querySelector(".g-gtitle .gtitle");
+  const svg = div.querySelector(".main-svg");
+  const text = layout.title?.text;
+  if (!drawn || !svg || !text) return false;
+  const box = drawn.getBoundingClientRect();
+  const room = svg.getBoundingClientRect().right - right - box.left;
+  if (box.width <= room || room <= 0) return false;
+  const font = layout.title.font?.size ?? 17;
+  const size = Math.max(MIN_TITLE_PX, Math.floor((font * room) / box.width));
+  const perLine = Math.floor((text.length * room * font) / (box.width * size));
+  const lines = size * box.width <= room * font ? [text] : wrapWords(text, perLine);
+  const extra = Math.ceil((lines.length - 1) * size * 1.3);
+  layout.title = { ...layout.title, text: lines.join("<br>"),
+                   font: { ...layout.title.font, size } };
+  layout.margin = { ...layout.margin, t: (layout.margin?.t ?? 100) + extra };
+  if (layout.height) layout.height += extra;
+  return true;
+}
+
 // Draw (or update in place) the figure in `div`. `onClick({trace, row, col})`
 // is called with the clicked cell of a heatmap.
 export async function draw(div, header, matrices, onClick) {
@@ -160,7 +235,15 @@ export async function draw(div, header, matrices, onClick) {
   const figure = header.figure;
   const layout = { ...figure.layout, width: undefined, autosize: true };
   const columns = header.columns ?? 1;
-  const size = header.size;
+  let size = header.size;
+  // Fewer columns of small multiples where the chart is narrower than they need:
+  // the last of the figure's narrower layouts whose `below` the width is under.
+  for (const narrower of size?.narrower ?? []) {
+    if ((div.clientWidth || 600) < narrower.below) {
+      Object.assign(layout, narrower.layout);
+      size = { ...size, ...narrower.size };
+    }
+  }
   const touch = window.matchMedia?.("(hover: none)").matches;
   const marginRight = layout.margin?.r ?? 0;
   if (!touch) {
@@ -192,6 +275,9 @@ export async function draw(div, header, matrices, onClick) {
   const build = (area) => figure.data.map((spec) =>
     (spec.matrix ? traceWithMatrix(spec, matrices, area, columns).trace : spec));
   await Plotly.react(div, build(plotArea(div, layout)), layout, config);
+  if (fitTitle(div, layout, touch ? 0 : TOOLBAR_PX)) {
+    await Plotly.react(div, build(plotArea(div, layout)), layout, config);
+  }
   // The first drawing fixes the real plot area: redraw if the text choice was off.
   const area = plotArea(div, layout);
   const again = build(area);

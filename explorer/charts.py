@@ -33,7 +33,9 @@ class Chart:
     heatmap traces name their matrix as ``{"matrix": {"block": i, ...}}``
     instead of holding ``z``; ``matrices[i]`` are those matrices (2-D float32).
     ``filename`` names image downloads; ``size`` (optional) tells the browser
-    how tall to make the chart for its width; ``clickable`` sends clicks back;
+    how tall to make the chart for its width, and its ``narrower`` list the
+    layouts to take below given widths (`explorer.figures.heads_grid_chart`);
+    ``clickable`` sends clicks back;
     ``columns`` is how many charts share the page's row."""
 
     figure: dict[str, Any]

@@ -80,6 +80,23 @@ def head_choices(d_k: int, d_v: int) -> list[int]:
     return [h for h in range(1, min(d_k, d_v) + 1) if d_k % h == 0 and d_v % h == 0]
 
 
+def _widths_for(n_heads: int, d_k: int, d_v: int) -> str:
+    """The sentence saying which widths would allow ``n_heads`` heads: the
+    nearest multiples of it (``4 heads need d_k and d_v divisible by 4: e.g.
+    d_v = 8.``); none when ``n_heads`` is out of range anyway."""
+    if not 1 <= n_heads <= MAX_HEADS:
+        return ""
+
+    def nearest(d: int) -> int:
+        up = -(-d // n_heads) * n_heads
+        return up if up <= MAX_DIM else d // n_heads * n_heads
+
+    changes = [f"{name} = {nearest(d)}" for name, d in (("d_k", d_k), ("d_v", d_v))
+               if d % n_heads]
+    return (f"{n_heads} heads need d_k and d_v divisible by {n_heads}: e.g. "
+            f"{' and '.join(changes)}.")
+
+
 class ConfigError(ValueError):
     """The one exception the backend raises for input outside the limits.
 
@@ -460,14 +477,14 @@ class AttentionConfig:
             raise ConfigError(
                 "n_heads", f"n_heads must divide both d_k={self.d_k} and d_v={self.d_v}; "
                            f"choose one of {', '.join(map(str, head_choices(self.d_k, self.d_v)))} "
-                           f"(got {self.n_heads})")
+                           f"(got {self.n_heads}). {_widths_for(self.n_heads, self.d_k, self.d_v)}")
         if self.n_heads * len(tokens) ** 2 > MAX_ATTENTION_CELLS:
             most = max(1, MAX_ATTENTION_CELLS // len(tokens) ** 2)
             raise ConfigError(
                 "n_heads", f"n_heads × n_tokens² must be at most {MAX_ATTENTION_CELLS:,} "
                            f"(got {self.n_heads} × {len(tokens)}² = "
                            f"{self.n_heads * len(tokens) ** 2:,}); with {len(tokens)} tokens "
-                           f"use at most {most} heads")
+                           f"use at most {most} heads.")
         if self.embedding == "table":
             n_vocab = len(build_vocab(tokens))
             if not n_vocab <= self.vocab_size <= MAX_VOCAB_SIZE:

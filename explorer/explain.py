@@ -16,6 +16,7 @@ from functools import partial
 import torch
 from torch import Tensor
 
+from explorer.literal import format_value
 from explorer.steps import STEPS, TOKENS
 from explorer.tokenizer import token_labels
 
@@ -41,7 +42,7 @@ class Explanation:
     ``formula``: the symbolic rule, e.g. ``"Σ_j X[1, j] · W_query[j, 0]"``.
     ``combine`` says how ``terms`` make the cell:
 
-    - ``"sum"``: Σ terms (+ ``offset``, the output projection's bias);
+    - ``"sum"``: Σ terms (+ ``offset``, a bias, named ``offset_name``: ``b_out[3]``);
     - ``"scaled"``: Σ terms ÷ ``divisor`` (√head_dim);
     - ``"ratio"``: ``numerator`` ÷ Σ terms (a normalisation over the row);
     - ``"product"``: the single term's product (dropout's α·D/(1−p));
@@ -64,11 +65,31 @@ class Explanation:
     numerator: float = 0.0
     offset: float = 0.0
     note: str = ""
+    offset_name: str = ""
 
     @property
     def total(self) -> float:
-        """Σ of the terms' values."""
+        """Σ of the terms' values (without the ``offset``: see `total_text`)."""
         return math.fsum(t.value for t in self.terms)
+
+    def total_text(self, decimals: int = 4) -> str:
+        """The line under the terms' table: their sum and how it makes the cell,
+        ending with the cell's value, e.g. ``"Σ of the terms + b_out[3] =
+        −1.5513 + (−0.0144) = −1.5657"`` (a sum with a bias), ``"(Σ of the
+        terms) / 1.4142 = ..."`` (scaled scores) or ``"... / Σ of the terms =
+        ..."`` (a normalisation, whose terms are the denominator)."""
+        total, result = number(self.total, decimals), number(self.result(), decimals)
+        if self.combine == SUM and self.offset_name:
+            return (f"Σ of the terms + {self.offset_name} = {total} + "
+                    f"{_num(self.offset, decimals)} = {result}")
+        if self.combine == SCALED:
+            return (f"(Σ of the terms) / {number(self.divisor, decimals)} = {total} / "
+                    f"{number(self.divisor, decimals)} = {result}")
+        if self.combine == RATIO:
+            numerator = number(self.numerator, decimals)
+            return (f"Σ of the terms = {total}, the denominator: {numerator} / {total} = "
+                    f"{result}")
+        return f"Σ of the terms = {total}"
 
     def result(self) -> float:
         """The cell recomputed from the terms (float64)."""
@@ -115,13 +136,15 @@ def _divide(a: float, b: float) -> float:
     return a / b if not (math.isinf(a) and math.isinf(b)) else math.nan
 
 
+number = format_value
+"""A number as the explanations write it (`explorer.literal.format_value`, the
+one formatter the cells, tables and report use too)."""
+
+
 def _num(x: float, decimals: int) -> str:
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "−∞" if x < 0 else "+∞"
-    text = f"{x:.{decimals}e}" if abs(x) >= 1e6 else f"{x:.{decimals}f}"
-    return f"({text.replace('-', '−')})" if x < 0 else text
+    """`number`, in parentheses when negative: ``0.3374·(−0.1000)``."""
+    text = number(x, decimals)
+    return f"({text})" if text.startswith("−") and text != "−∞" else text
 
 
 def dot_product_terms(a: Tensor, b: Tensor, labels: list[str]) -> tuple[Term, ...]:
@@ -191,17 +214,22 @@ def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explana
         terms = dot_product_terms(x, w, [f"X[{q}, {j}]·{weight}[{j}, {global_col}]"
                                          for j in range(c.d_in)])
         offset = float(trace[bias][global_col]) if bias in trace else 0.0
-        plus = f" + {bias}[{global_col}]" if bias in trace else ""
+        offset_name = f"{bias}[{global_col}]" if bias in trace else ""
+        plus = f" + {offset_name}" if offset_name else ""
         return at(names.cell(name, f"{letter}{h}", row, col),
                   f"Σ_j X[{q}, j] · {weight}[j, {global_col}]{plus}", SUM, terms,
-                  offset=offset)
+                  offset=offset, offset_name=offset_name)
 
     if name in _SCORE_SYMBOLS:
         cell = names.cell(name, f"{_SCORE_SYMBOLS[name]}{h}", row, col)
         if name == "masked_scores" and col > row:
+            weight = float(trace.head("attn_weights", head)[row, col])
+            then = ("so its weight is exactly 0" if weight == 0 else
+                    f"yet its weight is {number(weight)}, not 0: the row's kept scores sum to 0, "
+                    "and 0 / 0 is NaN")
             return at(cell, "−∞ (masked)", MASKED, (),
                       note=f"Key {k} (position {col}) comes after query {q} (position {row}): "
-                           "masked to −∞, so its weight will be exactly 0.")
+                           f"masked to −∞, {then}.")
         qv, kv = trace.head("queries", head)[row], trace.head("keys", head)[col]
         terms = dot_product_terms(qv, kv, [f"Q{h}[{q}, {i}]·K{h}[{k}, {i}]"
                                            for i in range(qv.shape[0])])
@@ -263,7 +291,7 @@ def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explana
                                          for j in range(z.shape[0])])
         return at(names.cell(name, "O", row, col),
                   f"Σ_j Z[{q}, j] · W_out[j, {col}] + b_out[{col}]", SUM, terms,
-                  offset=float(trace["b_out"][col]))
+                  offset=float(trace["b_out"][col]), offset_name=f"b_out[{col}]")
 
     symbol = STEPS[name].symbol + (h if STEPS[name].per_head else "")
     return at(names.cell(name, symbol, row, col), origin(trace, name, row, col, value),

@@ -48,7 +48,15 @@ from torch import Tensor
 from explorer import literal
 from explorer.charts import CHART_JS, Chart, encode
 from explorer.config import OPTION_HELP, AttentionConfig
-from explorer.steps import STEPS, TOKENS, layout_rows, shows_colour_bar, visible_steps
+from explorer.presets import NOTEBOOKS
+from explorer.steps import (
+    STEPS,
+    TOKENS,
+    chart_caption,
+    layout_rows,
+    shows_colour_bar,
+    visible_steps,
+)
 from explorer.tokenizer import STRIP_PUNCTUATION, build_vocab, token_labels
 from explorer.trace import Trace
 
@@ -228,13 +236,15 @@ def _embeddings_code(config: AttentionConfig) -> tuple[list[str], str]:
     n = len(c.tokens)
     if c.embedding == "table":
         x = "embedded_sentence"
-        lines = ["# Embeddings X: look each id up in a random table, as seed 002 does",
+        lines = ["# Embeddings X: look each id up in a random table, as the teaching notebook",
+                 f'#    "{NOTEBOOKS["002"]}" does',
                  f"vocab_size = {c.vocab_size}",
                  "embed = torch.nn.Embedding(vocab_size, d_in)",
                  f"{x} = embed(sentence_int)  # {_shape(n)} ids -> {_shape(n, c.d_in)}"]
     elif c.embedding == "uniform":
         x = "inputs"
-        lines = ["# Embeddings X: uniform random numbers in [0, 1), as seed 001 does",
+        lines = ["# Embeddings X: uniform random numbers in [0, 1), as the teaching notebook",
+                 f'#    "{NOTEBOOKS["001"]}" does',
                  f"{x} = torch.rand(num_tokens, d_in)  # {_shape(n, c.d_in)}"]
     else:
         x = "inputs"
@@ -244,7 +254,8 @@ def _embeddings_code(config: AttentionConfig) -> tuple[list[str], str]:
 
 
 _WEIGHT_DRAWS = {
-    "randn": (["random normal numbers, as seed 002 does.",
+    "randn": (["random normal numbers, as the teaching notebook",
+               f'"{NOTEBOOKS["002"]}" does.',
                "Training would learn them; the book wraps them in torch.nn.Parameter."],
               "torch.randn(d_in, {d})"),
     "rand": (["uniform random numbers in [0, 1), as the book's SelfAttention_v1 does.",
@@ -255,7 +266,9 @@ _WEIGHT_DRAWS = {
                 "computes x @ weight.T, so W = weight.T gives queries = x @ W_query."],
                "torch.nn.Linear(d_in, {d}, bias=False).weight.detach().T"),
     "identity": (["the identity, so Q = K = V = X: simplified attention,",
-                  "with no trainable weights (seeds 000 and 003)."], "torch.eye(d_in)"),
+                  "with no trainable weights, as in the book's section 3.3 and the teaching",
+                  f'notebooks "{NOTEBOOKS["000"]}" and "{NOTEBOOKS["003"]}".'],
+                 "torch.eye(d_in)"),
 }
 """weight_init -> (comment lines, the expression drawing a (d_in, d) matrix)."""
 
@@ -357,12 +370,14 @@ def _normalization_code(config: AttentionConfig) -> list[str]:
         lines = ["# Attention weights: softmax over each row, so every row sums to 1",
                  f"attn_weights = torch.softmax({s}, dim=-1)"]
     elif c.normalization == "naive_softmax":
-        lines = ["# Attention weights: seed 001's naive softmax, exp(x) / sum(exp(x)).",
+        lines = ["# Attention weights: the naive softmax exp(x) / sum(exp(x)) of the teaching",
+                 f'#    notebook "{NOTEBOOKS["001"]}".',
                  "#    Without subtracting the row max, exp overflows to inf (and inf/inf = nan)",
                  "#    once a score passes about 88.7",
                  f"attn_weights = torch.exp({s}) / torch.exp({s}).sum(dim=-1, keepdim=True)"]
     else:
-        lines = ["# Attention weights: each row divided by its sum, as seed 001 does first"]
+        lines = ["# Attention weights: each row divided by its sum, as the book's section 3.3.1",
+                 f'#    and the teaching notebook "{NOTEBOOKS["001"]}" do first']
         if c.causal:
             lines += ["#    (masked scores count as 0)",
                       "unmasked = masked_scores.masked_fill(causal_mask, 0.0)",
@@ -624,14 +639,49 @@ def chart_div(chart: Chart, div_id: str, caption: str = "") -> str:
 
 
 def _chart_div(trace: Trace, name: str, head: int | None, columns: int, colorbar: bool) -> str:
-    """One chart as the page draws it: `explorer.figures.heatmap_chart` (titled with
-    the step, its formula, shape and head), with the step's caption under it."""
+    """One step's chart as the page draws it: `explorer.figures.heatmap_chart`
+    (titled with the step, its formula, shape and head), with the step's caption
+    under it, as on the page (`explorer.steps.chart_caption`)."""
     from explorer.figures import heatmap_chart  # the script and the CSV need no plotly
 
-    step = STEPS[name]
     chart = heatmap_chart(trace, name, head=head or 0, colorbar=colorbar, columns=columns)
     div_id = f"chart-{name}" if head is None else f"chart-{name}-head-{head}"
-    return chart_div(chart, div_id, step.caption(trace.config) if step.explain else "")
+    return chart_div(chart, div_id, chart_caption(trace, name, head or 0))
+
+
+def _row(cells: Sequence[str]) -> str:
+    """Charts side by side, in equal columns."""
+    return (f'<div class="row" style="grid-template-columns: repeat({len(cells)}, '
+            f'minmax(0, 1fr))">{"".join(cells)}</div>')
+
+
+def _head_charts(trace: Trace, names: list[str], heads: Sequence[int] | None
+                 ) -> dict[str, list[str]]:
+    """The multi-head page's charts that are not one step's, as report rows:
+    ``"split"``, how Q, K and V are cut into heads; ``"route <head>"``, that
+    head's weights by the book's second causal route; ``"grid"``, every head's
+    weights at a glance. Each only where the page draws it."""
+    from explorer import figures, verify
+
+    c = trace.config
+    rows: dict[str, list[str]] = {}
+    if c.n_heads > 1 and {"queries", "keys", "values"} <= set(names):
+        rows["split"] = [
+            _row([chart_div(figures.head_split_chart(trace, name), f"chart-{name}-split")
+                  for name in ("queries", "keys", "values")]),
+            f'<p class="caption">{literal.html(figures.head_split_caption(trace))}</p>']
+    route = verify.second_causal_route(trace) if "attn_weights" in names else None
+    if route is not None:
+        for head in _chart_heads(trace, heads):
+            rows[f"route {head}"] = [
+                "<h3>The same weights by the other route</h3>",
+                _row([chart_div(figures.second_route_chart(trace, route, head),
+                                  f"chart-second-route-head-{head}", route.explanation())])]
+    if c.n_heads > 1 and "attn_weights" in names:
+        rows["grid"] = ["<h2>Every head at a glance</h2>",
+                        _row([chart_div(figures.heads_grid_chart(trace), "chart-heads-grid",
+                                          "Every head's attention weights on one scale.")])]
+    return rows
 
 
 def _inline_script(code: str, kind: str | None = None) -> str:
@@ -679,6 +729,7 @@ table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left; vertical-align: top; }
 .row { display: grid; gap: 1rem; margin: 1.5em 0; }
 .step { min-width: 0; }
+a, code, td { overflow-wrap: anywhere; }
 .caption { color: #555; font-size: 0.9em; margin: 0.3em 0; }
 """
 
@@ -688,13 +739,17 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
     """A standalone HTML page with ``trace``'s charts, settings, tokens and ids.
 
     ``steps``: the steps to draw, in that order (default `explorer.steps.visible_steps`:
-    every heatmap the app shows for the config, in pipeline order). A per-head
-    step gets one chart per head in ``heads`` (default: every head), grouped by
-    head (`_sections`). The charts are the page's own (`explorer.figures.heatmap_chart`,
-    related steps side by side on one colour scale, as `explorer.steps.layout_rows`
-    and `explorer.steps.shows_colour_bar` say), drawn by the app's ``chart.js``, so
-    cell numbers, colours, head outlines and sizes match the page; hover a cell
-    for its value. Plotly.js and chart.js are inlined once each, so the page
+    every heatmap the app shows for the config, in pipeline order, and the
+    multi-head page's other charts: how Q, K and V are split into heads, each
+    head's weights by the book's second causal route and every head at a glance,
+    `_head_charts`). A per-head step gets one chart per head in ``heads``
+    (default: every head), grouped by head (`_sections`). The charts are the
+    page's own (`explorer.figures.heatmap_chart`, related steps side by side on
+    one colour scale, as `explorer.steps.layout_rows` and
+    `explorer.steps.shows_colour_bar` say, each with its caption,
+    `explorer.steps.chart_caption`), drawn by the app's ``chart.js``, so cell
+    numbers, colours, head outlines and sizes match the page; hover or tap a
+    cell for its value. Plotly.js and chart.js are inlined once each, so the page
     works offline from disk (see the module docstring). ``link`` (the view in
     the explorer) becomes an anchor if it is ``http(s)``, else plain text.
 
@@ -707,17 +762,25 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
     names = visible_steps(trace) if steps is None else list(dict.fromkeys(steps))
     for name in names:
         trace[name]  # raises KeyError naming the steps the trace has
+    extra = _head_charts(trace, names, heads) if steps is None else {}
+    sections = _sections(trace, names, heads)
+    last_head = max((i for i, (_, head, _) in enumerate(sections) if head is not None),
+                    default=len(sections) - 1)
     body = []
-    for heading, head, section in _sections(trace, names, heads):
+    for index, (heading, head, section) in enumerate(sections):
         if heading:
             colour = "" if head is None else f' style="color: {head_colour(head)}"'
             body.append(f"<h2{colour}>{literal.html(heading)}</h2>")
         for row in layout_rows(section):
-            cells = "".join(_chart_div(trace, name, head if trace.per_head(name) else None,
-                                       len(row), shows_colour_bar(row, i))
-                            for i, name in enumerate(row))
-            body.append(f'<div class="row" style="grid-template-columns: repeat({len(row)}, '
-                        f'minmax(0, 1fr))">{cells}</div>')
+            body.append(_row([_chart_div(trace, name, head if trace.per_head(name) else None,
+                                         len(row), shows_colour_bar(row, i))
+                              for i, name in enumerate(row)]))
+            if "attn_weights" in row:  # in a head's section, or the only one
+                body += extra.get(f"route {head or 0}", [])
+        if not heading:
+            body += extra.get("split", [])
+        if index == last_head:
+            body += extra.get("grid", [])
     sentence = getattr(trace.config, "sentence", None) or " ".join(trace.tokens)
     title = _comment_text(sentence, 60)
     view = f"<p>View in the explorer: {_link_html(link)}</p>" if link else ""
@@ -736,7 +799,7 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
         "<h2>Tokens and ids</h2>", _tokens_html(trace),
         "<h2>Steps</h2>",
         *body,
-        ("<footer><p class=\"caption\">Made by the self-attention explorer. Hover a cell "
+        ("<footer><p class=\"caption\">Made by the self-attention explorer. Hover or tap a cell "
          "for its value; each chart's toolbar saves it as PNG or SVG. Plotly.js is included "
          "in this file, so it works offline.</p></footer>"),
         mount_script(),

@@ -9,10 +9,14 @@ notebooks and exports. Colours:
 
 - signed matrices on a diverging scale centred at 0 (ColorBrewer RdBu,
   colour-blind safe), shared by related steps (`explorer.steps.SHARED_SCALES`),
-  so that the scaled scores look smaller than the raw ones;
+  so that the scaled scores look smaller than the raw ones; where every value
+  of such a group is ≥ 0 (X from torch.rand, the book's hand-picked vectors),
+  on its positive half from 0, white to red, so the whole scale is used and red
+  still means positive;
 - attention weights on a fixed [0, 1] (ColorBrewer Blues);
 - masks as two categories with words, no colour bar;
-- heads in the Okabe–Ito colours.
+- heads, and the series of line and bar charts (`SERIES_TEMPLATE`, never the
+  active default template), in the Okabe–Ito colours.
 
 Rows and columns carry token labels (`explorer.tokenizer.token_labels`) or
 dimension numbers; all visitor text passes through `explorer.literal.plotly`.
@@ -44,6 +48,8 @@ PLOTLY_MIN_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 """The Plotly.js every chart is drawn with: the installed ``plotly`` package's
 (the app serves a copy, `explorer.ui.chart.ensure_static_files`; the report inlines it)."""
 SIGNED_SCALE = plotly.colors.get_colorscale("RdBu_r")  # ColorBrewer, negative blue
+POSITIVE_SCALE = [[round(2 * (at - 0.5), 6), colour] for at, colour in SIGNED_SCALE if at >= 0.5]
+"""The positive half of `SIGNED_SCALE`, from 0 (white) up: for matrices with no negative value."""
 WEIGHTS_SCALE = plotly.colors.get_colorscale("Blues")
 MASK_SCALE = [[0.0, "#f2f2f2"], [0.5, "#f2f2f2"], [0.5, "#4d4d4d"], [1.0, "#4d4d4d"]]
 HIGHLIGHT_COLOUR = "#E69F00"
@@ -95,11 +101,20 @@ def _bound(*matrices: np.ndarray) -> float:
     return float(max(finite)) if finite and max(finite) > 0 else 1.0
 
 
+def _signed_range(*matrices: np.ndarray) -> tuple[float, float]:
+    """A signed scale's (zmin, zmax): ±the largest finite |value|, or from 0 when
+    no finite value of any of ``matrices`` is negative (`POSITIVE_SCALE`)."""
+    bound = _bound(*matrices)
+    negative = any((m[np.isfinite(m)] < 0).any() for m in matrices)
+    return (-bound if negative else 0.0), bound
+
+
 def colour_range(trace: Trace, name: str, head: int = 0,
                  head_slice: bool = False) -> tuple[float, float]:
     """The (zmin, zmax) of a step's colour scale: `shared_range` of the step
     alone for weights and masks, else of every step in its
-    `explorer.steps.scale_group` (of this head; of its columns with ``head_slice``)."""
+    `explorer.steps.scale_group` (of this head; of its columns with
+    ``head_slice``): one rule for the whole group, so its charts agree."""
     step = STEPS[name]
     alone = step.colour in (WEIGHTS, MASK) or name == "dropped_weights"
     group = [name] if alone else [other for other in scale_group(name) if other in trace]
@@ -110,17 +125,20 @@ def colour_range(trace: Trace, name: str, head: int = 0,
 def shared_range(step: Step, *matrices: np.ndarray) -> tuple[float, float]:
     """One colour range for ``matrices`` drawn as ``step``: [0, 1] for masks;
     for weights from 0 to 1 (higher after dropout); else ±the largest finite
-    |value| of them all, centred at 0."""
+    |value| of them all, centred at 0, or from 0 when none of them holds a
+    negative value (`_signed_range`)."""
     if step.colour == MASK:
         return 0.0, 1.0
     if step.colour == WEIGHTS or step.name == "dropped_weights":
         return 0.0, max(1.0, _bound(*matrices))
-    bound = _bound(*matrices)
-    return -bound, bound
+    return _signed_range(*matrices)
 
 
 def _colours(step: Step, zrange: tuple[float, float], colorbar: bool) -> dict:
-    scale = {WEIGHTS: WEIGHTS_SCALE, MASK: MASK_SCALE}.get(step.colour, SIGNED_SCALE)
+    """The colour scale of ``step`` over ``zrange``: a signed step whose range
+    starts at 0 (no negative value) on `POSITIVE_SCALE`."""
+    signed = SIGNED_SCALE if zrange[0] < 0 else POSITIVE_SCALE
+    scale = {WEIGHTS: WEIGHTS_SCALE, MASK: MASK_SCALE}.get(step.colour, signed)
     if step.name == "dropped_weights":
         scale = WEIGHTS_SCALE
     return {"colorscale": scale, "zmin": zrange[0], "zmax": zrange[1],
@@ -141,17 +159,17 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
     """A heatmap of any 2-D ``values`` drawn as ``step`` (axes, colours, text).
 
     ``zrange`` fixes the colour scale (default: `colour_range`'s rule on
-    ``values`` alone). ``highlight_row`` outlines a row (the query token),
-    ``marked_cell`` a cell (the one being explained) and ``marked_cells`` more
-    (the cells that differ, `explorer.check_view`). ``columns`` is how many
+    ``values`` alone; a range from 0 draws on `POSITIVE_SCALE`). ``highlight_row``
+    outlines a row (the query token), ``marked_cell`` a cell (the one being
+    explained) and ``marked_cells`` more (the cells that differ,
+    `explorer.check_view`). ``columns`` is how many
     charts share the page's row (narrower charts: smaller title). Non-finite
     values are gaps labelled −∞ / +∞ / NaN. Hover gives the row, the column and
     the value to 4 decimals.
     """
     n_rows, n_cols = values.shape
     if zrange is None:
-        zrange = ((0.0, 1.0) if step.colour in (WEIGHTS, MASK)
-                  else (-_bound(values), _bound(values)))
+        zrange = (0.0, 1.0) if step.colour in (WEIGHTS, MASK) else _signed_range(values)
     where = (f"{literal.plotly(step.rows.title)}: %{{y}}<br>"
              f"{literal.plotly(step.cols.title)}: %{{x}}<br>")
     trace = {"type": "heatmap", "x": [literal.plotly(s) for s in col_labels],
@@ -306,6 +324,29 @@ def head_split_chart(trace: Trace, name: str) -> Chart:
     return chart
 
 
+def head_split_caption(trace: Trace) -> str:
+    """What the split pictures (`head_split_chart`) show, in the trace's numbers."""
+    c = trace.config
+
+    def columns(n: int) -> str:
+        return f"{n} column" + ("" if n == 1 else "s")
+
+    return (f"Q = X·W_query is one {trace.n_tokens}×{c.d_k} matrix. Head h takes its own "
+            f"{columns(c.head_dim)} (head_dim = d_k / n_heads = {c.d_k} / {c.n_heads}), and so "
+            f"do K and V ({columns(c.head_dim_v)} of V each). Each head then runs attention on "
+            "its slices alone; the colours mark the heads in every chart below.")
+
+
+def second_route_chart(trace: Trace, route, head: int = 0) -> Chart:
+    """Head ``head``'s weights by the book's second causal route (``route``, an
+    `explorer.verify.SecondRoute` of ``trace``), drawn like the attention weights."""
+    values = route.weights[head] if route.weights.dim() == 3 else route.weights
+    n = trace.n_tokens
+    heads = f", head {head}" if trace.config.n_heads > 1 else ""
+    return labelled_chart(values, trace, "attn_weights",
+                          f"softmax(ω̃), future zeroed, rows renormalised ({n}×{n}){heads}")
+
+
 def combine_heads_np(tensor: torch.Tensor) -> np.ndarray:
     """(n_heads, n, hd) -> (n, n_heads·hd) as float64; 2-D input unchanged."""
     if tensor.dim() == 3:
@@ -331,46 +372,87 @@ def grid_domains(count: int, columns: int, gap: float = 0.04) -> list[tuple[tupl
     return out
 
 
+GRID_LABELLED_UP_TO = 12
+"""A grid of heads labels each small heatmap's tokens up to this many tokens."""
+GRID_CELL_PX, GRID_PANEL_PX = 22, 60
+"""The narrowest a grid's panel may be: `GRID_CELL_PX` per token when its tokens
+are labelled (rotated labels closer than that run into each other), and
+`GRID_PANEL_PX` in any case (its title, "head 10")."""
+GRID_GAP = 0.04
+"""The gap between a grid's panels, as a fraction of its width (`grid_domains`)."""
+
+
+def _heads_grid_layout(n_heads: int, columns: int, n: int, labels: list[str],
+                       titles: list[str] | None) -> tuple[dict, dict]:
+    """The axes, panel titles and size of `heads_grid_chart` laid out ``columns``
+    panels wide: token labels (up to `GRID_LABELLED_UP_TO` tokens) on the first
+    column's y axes and the last row's x axes, panels as square as the width
+    allows (each at most ``40 · n`` px, 160 to 320)."""
+    labelled = n <= GRID_LABELLED_UP_TO
+    layout: dict = {"annotations": []}
+    for h, ((x0, x1), (y0, y1)) in enumerate(grid_domains(n_heads, columns, GRID_GAP)):
+        suffix = "" if h == 0 else str(h + 1)
+        layout[f"xaxis{suffix}"] = {"domain": [x0, x1], "type": "category", "anchor": f"y{suffix}",
+                                    "showticklabels": labelled and h + columns >= n_heads,
+                                    "tickangle": -40, "automargin": True}
+        layout[f"yaxis{suffix}"] = {"domain": [y0, y1], "type": "category", "anchor": f"x{suffix}",
+                                    "autorange": "reversed", "automargin": True,
+                                    "showticklabels": labelled and h % columns == 0}
+        layout["annotations"].append(
+            {"x": (x0 + x1) / 2, "y": y1, "xref": "paper", "yref": "paper",
+             "yanchor": "bottom", "showarrow": False,
+             "text": titles[h] if titles else f"head {h}",
+             "font": {"color": head_colour(h), "size": 13}})
+    rows = math.ceil(n_heads / columns)
+    chrome = (_label_width_px(labels) if labelled else 0) + 130  # margins, colour bar, toolbar
+    size = {"rows": rows * 10, "cols": columns * 10, "max_cell": max(16, min(4 * n, 32)),
+            "chrome": chrome, "vertical": 90 + 30 * rows, "min_height": 200, "max_height": 2400}
+    return layout, size
+
+
+def _grid_width_px(columns: int, n: int, chrome: int) -> int:
+    """The chart width below which ``columns`` panels would be narrower than the
+    narrowest readable panel (`GRID_CELL_PX`, `GRID_PANEL_PX`)."""
+    panel = max(GRID_PANEL_PX, GRID_CELL_PX * n if n <= GRID_LABELLED_UP_TO else 0)
+    return math.ceil(columns * panel / (1 - GRID_GAP * (columns - 1))) + chrome
+
+
 def heads_grid_chart(trace: Trace, name: str = "attn_weights", columns: int = 4,
                      titles: list[str] | None = None) -> Chart:
     """Small multiples: one heatmap per head of a per-head (n, n) step, on one
     colour scale, each titled with its head in the head's colour. Clicking a
-    head's heatmap reports that head (the click's ``trace``)."""
+    head's heatmap reports that head (the click's ``trace``).
+
+    Up to ``columns`` panels a row; a narrower chart (a phone) gets fewer, so
+    that no panel is narrower than its labels need: the chart's
+    ``size["narrower"]`` lists, widest first, the layout and size for each
+    smaller number of columns with the width ``below`` which it applies
+    (``explorer/chart.js`` picks by the chart's real width)."""
     step = STEPS[name]
     values = trace[name]
     values = (values if values.dim() == 3 else values[None]).to(torch.float64).numpy()
     n_heads, n, _ = values.shape
     labels = [literal.plotly(s) for s in token_labels(trace.tokens)]
     zrange = colour_range(trace, name) if step.colour != WEIGHTS else (0.0, 1.0)
+    cols = min(columns, n_heads)
+    grid, size = _heads_grid_layout(n_heads, cols, n, labels, titles)
     layout: dict = {"title": {"text": f"{step.label} of every head ({n}×{n} each)",
                               "x": 0, "xanchor": "left", "font": {"size": 15}},
-                    "margin": {"l": 10, "r": 10, "t": 60, "b": 10}, "annotations": [],
-                    "dragmode": False, "shapes": []}
+                    "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+                    "dragmode": False, "shapes": [], **grid}
+    size["narrower"] = []
+    for fewer in range(cols - 1, 0, -1):
+        layout_fewer, size_fewer = _heads_grid_layout(n_heads, fewer, n, labels, titles)
+        size["narrower"].append({"below": _grid_width_px(fewer + 1, n, size_fewer["chrome"]),
+                                 "layout": layout_fewer, "size": size_fewer})
     data = []
-    cols = min(columns, n_heads)
-    small = n <= 12
-    for h, ((x0, x1), (y0, y1)) in enumerate(grid_domains(n_heads, cols)):
+    for h in range(n_heads):
         suffix = "" if h == 0 else str(h + 1)
-        layout[f"xaxis{suffix}"] = {"domain": [x0, x1], "type": "category", "anchor": f"y{suffix}",
-                                    "showticklabels": small, "tickangle": -40,
-                                    "automargin": True}
-        layout[f"yaxis{suffix}"] = {"domain": [y0, y1], "type": "category", "anchor": f"x{suffix}",
-                                    "autorange": "reversed", "showticklabels": small and
-                                    h % cols == 0, "automargin": True}
         data.append({"type": "heatmap", "x": labels, "y": labels, "xaxis": f"x{suffix}",
                      "yaxis": f"y{suffix}", **_colours(step, zrange, h == 0),
                      "matrix": {"block": h, "rows": n, "cols": n, "decimals": [2],
                                 "hover": f"head {h}<br>query: %{{y}}<br>key: %{{x}}<br>",
                                 "words": None}})
-        layout["annotations"].append(
-            {"x": (x0 + x1) / 2, "y": y1, "xref": "paper", "yref": "paper",
-             "yanchor": "bottom", "showarrow": False,
-             "text": titles[h] if titles else f"head {h}",
-             "font": {"color": head_colour(h), "size": 13}})
-    rows = math.ceil(n_heads / cols)
-    per_row = max(160, min(40 * n, 320))
-    size = {"rows": rows * per_row // 10, "cols": 100, "max_cell": 10, "chrome": 0,
-            "vertical": 90 + 30 * rows, "min_height": 200, "max_height": 2400}
     return Chart({"data": data, "layout": layout}, [v.astype(np.float32) for v in values],
                  filename=chart_filename(trace, f"{name}_all_heads"), size=size)
 
@@ -405,8 +487,9 @@ def query_table(trace: Trace, query: int) -> pd.DataFrame:
     for j in _shown_keys(trace["attn_weights"][query]):
         score = float(trace["attn_scores"][query, j])
         terms = explain.score_terms(trace, query, j)
-        written = (f"{explain.written_sum(terms)} = {score:.4f}" if len(terms) <= MAX_WRITTEN_TERMS
-                   else f"Σ of {len(terms)} products = {score:.4f} (click the score to see them)")
+        total = explain.number(score)
+        written = (f"{explain.written_sum(terms)} = {total}" if len(terms) <= MAX_WRITTEN_TERMS
+                   else f"Σ of {len(terms)} products = {total} (click the score to see them)")
         row = {"key": labels[j], "dot product q·k": written, "score ω": score}
         if trace.config.scale:
             row["scaled ω̃"] = float(trace["scaled_scores"][query, j])
@@ -425,7 +508,8 @@ def context_table(trace: Trace, query: int) -> pd.DataFrame:
     weighted = explain.stacked(terms).to(torch.float64)
     shown = _shown_keys(torch.tensor([w for w, _ in terms]))
     frame = pd.DataFrame(weighted[shown].numpy(),
-                         index=[f"α={terms[j][0]:.4f} × {vector}[{labels[j]}]" for j in shown],
+                         index=[f"α={explain.number(terms[j][0])} × {vector}[{labels[j]}]"
+                                for j in shown],
                          columns=[f"dim {c}" for c in range(trace["context"].shape[1])])
     if len(shown) < len(terms):
         others = [j for j in range(len(terms)) if j not in set(shown)]
@@ -476,6 +560,45 @@ def _log2_axis(values) -> dict:
     return {"type": "log", "tickvals": list(values), "ticktext": [f"{v:g}" for v in values]}
 
 
+SERIES_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#000000")
+"""The colours of a line or bar chart's series, in order: Okabe–Ito, without the
+highlight colour (the learner's own point) and without yellow (too pale)."""
+REFERENCE_COLOURS = ("#555555", "#999999")
+"""Exact reference curves, dotted, each in its own grey."""
+SERIES_TEMPLATE = go.layout.Template(layout={"colorway": list(SERIES_COLOURS)})
+"""The template every line and bar chart is built with. plotly.express otherwise
+takes the active default, and Streamlit's ("streamlit") holds stand-in colours
+(#000001 ...) that only ``st.plotly_chart`` replaces: the explorer draws with its
+own component (`figure_chart`), so they would stay black. Everything else is
+Plotly.js's own default look, as in the heatmaps."""
+
+
+def _plain_layout(fig: go.Figure, height: int, legend: bool = True) -> None:
+    """The layout every line and bar chart shares: a left-aligned title like the
+    heatmaps', margins that grow to fit the tick labels and axis titles
+    (``automargin``; a fixed 10 px cut "1024" to "24"), and the legend below."""
+    fig.update_layout(
+        template=SERIES_TEMPLATE, height=height,
+        title={"x": 0, "xanchor": "left", "font": {"size": 15}},
+        margin={"t": 50, "b": 10, "l": 10, "r": 10}, plot_bgcolor="#ffffff",
+        **({"legend": {"orientation": "h", "x": 0, "xanchor": "left", "y": -0.2,
+                       "yanchor": "top", "title": None}} if legend else {"showlegend": False}))
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        axis.automargin = True
+        axis.gridcolor = "#eeeeee"
+        axis.title.standoff = 8
+
+
+def _scatter(fig: go.Figure, name: str, x, y, **style) -> None:
+    fig.add_scatter(x=list(x), y=list(y), name=name, **style)
+
+
+def _your_point(fig: go.Figure, name: str, x, y) -> None:
+    """The learner's own configuration: orange stars."""
+    _scatter(fig, name, x, y, mode="markers",
+             marker={"size": 14, "symbol": "star", "color": HIGHLIGHT_COLOUR})
+
+
 def scaling_variance_figure(curves, point) -> go.Figure:
     """Variance of q·k against d_k (log–log): the estimate from random pairs
     beside the exact values (d_k, and 1 after ÷√d_k). ``point`` (an
@@ -483,22 +606,19 @@ def scaling_variance_figure(curves, point) -> go.Figure:
     frame = _curve_frame(curves.dims, {"q·k (sampled)": curves.variance,
                                        "q·k / √d_k (sampled)": curves.variance_scaled})
     fig = px.line(frame, x="d_k", y="value", color="curve", markers=True,
-                  labels={"value": "variance"},
+                  labels={"value": "variance"}, template=SERIES_TEMPLATE,
+                  color_discrete_sequence=SERIES_COLOURS,
                   title="Variance of the scores grows with d_k")
-    for name, exact in (("exact: Var(q·k) = d_k", list(curves.dims)),
-                        ("exact: Var(q·k / √d_k) = 1", [1.0] * len(curves.dims))):
-        fig.add_scatter(x=list(curves.dims), y=exact, mode="lines", name=name,
-                        line={"dash": "dot", "color": "#555555", "width": 1})
-    fig.add_scatter(x=[point.d_k], y=[max(point.variance, 1e-3)], mode="markers",
-                    marker={"size": 14, "symbol": "star", "color": HIGHLIGHT_COLOUR},
-                    name="your scores (unscaled)")
-    fig.update_layout(height=400, margin={"t": 50, "b": 10, "l": 10, "r": 10},
-                      xaxis=_log2_axis(curves.dims),
-                      yaxis=_log2_axis((0.25, 1, 4, 16, 64, 256, 1024)), **_LEGEND_BELOW)
+    for (name, exact), colour in zip((("exact: Var(q·k) = d_k", list(curves.dims)),
+                                      ("exact: Var(q·k / √d_k) = 1", [1.0] * len(curves.dims))),
+                                     REFERENCE_COLOURS):
+        _scatter(fig, name, curves.dims, exact, mode="lines",
+                 line={"dash": "dot", "color": colour, "width": 1.5})
+    _your_point(fig, "your scores (unscaled)", [point.d_k], [max(point.variance, 1e-3)])
+    _plain_layout(fig, 400)
+    fig.update_layout(xaxis=_log2_axis(curves.dims),
+                      yaxis=_log2_axis((0.25, 1, 4, 16, 64, 256, 1024)))
     return fig
-
-
-_LEGEND_BELOW = {"legend": {"orientation": "h", "y": -0.25, "x": 0, "title": None}}
 
 
 def scaling_softmax_figure(curves, point, measure: str = "entropy") -> go.Figure:
@@ -509,27 +629,27 @@ def scaling_softmax_figure(curves, point, measure: str = "entropy") -> go.Figure
     frame = _curve_frame(curves.dims, {"softmax(q·k)": raw, "softmax(q·k / √d_k)": scaled})
     label = "mean row entropy (nats)" if measure == "entropy" else "mean largest weight"
     fig = px.line(frame, x="d_k", y="value", color="curve", markers=True,
-                  labels={"value": label},
+                  labels={"value": label}, template=SERIES_TEMPLATE,
+                  color_discrete_sequence=SERIES_COLOURS,
                   title=("Without scaling, softmax rows collapse to one-hot" if measure ==
                          "entropy" else "Without scaling, one key takes all the weight"))
     mine = ((point.entropy, point.entropy_scaled) if measure == "entropy"
             else (point.max_weight, point.max_weight_scaled))
-    fig.add_scatter(x=[point.d_k, point.d_k], y=list(mine), mode="markers",
-                    marker={"size": 14, "symbol": "star", "color": HIGHLIGHT_COLOUR},
-                    name="your config (unscaled, scaled)")
+    _your_point(fig, "your config (unscaled, scaled)", [point.d_k, point.d_k], mine)
     if measure == "entropy":
         fig.add_hline(y=math.log(curves.n_keys), line_dash="dot",
                       annotation_text=f"uniform over {curves.n_keys} keys: log {curves.n_keys}")
-    fig.update_layout(height=420, margin={"t": 50, "b": 10, "l": 10, "r": 10},
-                      xaxis=_log2_axis(curves.dims), **_LEGEND_BELOW)
+    _plain_layout(fig, 420)
+    fig.update_layout(xaxis=_log2_axis(curves.dims))
     return fig
 
 
 def row_bars(values, labels: list[str], title: str, y_label: str) -> go.Figure:
     """One bar per row (e.g. each query's entropy)."""
     fig = px.bar(x=[literal.plotly(s) for s in labels], y=list(values), title=title,
-                 labels={"x": "query (row)", "y": y_label})
-    fig.update_layout(height=320, margin={"t": 50, "b": 10, "l": 10, "r": 10})
+                 labels={"x": "query (row)", "y": y_label}, template=SERIES_TEMPLATE,
+                 color_discrete_sequence=SERIES_COLOURS)
+    _plain_layout(fig, 320, legend=False)
     fig.update_xaxes(type="category")
     return fig
 
@@ -541,23 +661,40 @@ def figure_chart(fig: go.Figure, filename: str) -> Chart:
 
 
 def labelled_chart(values, trace: Trace, like: str, title: str, columns: int = 1,
-                   zrange: tuple[float, float] | None = None) -> Chart:
-    """Any (n, n) or (n, d) matrix drawn like step ``like`` (labels, colours)."""
+                   zrange: tuple[float, float] | None = None, colorbar: bool = True) -> Chart:
+    """Any (n, n) or (n, d) matrix drawn like step ``like`` (labels, colours).
+    ``colorbar=False`` gives its width to the cells (a narrow panel whose numbers
+    are printed in them)."""
     step = STEPS[like]
     values = np.asarray(torch.as_tensor(values).to(torch.float64))
     return matrix_chart(values, axis_labels(trace, step.rows, values.shape[0]),
                         axis_labels(trace, step.cols, values.shape[1]), step, title,
-                        zrange=zrange, columns=columns,
+                        zrange=zrange, columns=columns, colorbar=colorbar,
                         filename=chart_filename(trace, _slug(title, 30)))
 
 
 def sums_table(matrices: dict[str, torch.Tensor]) -> pd.DataFrame:
-    """Row sums and column sums of each matrix, side by side."""
-    frame = {}
-    for name, m in matrices.items():
-        frame[f"{name}: row sums"] = m.sum(dim=1).to(torch.float64).numpy()
-        frame[f"{name}: column sums"] = m.sum(dim=0).to(torch.float64).numpy()
-    return pd.DataFrame(frame)
+    """Row i's sum and column i's sum of each matrix: one row per (matrix, i),
+    two narrow columns, so that the table fits a phone without scrolling
+    sideways (four columns named "softmax(dim=-1): column sums" did not)."""
+    frames = [pd.DataFrame({"row sum": m.sum(dim=1).to(torch.float64).numpy(),
+                            "column sum": m.sum(dim=0).to(torch.float64).numpy()},
+                           index=pd.MultiIndex.from_product([[name], range(m.shape[0])],
+                                                            names=["matrix", "i"]))
+              for name, m in matrices.items()]
+    return pd.concat(frames)
+
+
+def table_text(frame: pd.DataFrame, decimals: int = 4) -> pd.DataFrame:
+    """``frame`` as a page's table shows it: every float column written as the
+    explanations write numbers (`explorer.explain.number`: ``decimals``
+    decimals, the minus sign U+2212, never "−0.0000", −∞ and NaN spelled out),
+    so a table and the formula above it read alike. The other columns as they are."""
+    text = frame.copy()
+    for i, dtype in enumerate(frame.dtypes):
+        if dtype.kind == "f":
+            text.isetitem(i, [explain.number(float(v), decimals) for v in frame.iloc[:, i]])
+    return text
 
 
 # ---------------------------------------------------------------------------

@@ -66,9 +66,16 @@ def float32_text(value: float) -> str:
 
 
 def format_value(value: float, decimals: int = 4) -> str:
-    """A value as a cell shows it: 4 decimals, with −∞, +∞ and NaN spelled out."""
+    """A number as the explorer writes it everywhere (cells, tables, the written
+    explanations, the check's report): ``decimals`` decimals (an exponent from
+    10⁶ on), the minus sign U+2212, −∞, +∞ and NaN spelled out, and no
+    "−0.0000": a value that rounds to zero is written without a sign."""
+    value = float(value)
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "−∞" if value < 0 else "+∞"
-    return f"{value:.{decimals}f}"
+    text = f"{value:.{decimals}e}" if abs(value) >= 1e6 else f"{value:.{decimals}f}"
+    if text.startswith("-") and not any(c in "123456789" for c in text.split("e")[0]):
+        text = text[1:]  # -0.0000
+    return text.replace("-", "−")

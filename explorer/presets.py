@@ -16,6 +16,11 @@ import torch
 from explorer.config import AttentionConfig
 from explorer.trace import Trace, compute_trace
 
+NOTEBOOKS = {"000": "A simple self-attention", "001": "Your journey starts with one step",
+             "002": "Embedding an input sentence", "003": "Self-Attention", "004": "Attention"}
+"""The seed notebooks (``shared/seeds/00N_*.txt``) by the titles a learner knows them
+by: the presets' sources and the generated script's comments name them so."""
+
 SIMPLIFIED_PAGE = "Simplified attention"
 SELF_ATTENTION_PAGE = "Self-attention"
 MULTI_HEAD_PAGE = "Causal & multi-head attention"
@@ -113,8 +118,8 @@ _LIGHT_X = ((0.21, 0.47, 0.91), (0.52, 0.11, 0.65), (0.03, 0.85, 0.19),
 PRESETS: dict[str, Preset] = {p.slug: p for p in [
     Preset(
         slug="journey",
-        title="Your journey starts with one step: hand-picked vectors",
-        source="the book’s §3.3.1 and the teaching notebook “A simple self-attention”",
+        title="Hand-picked vectors, no weights: “Your journey starts with one step”",
+        source=f"the book’s §3.3.1 and the teaching notebook “{NOTEBOOKS['000']}”",
         seed_file="000_28fcb52aab540c90.txt",
         description="The book's hand-picked 3-d vectors; simplified attention: "
                     "scores X·Xᵀ, softmax, context A·X.",
@@ -144,7 +149,8 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
         )),
     Preset(
         slug="self-attention-v1",
-        title="Your journey starts with one step: SelfAttention_v1, the chapter's running example",
+        title="SelfAttention_v1, the chapter's running example: “Your journey starts with one "
+              "step”",
         source="the book’s §3.4.1 and Listing 3.1 (torch.manual_seed(123), d_out = 2)",
         seed_file=None,
         description="The hand-picked 3-d vectors with trainable weights drawn by "
@@ -168,8 +174,7 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
     Preset(
         slug="torch-rand-seed-123",
         title="Random inputs from torch.rand(6, 3): three ways to normalise",
-        source="the teaching notebook “Your journey starts with one step” "
-               "(torch.manual_seed(123))",
+        source=f"the teaching notebook “{NOTEBOOKS['001']}” (torch.manual_seed(123))",
         seed_file="001_c475e8729ba8e095.txt",
         description="torch.manual_seed(123); torch.rand(6, 3) as the embeddings; query x_2 "
                     "normalised three ways: by the sum, naive softmax, softmax.",
@@ -199,7 +204,7 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
     Preset(
         slug="life-is-short",
         title="Life is short, eat dessert first: an embedding table and random weights",
-        source="the teaching notebook “Embedding an input sentence” (torch.manual_seed(123))",
+        source=f"the teaching notebook “{NOTEBOOKS['002']}” (torch.manual_seed(123))",
         seed_file="002_8c91a21803773e04.txt",
         description="nn.Embedding(50000, 3) after torch.manual_seed(123), then "
                     "torch.randn weights (d_k = 2, d_v = 4); scaled dot-product attention.",
@@ -217,7 +222,7 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
     Preset(
         slug="light-switch",
         title="I can't find the light switch: hand-picked vectors, the query “light”",
-        source="the teaching notebook “Self-Attention”",
+        source=f"the teaching notebook “{NOTEBOOKS['003']}”",
         seed_file="003_5dc6ea26df512a1c.txt",
         description="Hand-picked 3-d vectors; simplified attention; the query \"light\".",
         page=SIMPLIFIED_PAGE,
@@ -250,7 +255,7 @@ PRESETS: dict[str, Preset] = {p.slug: p for p in [
     Preset(
         slug="illustrated",
         title="Illustrated self-attention: whole-number inputs and weights",
-        source="the teaching notebook “Attention”, example 2 (after “Illustrated: "
+        source=f"the teaching notebook “{NOTEBOOKS['004']}”, example 2 (after “Illustrated: "
                "Self-Attention”)",
         seed_file="004_d4886b04eb600938.txt",
         description="Integer inputs X (3×4) and integer W_key, W_query, W_value (4×3); "

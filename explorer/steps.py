@@ -8,7 +8,7 @@ Pure Python: no torch, plotly or streamlit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from explorer.config import OPTION_HELP, AttentionConfig
 
@@ -50,6 +50,10 @@ class Step:
     scaling is off, since they equal the scores). head_columns: its columns fall
     into one block per head (W_query, W_key, W_value, their biases, the context).
     cell_text: for a mask, the text printed for False and for True.
+    remark(trace, head): for a step whose ``explain`` states a property of its
+    numbers ("each row sums to 1"), a sentence about the numbers of this trace
+    (and head): what they are, or where the property does not hold; "" for
+    nothing to add. `chart_caption` joins the two.
     """
 
     name: str
@@ -67,6 +71,7 @@ class Step:
     shown: Callable[[AttentionConfig], bool] = lambda config: True
     head_columns: bool = False
     cell_text: tuple[str, str] | None = None
+    remark: Callable[[Any, int], str] | None = None
 
     def caption(self, config: AttentionConfig) -> str:
         """The explanation under the chart, with the weight recipe filled in; for
@@ -183,6 +188,128 @@ def _input_latex(c: AttentionConfig) -> str:
     return r"X \in \mathbb{R}^{n \times d_{in}},\quad x_i = \text{embedding of token } i"
 
 
+# ---------------------------------------------------------------------------
+# Remarks: what a caption's claim looks like in this trace's numbers
+# ---------------------------------------------------------------------------
+SATURATED = 0.99
+"""A softmax row is saturated when its largest weight is at least this."""
+SPREAD_NEAR_ONE = 2.0
+"""Scaled scores whose standard deviation is at most this count as "near 1"."""
+
+
+def _n(x: float) -> str:
+    """A number in a remark: one decimal (two below 1), minus sign U+2212."""
+    return f"{x:.{1 if abs(x) >= 1 else 2}f}".replace("-", "−")
+
+
+def _rows(count: int, total: int) -> str:
+    """``"3 of 10 rows"``, ``"1 of 10 rows"`` or ``"the only row"``."""
+    return f"{count} of {total} rows" if total > 1 else "the only row"
+
+
+def _verb(count: int, singular: str, plural: str) -> str:
+    return singular if count == 1 else plural
+
+
+def _non_finite_rows(values) -> int:
+    """Rows of a (n, m) tensor holding NaN or ±∞."""
+    return int((~values.isfinite()).any(dim=-1).sum())
+
+
+def _scaled_scores_remark(trace, head: int) -> str:
+    """The scaled scores' real spread, and whether the weights saturate anyway."""
+    scores = trace.head("scaled_scores", head)
+    finite = scores[scores.isfinite()].double()
+    if finite.numel() < 2:
+        return ""
+    spread = float(finite.std())
+    low, high = float(finite.min()), float(finite.max())
+    text = f"Here their standard deviation is {_n(spread)} (from {_n(low)} to {_n(high)})"
+    weights = trace.head("attn_weights", head)
+    if trace.config.normalization != "softmax" or weights.shape[-1] < 2:
+        return text + "."
+    # A causal row 0 has one key: its weight is 1 whatever the scores.
+    rows = weights[1:] if trace.config.causal else weights
+    saturated = int((rows.amax(dim=-1) >= SATURATED).sum())
+    if saturated:
+        return (text + f": {_rows(saturated, rows.shape[0])} "
+                f"{_verb(saturated, 'gives', 'give')} {SATURATED:g} or more of "
+                "their weight to one key, so the softmax saturates"
+                + (" all the same." if spread <= SPREAD_NEAR_ONE else "."))
+    return text + (f" and no row gives {SATURATED:g} of its weight to one key."
+                   if spread <= SPREAD_NEAR_ONE else
+                   f", yet no row gives {SATURATED:g} of its weight to one key.")
+
+
+def _masked_weights_remark(trace, head: int) -> str:
+    """Masked keys whose weight is not exactly 0 (a row summing to 0 with
+    normalization = sum: 0 / 0)."""
+    mask = trace["causal_mask"]
+    masked = trace.head("attn_weights", head)[mask]
+    wrong = int((masked != 0).sum())
+    text = ("With normalization = sum there is no exp: the masked scores count as 0 in "
+            "the row sum." if trace.config.normalization == "sum" else "")
+    if not wrong:
+        return text
+    rows = int(((trace.head("attn_weights", head) != 0) & mask).any(dim=-1).sum())
+    return (f"{text} Here {wrong} masked {_verb(wrong, 'weight', 'weights')} in "
+            f"{_rows(rows, mask.shape[0])} {_verb(wrong, 'is', 'are')} NaN, not 0: the row's "
+            "kept scores sum to 0, and 0 / 0 is NaN.").strip()
+
+
+def _weights_remark(trace, head: int) -> str:
+    """Rows that do not sum to 1 (NaN or ±∞), and negative weights."""
+    weights = trace.head("attn_weights", head)
+    n = weights.shape[0]
+    broken = _non_finite_rows(weights)
+    why = ("the naive softmax's exp overflowed (∞ / ∞ = NaN)"
+           if trace.config.normalization == "naive_softmax"
+           else "their scores sum to 0 (a division by 0)")
+    parts = []
+    if broken:
+        parts.append(f"Here {_rows(broken, n)} {_verb(broken, 'holds', 'hold')} NaN or ±∞ "
+                     f"and {_verb(broken, 'sums', 'sum')} to nothing: {why}.")
+    negative = int((weights < 0).sum())
+    if negative:
+        parts.append(f"{negative} {_verb(negative, 'weight is', 'weights are')} negative: "
+                     "dividing by the row sum keeps each "
+                     "row's sum at 1 but not the signs, so a row is not a split of "
+                     "attention into shares.")
+    return " ".join(parts)
+
+
+def _dropped_remark(trace, head: int) -> str:
+    """The rows' real sums after dropout."""
+    sums = trace.head("dropped_weights", head).double().sum(dim=-1)
+    sums = sums[sums.isfinite()]
+    if not sums.numel():
+        return ""
+    low, high = float(sums.min()), float(sums.max())
+    if high - low < 1e-6:
+        return f"Here every row sums to {_n(low)}."
+    return (f"Here the rows sum to between {_n(low)} and {_n(high)}: 1 only on "
+            "average over many draws, not in each row.")
+
+
+def _context_remark(trace, head: int) -> str:
+    """Where a context row is not a mix (an average) of the values."""
+    weights = trace["dropped_weights" if "dropped_weights" in trace else "attn_weights"]
+    weights = weights if weights.dim() == 3 else weights[None]
+    n = weights.shape[-2]
+    parts = []
+    broken = _non_finite_rows(trace["context"])
+    if broken:
+        parts.append(f"Here {_rows(broken, n)} {_verb(broken, 'holds', 'hold')} NaN or ±∞, "
+                     "passed on from the weights.")
+    if bool((weights < 0).any()):
+        parts.append("Some weights are negative (normalization = sum), so a row is not an "
+                     "average of the values: it can lie outside their range.")
+    elif "dropped_weights" in trace:
+        parts.append("After dropout a row's weights do not sum to 1, so it is a weighted sum "
+                     "of the values, not their average.")
+    return " ".join(parts)
+
+
 _WEIGHT_DIMS_ROWS = Axis("input dim (d_in)", DIMS)
 
 STEPS: dict[str, Step] = {s.name: s for s in [
@@ -230,8 +357,10 @@ STEPS: dict[str, Step] = {s.name: s for s in [
          explain="Row i: how well query i matches every key (a dot product)."),
     Step("scaled_scores", "Scaled scores", "ω̃", _scaled_expr, _scaled_latex,
          QUERY_ROWS, KEY_COLS, per_head=True,
-         explain="Dividing by √d_k keeps the scores' spread near 1, so softmax does not saturate.",
-         shown=lambda c: c.scale),
+         explain="Dividing by √d_k undoes the scores' growth with d_k: for queries and keys "
+                 "with entries of variance 1 it brings their spread back to about 1, so the "
+                 "softmax does not saturate.",
+         shown=lambda c: c.scale, remark=_scaled_scores_remark),
     Step("causal_mask", "Causal mask", "M", _const("key j after query i"),
          _const(r"M_{ij} = \begin{cases} \text{masked} & j > i \\ \text{kept} & j \le i \end{cases}"),
          QUERY_ROWS, KEY_COLS, colour=MASK, cell_text=("allowed", "future"),
@@ -243,10 +372,12 @@ STEPS: dict[str, Step] = {s.name: s for s in [
                     + (r"\tilde\omega_{ij}" if c.scale else r"\omega_{ij}")
                     + r" & j \le i \end{cases}"),
          QUERY_ROWS, KEY_COLS, per_head=True,
-         explain="exp(−∞) = 0, so masked keys get exactly zero weight."),
+         explain="exp(−∞) = 0, so masked keys get exactly zero weight.",
+         remark=_masked_weights_remark),
     Step("attn_weights", "Attention weights", "α", _weights_expr, _weights_latex,
          QUERY_ROWS, KEY_COLS, colour=WEIGHTS, per_head=True,
-         explain="Each row sums to 1: how query i splits its attention over the keys."),
+         explain="Each row sums to 1: how query i splits its attention over the keys.",
+         remark=_weights_remark),
     Step("dropout_mask", "Dropout keep-mask", "D", lambda c: f"Bernoulli(1 − {c.dropout:g})",
          lambda c: rf"D_{{ij}} \sim \text{{Bernoulli}}(1 - p),\quad p = {c.dropout:g}",
          QUERY_ROWS, KEY_COLS, colour=MASK, per_head=True, cell_text=("dropped", "kept"),
@@ -254,10 +385,12 @@ STEPS: dict[str, Step] = {s.name: s for s in [
     Step("dropped_weights", "Weights after dropout", "α′", lambda c: f"α·D / (1 − {c.dropout:g})",
          _const(r"\alpha'_{ij} = \frac{\alpha_{ij} D_{ij}}{1 - p}"),
          QUERY_ROWS, KEY_COLS, per_head=True,
-         explain="Kept weights are scaled up by 1/(1−p) so their expected sum stays 1."),
+         explain="Kept weights are scaled up by 1/(1−p) so their expected sum stays 1.",
+         remark=_dropped_remark),
     Step("context", "Context vectors", "Z", _context_expr, _context_latex,
          TOKEN_ROWS, Axis("value dim", DIMS), head_columns=True,
-         explain="Row i: token i's new vector, a weighted mix of the values."),
+         explain="Row i: token i's new vector, a weighted mix of the values.",
+         remark=_context_remark),
     Step("W_out", "Output projection weights", "W_out", _const("out_proj.weightᵀ"),
          _const(r"W_{\text{out}} = \texttt{nn.Linear(d\_v, d\_v).weight}^\top"),
          Axis("context dim", DIMS), Axis("output dim", DIMS),
@@ -271,6 +404,17 @@ STEPS: dict[str, Step] = {s.name: s for s in [
          explain="The layer's result, one row per token."),
 ]}
 """Every step a `Trace` can hold, in pipeline order."""
+
+def chart_caption(trace, name: str, head: int = 0) -> str:
+    """The text under step ``name``'s chart, on the page and in the report:
+    `Step.caption` and, where it states a property of the numbers, `Step.remark`
+    on this trace's (and head's) numbers. "" for a step without one."""
+    step = STEPS[name]
+    if not step.explain:
+        return ""
+    remark = step.remark(trace, head) if step.remark else ""
+    return f"{step.caption(trace.config)} {remark}".strip()
+
 
 SIDE_BY_SIDE: tuple[tuple[str, ...], ...] = (
     ("W_query", "W_key", "W_value"),

@@ -1,9 +1,12 @@
-"""Cross-checks of a trace against PyTorch's own attention.
+"""Cross-checks of a trace against PyTorch's own attention, and against the book's
+second route to causal weights.
 
 `against_pytorch` recomputes the output with ``torch.nn.MultiheadAttention``
 (when its shapes allow: d_in = d_k = d_v, scaling on, with the output
 projection) or with ``torch.nn.functional.scaled_dot_product_attention``, from
 the trace's own weights, and reports the largest absolute difference.
+`second_causal_route` recomputes causal weights the other way the book shows
+(softmax first, then zero the future and renormalise) and says where they agree.
 """
 
 from __future__ import annotations
@@ -111,3 +114,50 @@ def against_pytorch(trace: Trace) -> Verification | None:
     if trace.config.normalization != "softmax":
         return None
     return with_multihead_attention(trace) if mha_applies(trace) else with_sdpa(trace)
+
+
+@dataclass(frozen=True)
+class SecondRoute:
+    """The book's second route to causal weights (§3.5.1): softmax over every
+    key, then the future zeroed and each row divided by its new sum.
+
+    ``weights``: shaped like the trace's ``attn_weights`` ((n_heads, n, n) or
+    (n, n)); NaN in a row whose allowed weights all underflowed to 0 in the
+    softmax over all keys (renormalising divides 0 by 0). ``lost_rows``: how
+    many such rows, over every head. ``max_abs_diff``: the largest |difference|
+    from the trace's weights on the other rows (NaN when none is left).
+    """
+
+    weights: torch.Tensor
+    lost_rows: int
+    max_abs_diff: float
+
+    def explanation(self) -> str:
+        """What the route does and how it compares, in words, for the page and the report."""
+        text = ("The book first computes the softmax over all keys, then zeroes the future and "
+                "divides each row by its new sum. The masked terms just drop out of the "
+                "softmax's denominator, so both routes agree: largest difference "
+                f"{self.max_abs_diff:.1e}")
+        if not self.lost_rows:
+            return text + " over all heads."
+        return text + (
+            f" on the other rows. In {self.lost_rows} row(s) they do not: a future key's "
+            "score is so much larger that, in the softmax over all keys, every allowed weight "
+            "underflows to 0 in float32, and renormalising divides 0 by 0 (NaN, shown as "
+            "gaps). Masking with −∞ before the softmax never loses them: it is the route the "
+            "book and PyTorch keep.")
+
+
+def second_causal_route(trace: Trace) -> SecondRoute | None:
+    """`explorer.attention.mask_after_softmax` of the trace's scaled scores,
+    compared with its weights (before dropout). None unless the trace is causal
+    with the softmax (the route is the book's for that case alone)."""
+    c = trace.config
+    if not c.causal or c.normalization != "softmax":
+        return None
+    rerouted = att.mask_after_softmax(trace["scaled_scores"], trace["causal_mask"])
+    lost = torch.isnan(rerouted).any(dim=-1)  # rows whose allowed weights all underflowed
+    kept = ~lost
+    difference = (rerouted[kept] - trace["attn_weights"][kept]).abs()
+    return SecondRoute(rerouted, int(lost.sum()),
+                       float(difference.max()) if difference.numel() else math.nan)

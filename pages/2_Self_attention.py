@@ -13,7 +13,7 @@ page_header(
     "three weight matrices project the embeddings X into queries Q, keys K and values V; "
     "the scores Q·Kᵀ are divided by √d_k, softmax turns each row into weights, and the "
     "context vectors are the weighted sums of the values. Each matrix below is drawn "
-    "with its formula; hover a cell to read its value, click it to see how it was computed.",
+    "with its formula; hover or tap a cell to read its value, click it to see how it was computed.",
 )
 view = settings(SELF_ATTENTION_PAGE)
 if view is not None:

@@ -64,6 +64,11 @@ def z_values(spec: dict) -> np.ndarray:
     return np.asarray(spec["data"][0]["z"], dtype=float)
 
 
+def read_numbers(column) -> np.ndarray:
+    """A table's numbers, written with the minus sign U+2212, as floats."""
+    return np.array([float(text.replace("\u2212", "-")) for text in column])
+
+
 def errors(at: AppTest) -> list[str]:
     """The error boxes' text as a visitor reads it: the markdown escapes and word
     joiners of `explorer.literal.markdown` undone."""
@@ -119,11 +124,11 @@ def test_simplified_query_picker_shows_that_tokens_row():
     assert not at.exception
     x = compute_trace(AttentionConfig())["embeddings"]
     scores = x @ x.T
-    table = at.dataframe[0].value
-    np.testing.assert_allclose(table["score ω"].to_numpy(), scores[4].numpy(), atol=1e-6)
+    table = at.dataframe[0].value  # numbers as the formulas write them: "−0.6150"
+    np.testing.assert_allclose(read_numbers(table["score ω"]), scores[4].numpy(), atol=1e-4)
     context = at.dataframe[1].value
-    np.testing.assert_allclose(context.iloc[-1].to_numpy(),
-                               (torch.softmax(scores[4], -1) @ x).numpy(), atol=1e-6)
+    np.testing.assert_allclose(read_numbers(context.iloc[-1]),
+                               (torch.softmax(scores[4], -1) @ x).numpy(), atol=1e-4)
     shapes = charts(at)["attn_weights"]["layout"]["shapes"]
     assert shapes[0]["y0"] == 3.5 and shapes[0]["y1"] == 4.5  # the picked row is outlined
 

@@ -139,10 +139,18 @@ BAD_CONFIGS = [
     pytest.param(dict(normalization="max"), "normalization",
                  ["normalization", "'softmax'", "'naive_softmax'", "'sum'", "'max'"],
                  id="unknown-normalization"),
-    pytest.param(dict(n_heads=2, d_k=5), "n_heads", ["n_heads must divide both d_k=5 and d_v=4; choose one of 1 (got 2)"],
-                 id="d_k-not-divisible"),
-    pytest.param(dict(n_heads=3, d_k=3, d_v=4), "n_heads", ["n_heads must divide both d_k=3 and d_v=4; choose one of 1 (got 3)"],
-                 id="d_v-not-divisible"),
+    pytest.param(dict(n_heads=2, d_k=5), "n_heads",
+                 [("n_heads must divide both d_k=5 and d_v=4; choose one of 1 (got 2). 2 heads "
+                   "need d_k and d_v divisible by 2: e.g. d_k = 6.")], id="d_k-not-divisible"),
+    pytest.param(dict(n_heads=3, d_k=3, d_v=4), "n_heads",
+                 [("n_heads must divide both d_k=3 and d_v=4; choose one of 1 (got 3). 3 heads "
+                   "need d_k and d_v divisible by 3: e.g. d_v = 6.")], id="d_v-not-divisible"),
+    pytest.param(dict(n_heads=3, d_k=1024, d_v=1024), "n_heads",
+                 [("(got 3). 3 heads need d_k and d_v divisible by 3: e.g. d_k = 1023 and "
+                   "d_v = 1023.")], id="widths-at-the-limit"),
+    pytest.param(dict(n_heads=32, sentence=words(400), d_k=32, d_v=32), "n_heads",
+                 ["n_heads × n_tokens²", "got 32 × 400²", "use at most 26 heads."],
+                 id="too-many-cells"),
     pytest.param(dict(dropout=1.0), "dropout", ["dropout", "[0, 1)", "1.0"], id="dropout=1"),
     pytest.param(dict(dropout=-0.1), "dropout", ["dropout", "[0, 1)", "-0.1"], id="dropout<0"),
     pytest.param(dict(embedding="given", embeddings=given_rows(5, 3)), "embeddings",

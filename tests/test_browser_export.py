@@ -9,8 +9,10 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
+from explorer import AttentionConfig, compute_trace
+from explorer.export import html_report
 from tests.test_browser import chart_count, page_url, settle
 
 pytestmark = pytest.mark.browser
@@ -81,3 +83,20 @@ def test_a_chart_toolbar_saves_it_as_svg(fresh_server, page: Page):
     assert download.suggested_filename.endswith(".svg")
     assert download.suggested_filename.startswith("embeddings_life-is-short")
     assert "<svg" in Path(download.path()).read_text()[:2000]
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_report_fits_the_window_with_a_long_link(browser: Browser, tmp_path, width):
+    # The link did not wrap: the page was 1,772 px wide at 1400 and 1,663 at 390.
+    trace = compute_trace(AttentionConfig(n_heads=2, d_k=4, d_v=4, causal=True))
+    link = "http://127.0.0.1:8501/Causal_and_multi_head?" + "&".join(
+        f"embeddings{i}=0.{i}1234,0.{i}5678,0.{i}9012" for i in range(30))
+    report = tmp_path / "report.html"
+    report.write_text(html_report(trace, link=link), encoding="utf-8")
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto(report.as_uri())
+    expect(page.locator(".js-plotly-plot:has(.main-svg)")).to_have_count(
+        page.locator("div.chart[data-chart]").count(), timeout=30_000)
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    context.close()

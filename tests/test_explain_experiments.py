@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from explorer import AttentionConfig, compute_trace
 from explorer import experiments as ex
-from explorer.explain import GIVEN, MASKED, PRODUCT, RATIO, SCALED, SUM, Explanation, explain_cell
+from explorer.explain import (GIVEN, MASKED, PRODUCT, RATIO, SCALED, SUM, Explanation,
+                             explain_cell, number)
 from explorer.presets import PRESETS as PRESETS_BY_SLUG
 from tests.test_seeds import CONFIG_001, EMBEDDED_002, NAIVE_DIM_001, OMEGA_1_002, SCORES_001
 
@@ -199,6 +200,30 @@ def test_written_sum_ends_with_its_value_and_uses_a_real_minus(default_trace):
     q = explain_cell(default_trace, "queries", 1, 0).written()
     assert q.startswith("0.1794·")  # X[1, 0], cell 9
     assert q.count(" + ") == 2
+
+
+def test_the_line_under_the_terms_ends_with_the_cell_bias_included():
+    # Output (2, 3) with 4 heads: the written line ends with the cell's value, and so
+    # must the caption; "Σ of the terms" alone left out the bias b_out[3] = −0.0144.
+    trace = compute_trace(AttentionConfig(d_k=4, d_v=4, n_heads=4, causal=True))
+    e = explain_cell(trace, "output", 2, 3)
+    bias = float(trace["b_out"][3])
+    assert e.offset == bias and e.offset_name == "b_out[3]"
+    value = number(e.value)
+    assert e.written().endswith(f"({value})") and e.total_text().endswith(f"= {value}")
+    assert f"+ b_out[3] = {number(e.total)} + ({number(bias)})" in e.total_text()
+    for name, row, col in (("queries", 2, 0), ("scaled_scores", 2, 1), ("attn_weights", 3, 1),
+                           ("context", 2, 3)):
+        e = explain_cell(trace, name, row, col)
+        assert e.total_text().endswith(number(e.result())), name
+        assert number(e.result()) == number(e.value), name
+
+
+def test_numbers_are_written_with_one_minus_sign_and_never_as_minus_zero():
+    assert number(-0.00001) == "0.0000" and number(-0.5) == f"{MINUS}0.5000"
+    assert number(-2e7, 2) == f"{MINUS}2.00e+07" and number(float("-inf")) == f"{MINUS}∞"
+    assert explain_cell(compute_trace(AttentionConfig()), "attn_scores", 1, 0).written() \
+        .startswith(f"({MINUS}0.2336)")
 
 
 def test_scaled_score_divides_by_sqrt_two(default_trace):

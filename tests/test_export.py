@@ -12,6 +12,7 @@ import ast
 import base64
 import csv
 import io
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +25,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer import AttentionConfig, compute_trace
+from explorer import AttentionConfig, compute_trace, figures, verify
 from explorer.charts import CHART_JS, decode
 from explorer.export import HEADING, html_report, matrix_csv, pytorch_script
 from explorer.figures import chart_filename
@@ -139,6 +140,23 @@ def test_script_prints_every_step_under_a_heading(runs, case):
 def test_overflowing_naive_softmax_really_gives_nan(runs):
     """The NaN case exercises equal_nan, rather than passing by luck."""
     assert torch.isnan(runs["naive-overflow-nan"].steps["attn_weights"]).any()
+
+
+@pytest.mark.parametrize("changes, names", [
+    ({}, ["Embedding an input sentence"]),
+    ({"embedding": "uniform", "weight_init": "identity", "d_k": 3, "d_v": 3,
+      "normalization": "naive_softmax"}, ["Your journey starts with one step",
+                                          "A simple self-attention", "Self-Attention"]),
+    ({"normalization": "sum"}, ["section 3.3.1", "Your journey starts with one step"]),
+])
+def test_script_comments_name_what_the_learner_knows(changes, names):
+    # "as seed 002 does" named a file of ours; a learner knows the notebook by its title.
+    source = pytorch_script(AttentionConfig(**changes))
+    comments = " ".join(line.lstrip("# ") for line in source.splitlines()
+                        if line.lstrip().startswith("#"))
+    assert not re.search(r"seeds? 0\d\d", source)
+    for name in names:
+        assert name in comments, name
 
 
 @pytest.mark.parametrize("case", SCRIPT_CONFIGS)
@@ -358,10 +376,14 @@ PER_HEAD = ["queries", "keys", "values", "attn_scores", "scaled_scores", "masked
             "attn_weights"]
 MULTI_HEAD_CHARTS = [
     "chart-embeddings", "chart-W_query", "chart-W_key", "chart-W_value", "chart-causal_mask",
-    *(f"chart-{name}-head-0" for name in PER_HEAD), *(f"chart-{name}-head-1" for name in PER_HEAD),
-    "chart-context", "chart-W_out", "chart-b_out", "chart-output"]
+    "chart-queries-split", "chart-keys-split", "chart-values-split",
+    *(f"chart-{name}-head-0" for name in PER_HEAD), "chart-second-route-head-0",
+    *(f"chart-{name}-head-1" for name in PER_HEAD), "chart-second-route-head-1",
+    "chart-heads-grid", "chart-context", "chart-W_out", "chart-b_out", "chart-output"]
 """The multi-head page's charts, grouped as the report draws them: the steps before
-the heads and the mask (shared by every head), each head's steps, then the rest."""
+the heads and the mask (shared by every head), how Q, K and V are split, each
+head's steps with its weights by the second causal route, every head at a
+glance, then the rest."""
 
 
 @pytest.fixture(scope="module")
@@ -429,6 +451,36 @@ def test_report_of_several_heads_draws_each_head_or_those_asked():
         html_report(trace, steps=["dropout_mask"])
     with pytest.raises(ValueError, match="head must be between 0 and 1"):
         html_report(trace, heads=[2])
+
+
+def test_the_multi_head_report_draws_the_pages_split_route_and_grid():
+    # The page shows them; the report left them out.
+    trace = compute_trace(MULTI_HEAD)
+    page = Page(html_report(trace))
+    charts = page.charts()
+    split, (matrix,) = charts["chart-keys-split"]
+    assert split["figure"] == figures.head_split_chart(trace, "keys").figure
+    np.testing.assert_array_equal(matrix, figures.combine_heads_np(trace["keys"]))
+    route = verify.second_causal_route(trace)
+    header, (weights,) = charts["chart-second-route-head-1"]
+    np.testing.assert_array_equal(weights, route.weights[1].numpy())
+    assert header["figure"]["layout"]["title"]["text"].endswith(", head 1")
+    grid, matrices = charts["chart-heads-grid"]
+    assert len(matrices) == 2 and len(grid["figure"]["data"]) == 2
+    text = " ".join(page.text)
+    assert figures.head_split_caption(trace) in text and route.explanation() in text
+    # One head, causal: the route still follows the weights; nothing to split.
+    single = Page(html_report(compute_trace(AttentionConfig(causal=True)))).chart_ids()
+    assert single[single.index("chart-attn_weights") + 1] == "chart-second-route-head-0"
+    assert not [c for c in single if "split" in c or "grid" in c]
+    plain = Page(html_report(compute_trace(AttentionConfig(n_heads=2, d_k=4)))).chart_ids()
+    assert "chart-heads-grid" in plain and not [c for c in plain if "route" in c]
+
+
+def test_the_reports_links_and_long_values_wrap_instead_of_widening_the_page():
+    # A 200-character link does not break by itself: the page grew to 1,772 px.
+    text = html_report(compute_trace(AttentionConfig()), link="http://x/?" + "a" * 200)
+    assert "a, code, td { overflow-wrap: anywhere; }" in text
 
 
 def test_report_escapes_the_visitor_text():

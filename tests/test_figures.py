@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
-from explorer import AttentionConfig, compute_trace, figures
+from explorer import AttentionConfig, compute_trace, explain, figures
 from explorer.charts import decode, encode, matrix_hash
 
 LONG = " ".join(f"w{i}" for i in range(40))
@@ -85,3 +86,130 @@ def test_per_query_tables_of_a_long_sentence_keep_the_heaviest_keys_and_the_sums
     assert context.index[-2] == "the other 24 keys together"
     np.testing.assert_allclose(context.iloc[:-1].sum().to_numpy(),
                                trace["context"][query].double().numpy(), atol=1e-5)
+
+
+def _line_and_bar_figures():
+    from explorer import experiments as ex
+
+    trace = compute_trace(AttentionConfig())
+    curves, point = ex.scaling_curves(n_keys=6, dims=(1, 2, 4)), ex.config_point(trace)
+    return {"variance": figures.scaling_variance_figure(curves, point),
+            "entropy": figures.scaling_softmax_figure(curves, point, "entropy"),
+            "largest weight": figures.scaling_softmax_figure(curves, point, "max"),
+            "bars": figures.row_bars([0.5, 1.5], ["a", "b"], "Row entropy", "entropy")}
+
+
+def test_line_and_bar_charts_carry_real_distinct_colours_whatever_the_default_template():
+    # Streamlit makes its own template the default, whose colorway is stand-ins
+    # (#000001, #000002 ...) that only st.plotly_chart replaces: the app's own
+    # component drew every series black.
+    import plotly.io as pio
+    import streamlit  # noqa: F401 (registers and activates the "streamlit" template)
+
+    assert pio.templates.default == "streamlit"
+    for name, fig in _line_and_bar_figures().items():
+        payload = figures.figure_chart(fig, name).figure
+        colours = [spec.get("line", {}).get("color") or spec.get("marker", {}).get("color")
+                   for spec in payload["data"]]
+        assert all(isinstance(c, str) and not c.startswith("#0000") for c in colours), name
+        assert len(set(colours)) == len(colours), (name, colours)
+        assert "#000001" not in str(payload["layout"]), name
+
+
+def test_line_and_bar_charts_make_room_for_their_tick_labels_and_titles():
+    # A fixed 10 px left margin cut "1024" to "24" and put the axis title on the ticks.
+    for name, fig in _line_and_bar_figures().items():
+        layout = figures.figure_chart(fig, name).figure["layout"]
+        assert layout["xaxis"]["automargin"] and layout["yaxis"]["automargin"], name
+        assert layout["title"]["x"] == 0 and layout["title"]["xanchor"] == "left", name
+
+
+def test_a_narrow_heads_grid_takes_fewer_columns():
+    # At 390 px four 6×6 panels in a row were ~70 px wide: their labels ran together.
+    trace = compute_trace(AttentionConfig(d_k=4, d_v=4, n_heads=4))
+    size = figures.heads_grid_chart(trace).size
+    layout = figures.heads_grid_chart(trace).figure["layout"]
+    assert len({tuple(layout[f"xaxis{s}"]["domain"]) for s in ("", "2", "3", "4")}) == 4
+    narrower = size["narrower"]
+    assert [len({round(alt["layout"][f"xaxis{s}"]["domain"][0], 6) for s in ("", "2", "3", "4")})
+            for alt in narrower] == [3, 2, 1]
+    belows = [alt["below"] for alt in narrower]
+    assert belows == sorted(belows, reverse=True)
+    # Two columns need at least two panels of 6 labelled tokens of 22 px, plus the chrome.
+    assert belows[-1] >= 2 * 6 * figures.GRID_CELL_PX + narrower[-1]["size"]["chrome"]
+    one = narrower[-1]["layout"]
+    assert all(one[f"yaxis{s}"]["showticklabels"] for s in ("", "2", "3", "4"))
+    assert [one[f"xaxis{s}"]["showticklabels"] for s in ("", "2", "3", "4")] == [
+        False, False, False, True]  # the tokens under the last panel only
+    assert narrower[-1]["size"]["rows"] == 40 and narrower[-1]["size"]["cols"] == 10
+
+
+def test_the_split_caption_counts_columns_in_the_singular_and_plural():
+    one = figures.head_split_caption(compute_trace(AttentionConfig(n_heads=2, d_k=2, d_v=4)))
+    assert "its own 1 column (head_dim = d_k / n_heads = 2 / 2)" in one
+    assert "(2 columns of V each)" in one
+    two = figures.head_split_caption(compute_trace(AttentionConfig(n_heads=2, d_k=4, d_v=2)))
+    assert "its own 2 columns" in two and "(1 column of V each)" in two
+
+
+def test_tables_write_numbers_as_the_formulas_do():
+    # The tables showed "-0.0000" and an ASCII minus under a formula written with "−".
+    import pandas as pd
+
+    frame = pd.DataFrame({"value": [-1e-9, -0.61504, 0.5, float("-inf"), float("nan")],
+                          "label": ["a", "b", "c", "d", "e"]})
+    text = figures.table_text(frame)
+    assert list(text["value"]) == ["0.0000", "\u22120.6150", "0.5000", "\u2212∞", "NaN"]
+    assert list(text["label"]) == list(frame["label"]) and frame["value"].dtype.kind == "f"
+    trace = compute_trace(AttentionConfig())
+    written = figures.query_table(trace, 1)["dot product q·k"].iloc[0]
+    assert written.endswith("= \u22120.6150") and "-" not in written  # ω["is", "Life"]
+    shown = figures.table_text(figures.terms_table(
+        explain.explain_cell(trace, "attn_scores", 1, 0)))
+    assert not [v for v in shown.to_numpy().ravel() if str(v).startswith("-")]
+
+
+def test_the_sums_table_is_two_narrow_columns():
+    # Four columns named "softmax(dim=-1): column sums" scrolled sideways on a phone.
+    trace = compute_trace(AttentionConfig())
+    weights = trace["attn_weights"]
+    table = figures.sums_table({"naive dim=0": weights.T, "softmax(dim=-1)": weights})
+    assert list(table.columns) == ["row sum", "column sum"] and len(table) == 12
+    np.testing.assert_allclose(table.loc["softmax(dim=-1)", "row sum"], 1.0, atol=1e-6)
+    np.testing.assert_allclose(table.loc["naive dim=0", "column sum"], 1.0, atol=1e-6)
+
+
+def test_matrices_without_negative_values_use_a_scale_from_zero():
+    # The journey's X and everything made from it are ≥ 0: a scale centred at 0 left
+    # its blue half unused. A whole scale group changes together, or not at all.
+    from explorer.presets import PRESETS
+
+    journey = compute_trace(PRESETS["journey"].config)
+    for name in ("embeddings", "attn_scores", "context"):
+        spec = figures.heatmap_chart(journey, name).figure["data"][0]
+        assert spec["zmin"] == 0 and spec["colorscale"] == figures.POSITIVE_SCALE, name
+        assert spec["zmax"] == float(journey[name].max()), name
+    assert figures.POSITIVE_SCALE[0] == [0.0, "rgb(247,247,247)"]  # white at 0, as signed
+    assert figures.POSITIVE_SCALE[-1] == figures.SIGNED_SCALE[-1]  # up to the darkest red
+    rand = compute_trace(PRESETS["self-attention-v1"].config)  # torch.rand weights
+    specs = [figures.heatmap_chart(rand, n).figure["data"][0] for n in ("W_query", "W_key",
+                                                                         "W_value")]
+    assert {s["zmin"] for s in specs} == {0.0} and len({s["zmax"] for s in specs}) == 1
+    # One negative weight in W_key: the whole group goes back to the signed scale.
+    w = [[0.5, 0.2], [0.1, 0.3], [0.4, 0.6]]
+    mixed = compute_trace(AttentionConfig(
+        weight_init="given", d_k=2, d_v=2, W_query=w, W_value=w,
+        W_key=[[0.5, -0.2], [0.1, 0.3], [0.4, 0.6]]))
+    for name in ("W_query", "W_key", "W_value"):
+        spec = figures.heatmap_chart(mixed, name).figure["data"][0]
+        assert spec["zmin"] == -spec["zmax"] == pytest.approx(-0.6) and spec["colorscale"] == \
+            figures.SIGNED_SCALE, name
+    weights = figures.heatmap_chart(journey, "attn_weights").figure["data"][0]
+    assert weights["colorscale"] == figures.WEIGHTS_SCALE  # weights keep their own
+
+
+def test_a_given_cell_and_a_notebook_figure_write_numbers_as_the_formulas_do():
+    assert figures.format_value(-1e-7) == "0.0000"
+    assert figures.format_value(-0.61504) == "\u22120.6150"
+    figure = figures.heatmap(compute_trace(AttentionConfig()), "attn_scores")
+    assert figure.data[0].customdata[1][0] == "\u22120.6150"  # ω["is", "Life"]

@@ -45,7 +45,7 @@ from explorer.models import (
 from explorer.models.__main__ import main as cli
 from explorer.models.tokens import bytes_to_unicode
 from explorer.trace import Trace
-from tests.tiny_models import randomise
+from tests.tiny_models import randomise, save_tiny_gpt2
 
 ATOL = 1e-5
 IDS = [5, 17, 42, 8, 17, 93, 0, 64, 31]  # a repeat (17) and the vocabulary's ends
@@ -242,6 +242,26 @@ def test_a_perturbed_trace_fails_the_check(gpt2):
     nan = _with(trace, attn_weights=trace["attn_weights"] * float("nan"))
     assert not against_model(nan, gpt2).ok
     assert assert_matches_model(trace, gpt2).ok
+
+
+def test_the_check_judges_the_output_by_its_scale(tmp_path):
+    # GPT-2 small's shape (d_model 768, 12 heads) with weights N(0, 0.5²): the
+    # attention output reaches several hundred, and float32 rounding alone makes
+    # ours and the model's differ by ~1e-3 there. A fixed 1e-4 called that "a bug
+    # in the explorer"; a real mistake (1% off) still fails.
+    model = load_model(str(save_tiny_gpt2(tmp_path / "big", n_layer=1, n_head=12,
+                                          n_embd=768, std=0.5)))
+    trace = compute_model_trace(model, "The cat sat on the mat because it was tired")
+    check = against_model(trace, model)
+    assert check.output_scale > 300 and check.weights_diff < 1e-4
+    assert check.ok, check.summary()
+    assert check.output_diff <= check.output_tolerance == pytest.approx(
+        1e-4 + 1e-5 * check.output_scale)
+    assert "matches" in check.summary() and f"{check.output_scale:.3g}" in check.summary()
+    wrong = against_model(_with(trace, output=trace["output"] * 1.01), model)
+    assert not wrong.ok and "DOES NOT match" in wrong.summary()
+    far = _with(trace, attn_weights=trace["attn_weights"] + 1e-3)  # the weights stay absolute
+    assert not against_model(far, model).ok
 
 
 def test_check_refuses_a_trace_from_another_model(gpt2, bert):

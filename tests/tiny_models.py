@@ -29,14 +29,14 @@ WORDS = ("Life", "is", "short", "eat", "dessert", "first", "the", "The", "animal
 MAX_POSITIONS = 256
 
 
-def randomise(module: torch.nn.Module, seed: int) -> None:
+def randomise(module: torch.nn.Module, seed: int, std: float = 0.3) -> None:
     """Every parameter from a local generator, biases included (the default init
     zeroes them, which would hide a missing bias): LayerNorm weights near 1,
-    everything else N(0, 0.3²)."""
+    everything else N(0, std²)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in module.named_parameters():
-            noise = torch.randn(p.shape, generator=g) * 0.3
+            noise = torch.randn(p.shape, generator=g) * std
             is_norm = name.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight",
                                      "LayerNorm.weight"))
             p.copy_(1.0 + noise / 3 if is_norm else noise)
@@ -59,8 +59,9 @@ def _gpt2_merges() -> list[tuple[str, str]]:
 
 
 def save_tiny_gpt2(folder: Path, seed: int = 1, n_layer: int = 2, n_head: int = 2,
-                   n_embd: int = 32) -> Path:
-    """A random GPT-2 and its byte-level BPE tokenizer, saved to ``folder``."""
+                   n_embd: int = 32, std: float = 0.3) -> Path:
+    """A random GPT-2 and its byte-level BPE tokenizer, saved to ``folder``
+    (weights N(0, std²), see `randomise`)."""
     folder.mkdir(parents=True, exist_ok=True)
     vocab = {char: i for i, char in enumerate(bytes_to_unicode().values())}
     merges = _gpt2_merges()
@@ -72,7 +73,7 @@ def save_tiny_gpt2(folder: Path, seed: int = 1, n_layer: int = 2, n_head: int = 
             n_layer=n_layer, n_head=n_head, n_embd=n_embd, vocab_size=len(vocab),
             n_positions=MAX_POSITIONS, bos_token_id=len(vocab) - 1,
             eos_token_id=len(vocab) - 1))
-    randomise(model, seed)
+    randomise(model, seed, std)
     model.save_pretrained(folder)
     (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
     (folder / "merges.txt").write_text(

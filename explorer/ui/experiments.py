@@ -186,7 +186,8 @@ def compare(view: View) -> None:
         for column, (part, source, matrix, like, title) in zip(st.columns(3), panels):
             matrix = matrix[0] if matrix.dim() == 3 else matrix
             with column:
-                chart.show(figures.labelled_chart(matrix, source, like, title, columns=3),
+                chart.show(figures.labelled_chart(matrix, source, like, title, columns=3,
+                                                  colorbar=part != "diff"),
                            key=f"exp-compare-{name}-{part}")
 
 

@@ -7,10 +7,8 @@ from __future__ import annotations
 import weakref
 
 import streamlit as st
-import torch
 
-from explorer import attention as att
-from explorer import figures, verify
+from explorer import figures, literal, verify
 from explorer.trace import Trace
 from explorer.ui import chart, state, widgets
 
@@ -30,12 +28,7 @@ def head_split(trace: Trace) -> None:
     if trace.config.n_heads == 1:
         st.caption("One head: Q, K and V are used whole (set n_heads > 1 to split them).")
         return
-    c = trace.config
-    st.markdown(
-        f"Q = X·W_query is one {trace.n_tokens}×{c.d_k} matrix. Head h takes its own "
-        f"{c.head_dim} columns (head_dim = d_k / n_heads = {c.d_k} / {c.n_heads}), and so "
-        f"do K and V ({c.head_dim_v} columns each of V). Each head then runs attention on "
-        "its slices alone; the colours mark the heads in every chart below.")
+    st.markdown(literal.markdown(figures.head_split_caption(trace)))
     for column, name in zip(st.columns(3), ("queries", "keys", "values")):
         with column:
             chart.show(figures.head_split_chart(trace, name), key=f"split-{name}")
@@ -56,32 +49,12 @@ def _open_head(cell: dict[str, int]) -> None:
 def causal_second_route(trace: Trace, head: int) -> None:
     """The book's other route to causal weights: softmax first, zero the future,
     renormalise; same weights as masking with -inf before the softmax."""
-    c = trace.config
-    if not c.causal or c.normalization != "softmax":
+    route = verify.second_causal_route(trace)
+    if route is None:
         return
-    scaled = trace["scaled_scores"]
-    rerouted = att.mask_after_softmax(scaled, trace["causal_mask"])
-    lost = torch.isnan(rerouted).any(dim=-1)  # rows whose allowed weights all underflowed
-    kept = ~lost
-    difference = float((rerouted[kept] - trace["attn_weights"][kept]).abs().max())
     st.subheader("The same weights by the other route")
-    st.markdown(
-        "The book first computes the softmax over all keys, then zeroes the future and "
-        "divides each row by its new sum. The masked terms just drop out of the softmax's "
-        f"denominator, so both routes agree: largest difference **{difference:.1e}**"
-        + (" over all heads." if not bool(lost.any()) else
-           f" on the other rows. In **{int(lost.sum())}** row(s) they do not: a future key's "
-           "score is so much larger that, in the softmax over all keys, every allowed weight "
-           "underflows to 0 in float32, and renormalising divides 0 by 0 (NaN, shown as gaps). "
-           "Masking with −∞ before the softmax never loses them: it is the route the book "
-           "and PyTorch keep."))
-    values = rerouted[head] if rerouted.dim() == 3 else rerouted
-    n = trace.n_tokens
-    heads = f", head {head}" if c.n_heads > 1 else ""
-    chart.show(figures.labelled_chart(
-        values, trace, "attn_weights",
-        f"softmax(ω̃), future zeroed, rows renormalised ({n}×{n}){heads}"),
-        key="causal-second-route")
+    st.markdown(literal.markdown(route.explanation()))
+    chart.show(figures.second_route_chart(trace, route, head), key="causal-second-route")
 
 
 def dropout_note(trace: Trace) -> None:

@@ -184,7 +184,7 @@ def _pass_work(view: ModelView, n_tokens: int) -> int:
 def verification(view: ModelView) -> None:
     """Our step-by-step layer against the model's own forward pass: the
     attention weights against ``output_attentions`` and the output against the
-    hooked output projection. ✓ within `explorer.models.TOLERANCE`, else a loud error."""
+    hooked output projection. ✓ when `ModelCheck.ok`, else a loud error."""
     trace = view.trace
     check = cache.cached_model_result(
         ("check", view.key, trace.config.input_ids, view.layer),

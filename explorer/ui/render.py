@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from explorer import explain, figures, literal
-from explorer.steps import STEPS, TOKENS, Step, layout_rows, shows_colour_bar
+from explorer.steps import STEPS, TOKENS, Step, chart_caption, layout_rows, shows_colour_bar
 from explorer.tokenizer import token_labels
 from explorer.ui import chart, state, widgets
 from explorer.ui.state import View
@@ -71,7 +71,7 @@ def step_chart(view: View, name: str, head: int = 0, columns: int = 1, colorbar:
                                      head_slice=head_slice),
                key=key, on_click=partial(_follow_click, step, head, col_offset=shown.start))
     if step.explain:
-        st.caption(step.caption(trace.config))
+        st.caption(chart_caption(trace, name, head))
     if name in LINE_VIEW_STEPS:
         line_view(view, name, head)
     if n_rows * len(shown) > BIG_MATRIX_CELLS:
@@ -121,7 +121,7 @@ def cell_explanation(view: View, name: str, row: int, col: int, head: int = 0) -
             number_table(figures.context_table(trace, row))
         elif len(exp.terms) > 1:
             number_table(figures.terms_table(exp))
-            st.caption(f"Σ of the terms = {exp.total:.4f}")
+            st.caption(literal.markdown(exp.total_text()))
 
 
 def step_charts(view: View, names: list[str], head: int = 0, head_slice: bool = False) -> None:
@@ -140,10 +140,12 @@ def step_charts(view: View, names: list[str], head: int = 0, head_slice: bool = 
 # Tables, header, query picker
 # ---------------------------------------------------------------------------
 def number_table(frame) -> None:
-    """A labelled table with every float column printed to 4 decimals."""
-    formats = {str(c): st.column_config.NumberColumn(format="%.4f")
+    """A labelled table, its numbers written as the formulas write them
+    (`figures.table_text`) and right-aligned, every row shown (no inner scroll)."""
+    numbers = {str(c): st.column_config.TextColumn(alignment="right")
                for c, dtype in frame.dtypes.items() if dtype.kind == "f"}
-    st.dataframe(frame, width="stretch", column_config=formats)
+    st.dataframe(figures.table_text(frame), width="stretch", height="content",
+                 column_config=numbers)
 
 
 def token_table(view: View) -> None:
