@@ -48,8 +48,11 @@ def bert_dir(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def offline(monkeypatch):
-    """No test waits on the network; each starts with empty model caches."""
+    """No test waits on the network; each starts with empty model caches. The
+    folder option is on, as `make run` turns it on (``EXPLORER_MODEL_FOLDERS=1``,
+    read once at import: `tests.test_budget` checks that it is off without it)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(budget, "MODEL_FOLDERS", True)
     cache.clear()
 
 
@@ -343,10 +346,13 @@ def test_a_model_trace_follows_the_steps_order_and_explains_its_biases(gpt2_dir)
 
 def test_the_folder_option_is_offered_only_when_the_server_allows_it(monkeypatch):
     assert "a local folder…" in open_direct().selectbox(key="model").options
-    monkeypatch.setattr(budget, "MODEL_FOLDERS", False)  # EXPLORER_MODEL_FOLDERS=0
+    monkeypatch.setattr(budget, "MODEL_FOLDERS", False)  # EXPLORER_MODEL_FOLDERS unset
     monkeypatch.setattr(budget, "MODEL_BYTES", 2**30)
-    assert open_direct().selectbox(key="model").options == [
+    at = open_direct({"model": "gpt2"})
+    assert at.selectbox(key="model").options == [
         "GPT-2 small (gpt2)", "DistilGPT-2 (distilgpt2)", "BERT base (uncased) (bert-base-uncased)"]
+    assert real_model.FOLDER_KEY not in [box.key for box in at.text_input]
+    assert "local folder" not in " ".join(c.value for c in at.caption)
 
 
 def test_on_the_default_budget_the_page_opens_on_the_model_that_fits():
