@@ -15,9 +15,11 @@ $(VENV)/.dev-installed: $(VENV)/.app-installed requirements-dev.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
-## make run: start the explorer on http://localhost:$(PORT)
+## make run: start the explorer on http://localhost:$(PORT), for this machine only,
+## with the Real model page's "local folder" option on (a public server leaves it off)
 run: $(VENV)/.app-installed
-	$(BIN)/streamlit run streamlit_app.py --server.port $(PORT)
+	EXPLORER_MODEL_FOLDERS=1 $(BIN)/streamlit run streamlit_app.py --server.port $(PORT) \
+		--server.address 127.0.0.1
 
 ## make test: the whole suite (backend, AppTest, Playwright in /usr/bin/chromium)
 test: $(VENV)/.dev-installed

@@ -26,9 +26,10 @@ more than its share, whatever visitors ask for. What is not counted: the
 charts being sent while a page is drawn (``tests/test_memory.py`` measures
 four visitors opening 512 tokens × d = 1024 at once: under the default budget).
 
-``EXPLORER_MODEL_FOLDERS`` (default on) is the other server switch read here:
-``0`` hides the Real model page's "local folder" option, so that visitors of a
-public server cannot make it read folders of its disk (`MODEL_FOLDERS`).
+``EXPLORER_MODEL_FOLDERS`` (default off) is the other server switch read here:
+``1`` offers the Real model page's "local folder" option (`MODEL_FOLDERS`).
+Leave it off on a public server, so that its visitors cannot make it read
+folders of its disk; ``make run`` turns it on, serving on localhost only.
 """
 
 from __future__ import annotations
@@ -59,9 +60,13 @@ WORK_FACTOR = 1.5
 """A trace's peak while being computed, as a multiple of its finished size
 (softmax's exponentials and the like exist for a moment)."""
 WAIT_SECONDS = 30.0
-MODEL_FOLDERS = os.environ.get("EXPLORER_MODEL_FOLDERS", "1").strip() != "0"
+MODEL_FOLDERS_ON = ("1", "true", "yes", "on")
+"""The values of ``EXPLORER_MODEL_FOLDERS`` that turn the folder option on (any
+case); unset, empty or anything else leaves it off."""
+MODEL_FOLDERS = os.environ.get("EXPLORER_MODEL_FOLDERS", "").strip().lower() in MODEL_FOLDERS_ON
 """Whether the Real model page offers to open a local folder holding a GPT-2 or
-BERT checkpoint (``EXPLORER_MODEL_FOLDERS``; anything but ``0`` means yes)."""
+BERT checkpoint: ``EXPLORER_MODEL_FOLDERS=1`` (or true, yes, on); off by default,
+so that a public server reads no path its visitors type."""
 
 
 class BudgetError(ConfigError):

@@ -754,7 +754,9 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
     the explorer) becomes an anchor if it is ``http(s)``, else plain text.
 
     Every piece of text, the visitor's sentence, tokens and link included,
-    passes through `explorer.literal.html`. Raises ``KeyError`` for a
+    passes through `explorer.literal.html`, so the page can always be written
+    as UTF-8: a lone surrogate shows as its escape (``\\ud800``), as in the
+    script's comments. Raises ``KeyError`` for a
     step the trace does not have and ``ValueError`` for a head that does not exist.
     """
     from explorer.figures import head_colour

@@ -10,7 +10,8 @@ read it as markup:
   ``<b>``, ``<a href>``, ``<br>`` and entities;
 - HTML (the standalone report).
 
-Each function returns text that renders as exactly the characters given.
+Each function returns text that renders as exactly the characters given (for
+HTML, lone surrogates, which no page can hold, as their escapes: `encodable`).
 Every caller goes through this module, never its own escaping. Numbers that
 must read back exactly (links, CSV, generated code) are written by
 `float32_text`.
@@ -31,6 +32,8 @@ _AUTOLINK_STARTS = re.compile(r"(?i)(?<=www)(?=\.)|(?=[@:])")
 and ``x@y``. Streamlit links these after reading the escapes, so backslashes
 cannot stop them; an invisible word joiner (U+2060) there does."""
 WORD_JOINER = "\u2060"
+_SURROGATES = re.compile("[\ud800-\udfff]")
+"""Surrogate code points: text holding one alone cannot be written as UTF-8."""
 
 
 def markdown(text: str) -> str:
@@ -53,9 +56,18 @@ def plotly(text: str) -> str:
     return _html.escape(str(text), quote=False)
 
 
+def encodable(text: str) -> str:
+    """``text`` with each surrogate code point (U+D800 to U+DFFF, which a
+    visitor can send but no UTF-8 file can hold) written as its Python escape,
+    ``\\ud800``, as the generated script's comments write it; other text unchanged."""
+    return _SURROGATES.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
+                           str(text))
+
+
 def html(text: str) -> str:
-    """``text`` for an HTML page, element content or a quoted attribute."""
-    return _html.escape(str(text), quote=True)
+    """``text`` for an HTML page, element content or a quoted attribute, and
+    encodable as UTF-8 (see `encodable`: a lone surrogate shows as ``\\ud800``)."""
+    return _html.escape(encodable(text), quote=True)
 
 
 def float32_text(value: float) -> str:

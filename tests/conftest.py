@@ -55,8 +55,9 @@ def shared_server():
 
 @pytest.fixture(scope="module")
 def offline_server():
-    """One server for a module, offline: the Real model page fetches nothing."""
-    yield from _serve({"HF_HUB_OFFLINE": "1"})
+    """One server for a module, offline: the Real model page fetches nothing. Its
+    folder option is on, as `make run` has it (``EXPLORER_MODEL_FOLDERS=1``)."""
+    yield from _serve({"HF_HUB_OFFLINE": "1", "EXPLORER_MODEL_FOLDERS": "1"})
 
 
 @pytest.fixture(scope="session")

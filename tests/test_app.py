@@ -11,8 +11,8 @@ from explorer import AttentionConfig, compute_trace, literal
 from explorer.charts import decode
 from tests.conftest import HOME, PAGE_FILES, ROOT
 
-PAGES = [path for name, path in PAGE_FILES.items()
-         if name != "Real_model"]  # its own settings: tests/test_app_models.py
+PAGES = [path for name, path in PAGE_FILES.items()  # the attention pages; their own tests:
+         if name not in ("Real_model", "Check_your_code")]  # test_app_models, test_app_check
 HOSTILE = "<img src=x onerror=alert(1)> **bold** [link](javascript:alert(1)) $x^2$"
 
 

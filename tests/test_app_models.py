@@ -10,6 +10,8 @@ the page gave the chart (`clicked`).
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 
@@ -21,7 +23,14 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import AttentionConfig, budget, compute_trace, figures
 from explorer.explain import explain_cell
-from explorer.models import compute_model_trace, download_command, load_model
+from explorer.literal import format_value
+from explorer.models import (
+    compute_model_trace,
+    download_command,
+    folder_message,
+    load_model,
+    model_sizes,
+)
 from explorer.models.catalogue import MODEL_CHOICES
 from explorer.presets import SELF_ATTENTION_PAGE
 from explorer.steps import STEPS
@@ -49,8 +58,11 @@ def bert_dir(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def offline(monkeypatch):
-    """No test waits on the network; each starts with empty model caches."""
+    """No test waits on the network; each starts with empty model caches. The
+    folder option is on, as `make run` turns it on (``EXPLORER_MODEL_FOLDERS=1``,
+    read once at import: `tests.test_budget` checks that it is off without it)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(budget, "MODEL_FOLDERS", True)
     cache.clear()
 
 
@@ -196,7 +208,7 @@ def test_a_click_on_a_head_slice_explains_its_cell_in_the_whole_matrix(gpt2_dir,
     assert "head=1" in at.sidebar.code[0].value and "cell=W_query:3,20" in at.sidebar.code[0].value
     trace = compute_model_trace(load_model(gpt2_dir), SENTENCE, layer=0)
     text = " ".join(m.value.replace("\\", "") for m in at.markdown)
-    assert f"W_query[3, 20]** (row 3, column 20) = {trace['W_query'][3, 20]:.4f}" in text
+    assert f"W_query[3, 20]** (row 3, column 20) = {format_value(trace['W_query'][3, 20])}" in text
     marked = charts(at)["W_query-head"]["layout"]["shapes"][0]
     assert (marked["x0"], marked["y0"]) == (3.5, 2.5)  # column 4 of the slice, row 3
     # A query's cell adds its bias, by its column in the whole matrix too.
@@ -294,13 +306,18 @@ def test_a_hostile_sentence_stays_literal(gpt2_dir):
 def test_the_offered_models_sizes_are_their_parameter_counts():
     from transformers import BertConfig, BertModel, GPT2Config, GPT2Model
 
+    configs = {"gpt2": GPT2Config(), "distilgpt2": GPT2Config(n_layer=6),
+               "bert-base-uncased": BertConfig()}
     with torch.device("meta"):
-        built = {"gpt2": GPT2Model(GPT2Config()),
-                 "distilgpt2": GPT2Model(GPT2Config(n_layer=6)),
-                 "bert-base-uncased": BertModel(BertConfig(), add_pooling_layer=False)}
+        built = {"gpt2": GPT2Model(configs["gpt2"]),
+                 "distilgpt2": GPT2Model(configs["distilgpt2"]),
+                 "bert-base-uncased": BertModel(configs["bert-base-uncased"],
+                                                add_pooling_layer=False)}
     for name, model in built.items():
         assert MODEL_CHOICES[name].parameters == sum(
             p.numel() for p in model.parameters()), name
+        sizes = model_sizes(configs[name].model_type, configs[name])  # known before building
+        assert sizes.parameters == MODEL_CHOICES[name].parameters, name
 
 
 def test_the_other_pages_never_import_transformers():
@@ -347,10 +364,42 @@ def test_a_model_trace_follows_the_steps_order_and_explains_its_biases(gpt2_dir)
 
 def test_the_folder_option_is_offered_only_when_the_server_allows_it(monkeypatch):
     assert "a local folder…" in open_direct().selectbox(key="model").options
-    monkeypatch.setattr(budget, "MODEL_FOLDERS", False)  # EXPLORER_MODEL_FOLDERS=0
+    monkeypatch.setattr(budget, "MODEL_FOLDERS", False)  # EXPLORER_MODEL_FOLDERS unset
     monkeypatch.setattr(budget, "MODEL_BYTES", 2**30)
-    assert open_direct().selectbox(key="model").options == [
+    at = open_direct({"model": "gpt2"})
+    assert at.selectbox(key="model").options == [
         "GPT-2 small (gpt2)", "DistilGPT-2 (distilgpt2)", "BERT base (uncased) (bert-base-uncased)"]
+    assert "folder" not in [box.key for box in at.text_input]
+    assert "local folder" not in " ".join(c.value for c in at.caption)
+
+
+def test_every_unusable_folder_gets_one_message_that_reveals_nothing(tmp_path, gpt2_dir):
+    huge = tmp_path / "huge"
+    huge.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (huge / name).write_bytes((gpt2_dir / name).read_bytes())
+    (huge / "config.json").write_text(json.dumps(
+        {**json.loads((huge / "config.json").read_text()), "n_layer": 10**6}))
+    typed = ["/etc", "/root", "/proc/self/cwd", "/nonexistent", "~", "~/models",
+             "/etc/" + "x" * 5_000, "x" * 300, str(gpt2_dir / "config.json")]
+    at = open_model(typed[0], sentence=None)
+    for path in typed:
+        at.text_input(key="folder").set_value(path).run()
+        assert not at.exception, path[:40]
+        assert errors(at) == [folder_message(path).replace("\\", "")], path[:40]
+        assert all_charts(at) == {}
+    assert os.path.expanduser("~") not in folder_message("~/models")
+    at.text_input(key="folder").set_value(str(huge)).run()
+    assert any("n_layer in the config.json of the model in" in e and
+               "must be a whole number from 1 to 128 (got 1000000)" in e for e in errors(at))
+    (huge / "config.json").write_text(json.dumps(
+        {**json.loads((huge / "config.json").read_text()), "n_layer": 128, "n_embd": 4096,
+         "n_head": 32}))
+    at.text_input(key="folder").set_value(str(huge) + "/").run()
+    assert any("needs about" in e and "this server allows 320 MB for models" in e
+               for e in errors(at)), errors(at)
+    at.text_input(key="folder").set_value(str(gpt2_dir)).run()
+    assert errors(at) == [] and len(charts(at)) == 20  # the page recovers
 
 
 def test_on_the_default_budget_the_page_opens_on_the_model_that_fits():

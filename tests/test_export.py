@@ -499,6 +499,22 @@ def test_report_escapes_the_visitor_text():
     assert header["figure"]["data"][0]["y"][0] == "&lt;script&gt;alert(1)&lt;/script&gt;"
 
 
+def test_report_with_lone_surrogates_is_written_as_utf8_with_them_escaped(tmp_path):
+    # A visitor's text may hold lone surrogates, which no UTF-8 file can: the report
+    # writes each as its escape, as the script's comments do (`_comment_text`).
+    sentence = "\ud800 x \udfff"
+    trace = compute_trace(AttentionConfig(sentence=sentence))
+    assert trace.tokens == ["\ud800", "x", "\udfff"]
+    text = html_report(trace, link="https://example.org/?sentence=\udbff")
+    (tmp_path / "report.html").write_text(text, encoding="utf-8")  # no UnicodeEncodeError
+    page = Page((tmp_path / "report.html").read_text(encoding="utf-8"))
+    assert "\\ud800 x \\udfff" in page.text  # the sentence, shown with its escapes
+    assert [a["href"] for a in page.all("a")] == ["https://example.org/?sentence=\\udbff"]
+    assert pytorch_script(trace.config).count("\\ud800 x \\udfff") >= 1  # the same spelling
+    header, _ = page.charts()["chart-embeddings"]  # the charts keep the tokens themselves
+    assert header["figure"]["data"][0]["y"][0] == "\ud800"
+
+
 @pytest.mark.parametrize("link", ["javascript:alert(1)", " JavaScript:alert(1)",
                                   "data:text/html,<script>alert(1)</script>", "http://[::1"])
 def test_report_shows_a_non_http_link_as_text_only(link):

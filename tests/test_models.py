@@ -12,19 +12,37 @@ never from the code under test.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import pickle
+import resource
+import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import pytest
 import torch
-from transformers import BertConfig, BertForMaskedLM, GPT2Config, GPT2LMHeadModel, LlamaConfig
+from safetensors.torch import save_file
+from transformers import (
+    BertConfig,
+    BertForMaskedLM,
+    BertModel,
+    GPT2Config,
+    GPT2LMHeadModel,
+    GPT2Model,
+    LlamaConfig,
+)
 from transformers.convert_slow_tokenizer import bytes_to_unicode as hf_bytes_to_unicode
 
+from explorer.budget import BudgetError
+from explorer.config import shown
 from explorer.models import (
     EXAMPLES,
+    FolderUnusable,
     HeadExample,
     ModelConfig,
     ModelError,
@@ -34,8 +52,11 @@ from explorer.models import (
     assert_matches_model,
     compute_model_trace,
     find_token,
+    folder_message,
     head_overview,
+    load_folder,
     load_model,
+    model_sizes,
     model_trace_bytes,
     previous_token_heads,
     readable_piece,
@@ -43,6 +64,7 @@ from explorer.models import (
     strongest_head,
 )
 from explorer.models.__main__ import main as cli
+from explorer.models.errors import FOLDER_HINT
 from explorer.models.tokens import bytes_to_unicode
 from explorer.trace import Trace
 from tests.tiny_models import randomise, save_tiny_gpt2
@@ -352,10 +374,11 @@ def test_bad_input_layer_and_head(gpt2, bert):
 
 
 def test_missing_folder_and_unsupported_models(tmp_path):
-    with pytest.raises(ModelError, match="there is no folder"):
-        load_model(tmp_path / "nowhere")
-    with pytest.raises(ModelError, match="holds no model"):
-        load_model(tmp_path)
+    for path, reason in ((tmp_path / "nowhere", "No such file or directory"),
+                         (tmp_path, "holds no config.json")):
+        with pytest.raises(FolderUnusable, match="Cannot open .* as a model folder") as err:
+            load_model(path)
+        assert reason in err.value.reason
     llama = tmp_path / "llama"
     LlamaConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                 num_attention_heads=2, vocab_size=99).save_pretrained(llama)
@@ -456,6 +479,176 @@ def test_examples_are_resolved_by_measuring(bert):
         words = example.text.replace(",", " ").replace(".", " ").split()
         query = find_token(words, *example.query)
         assert example.key is None or find_token(words, *example.key) < query
+
+
+# ---------------------------------------------------------------------------
+# Folders: one message for every unusable path, nothing run, sizes checked first
+# ---------------------------------------------------------------------------
+def _copy_model(source: Path, target: Path, **config_changes) -> Path:
+    """A copy of a saved model's folder, with ``config_changes`` in its config.json."""
+    shutil.copytree(source, target)
+    config = json.loads((target / "config.json").read_text())
+    (target / "config.json").write_text(json.dumps({**config, **config_changes}))
+    return target
+
+
+def unusable_paths(root: Path, gpt2_dir: Path) -> dict[str, str]:
+    """Paths of every kind that cannot be opened, as a visitor would type them,
+    each with a word of the reason kept for the machine's owner."""
+    (root / "a-file.txt").write_text("not a folder")
+    no_model = root / "no-model"
+    no_model.mkdir()
+    (no_model / "config.json").write_text("{}")
+    bad_json = _copy_model(gpt2_dir, root / "bad-json")
+    (bad_json / "config.json").write_text('{"model_type": "gpt2", ')
+    corrupt = _copy_model(gpt2_dir, root / "corrupt-weights")
+    (corrupt / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}")
+    wrong = _copy_model(gpt2_dir, root / "wrong-weights")
+    save_file({"unrelated": torch.zeros(3)}, str(wrong / "model.safetensors"))
+    pickle_only = _copy_model(gpt2_dir, root / "pickle-only")
+    (pickle_only / "model.safetensors").unlink()
+    torch.save(GPT2Model(GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=99)).state_dict(),
+               pickle_only / "pytorch_model.bin")
+    return {str(root / "nowhere"): "No such file or directory",
+            "/etc": "no config.json", "/proc/self/cwd": "no config.json",
+            str(root / "a-file.txt"): "not a folder", str(no_model): "no model_type",
+            "/etc/" + "x" * 5_000: "File name too long", "x" * 300: "File name too long",
+            "~/no-such-folder": "No such file or directory", "~": "no config.json",
+            "/etc\0/passwd": "NUL", str(bad_json): "not valid JSON",
+            str(corrupt): "could not be read", str(wrong): "incomplete",
+            str(pickle_only): "never read"}
+
+
+def test_every_unusable_path_gets_the_one_message(tmp_path, gpt2_dir):
+    home = os.path.expanduser("~")
+    for path, reason in unusable_paths(tmp_path, gpt2_dir).items():
+        with pytest.raises(FolderUnusable) as err:
+            load_model(path)
+        message = str(err.value)
+        assert message == folder_message(path) == f"Cannot open {shown(path)} as a model " \
+                                                  f"folder. {FOLDER_HINT}", path[:40]
+        assert reason in err.value.reason, (path[:40], err.value.reason)
+        assert f"reason: {err.value.reason}" in err.value.__notes__  # printed with a traceback
+        assert isinstance(err.value, ModelError) and err.value.field == "model"
+        if path.startswith("~"):
+            assert home not in message  # quoted as typed, never expanded
+    # What a library says stays out of the message, and on the exception for its owner.
+    with pytest.raises(FolderUnusable) as err:
+        load_model(tmp_path / "corrupt-weights")
+    assert "could not be read (" in err.value.reason and "Error" not in str(err.value)
+
+
+def test_a_folder_the_process_cannot_read(tmp_path, gpt2_dir, monkeypatch):
+    locked = _copy_model(gpt2_dir, tmp_path / "locked")
+    stat = os.stat  # this runs as root here, so chmod cannot refuse: the system call does
+
+    def refusing(path, *args, **kwargs):
+        if str(path).startswith(str(locked) + os.sep):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", refusing)
+    with pytest.raises(FolderUnusable) as err:
+        load_model(locked)
+    assert str(err.value) == folder_message(str(locked))
+
+
+def test_a_too_long_path_is_a_model_error_never_an_os_error():
+    for path in ("/etc/" + "x" * 5_000, "x" * 300, "x" * 300 + "/y"):
+        with pytest.raises(FolderUnusable, match="Cannot open") as err:
+            load_folder(path)
+        assert err.value.reason == "the path: File name too long"
+    with pytest.raises(ModelError, match=r"got 3\)"):
+        load_model(3)
+
+
+def test_nothing_in_a_folder_is_run(tmp_path, gpt2_dir):
+    """A config's auto_map points at code, a pickle would run code: neither runs,
+    and the safetensors weights load as a plain GPT-2."""
+    marker = tmp_path / "ran"
+    code = f"import pathlib\npathlib.Path({str(marker)!r}).write_text(__name__)\n"
+    folder = _copy_model(gpt2_dir, tmp_path / "planted", auto_map={
+        "AutoConfig": "planted.PlantedConfig", "AutoModel": "planted.PlantedModel",
+        "AutoTokenizer": ["planted.PlantedTokenizer", None]})
+    (folder / "planted.py").write_text(
+        code + "from transformers import GPT2Config, GPT2Model, GPT2Tokenizer\n"
+        "class PlantedConfig(GPT2Config): pass\nclass PlantedModel(GPT2Model): pass\n"
+        "class PlantedTokenizer(GPT2Tokenizer): pass\n")
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"auto_map": {"AutoTokenizer": ["planted.PlantedTokenizer", None]}}))
+
+    class Payload:
+        def __reduce__(self):
+            return exec, (code.replace("__name__", "'pickle'"),)
+
+    pickled = pickle.dumps(Payload())
+    (folder / "pytorch_model.bin").write_bytes(pickled)
+    model = load_model(folder)
+    assert type(model.module) is GPT2Model and model.tokenizer is not None
+    assert "auto_map" not in model.module.config.to_dict()
+    without_safetensors = _copy_model(folder, tmp_path / "pickle-only")
+    (without_safetensors / "model.safetensors").unlink()
+    with pytest.raises(FolderUnusable, match="Cannot open"):
+        load_model(without_safetensors)
+    assert not marker.exists()
+    pickle.loads(pickled)  # the payload is real: unpickled, it runs
+    assert marker.read_text() == "pickle"
+
+
+def test_a_config_asking_for_huge_sizes_is_refused_before_anything_is_built(tmp_path,
+                                                                              gpt2_dir):
+    started, peak = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cases = [({"n_layer": 10**6}, (r"n_layer in the config.json of the model in .* must be a "
+                                   r"whole number from 1 to 128 \(got 1000000\)")),
+             ({"vocab_size": 10**12}, r"vocab_size .* from 1 to 1,048,576 \(got 1000000000000\)"),
+             ({"n_head": 0}, r"n_head .* from 1 to 128 \(got 0\)"),
+             ({"n_embd": 30, "n_head": 4}, (r"n_embd in the config.json of .* must be divisible "
+                                            r"by n_head, since each head gets n_embd / n_head "
+                                            r"dimensions \(got n_embd = 30, n_head = 4\)"))]
+    for i, (sizes, message) in enumerate(cases):
+        with pytest.raises(ModelError, match=message):
+            load_model(_copy_model(gpt2_dir, tmp_path / f"huge-{i}", **sizes))
+    # Within the bounds, the memory budget decides, with the figures (the page's call).
+    folder = _copy_model(gpt2_dir, tmp_path / "large", n_layer=128, n_embd=4096, n_head=32)
+    d, layer = 4096, 4 * 4096**2 + 2 * 4096 * 4 * 4096 + 9 * 4096 + 4 * 4096
+    mb = 4 * (128 * layer + (99 + 1024) * d + 2 * d) / 2**20  # float32; vocab 99, 1024 positions
+    with pytest.raises(BudgetError, match=rf"The model in .* needs about {mb:,.0f} MB; this "
+                                          r"server allows \d[\d,]* MB for models"):
+        load_folder(folder, within_budget=True)
+    bert = tmp_path / "large-bert"
+    bert.mkdir()
+    (bert / "config.json").write_text(BertConfig(
+        num_hidden_layers=128, hidden_size=16_384, num_attention_heads=128,
+        intermediate_size=65_536).to_json_string())
+    with pytest.raises(BudgetError, match="needs about"):
+        load_folder(bert, within_budget=True)
+    assert time.perf_counter() - started < 10
+    growth_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak) / 1024
+    assert growth_mb < 100  # nothing of those sizes was allocated
+
+
+@pytest.mark.parametrize("arch, config", [
+    ("gpt2", GPT2Config()), ("gpt2", GPT2Config(n_layer=6)),
+    ("gpt2", GPT2Config(n_layer=3, n_head=5, n_embd=40, n_inner=24, vocab_size=77,
+                        n_positions=33)),
+    ("bert", BertConfig()),
+    ("bert", BertConfig(num_hidden_layers=3, num_attention_heads=5, hidden_size=40,
+                        intermediate_size=24, vocab_size=77, max_position_embeddings=33,
+                        type_vocab_size=7)),
+])
+def test_sizes_give_the_exact_parameters_and_bytes(arch, config):
+    model_class = {"gpt2": GPT2Model, "bert": partial(BertModel, add_pooling_layer=False)}[arch]
+    with torch.device("meta"):
+        model = model_class(config)
+    sizes = model_sizes(arch, config)
+    assert sizes.parameters == sum(p.numel() for p in model.parameters())
+    assert sizes.nbytes == sum(t.numel() * t.element_size()
+                               for t in [*model.parameters(), *model.buffers()])
+
+
+def test_a_loaded_model_weighs_what_its_sizes_said(gpt2, bert):
+    for model in (gpt2, bert):
+        assert model_sizes(model.architecture, model.module.config).nbytes == model.memory_bytes
 
 
 # ---------------------------------------------------------------------------

@@ -12,7 +12,8 @@ Without weights on the machine, fetch GPT-2 small once while online:
 ``python -m explorer.models download gpt2``.
 
 Modules: `catalogue` (the models offered by name and the memory budget's
-default), `anatomy` (where each architecture keeps its attention), `loading`,
+default), `anatomy` (where each architecture keeps its attention), `sizes`
+(what a config asks for, checked before building), `loading`,
 `tokens` (readable sub-word tokens), `forward` (hooked forward passes),
 `layer_trace` (the trace), `check` (against the model), `heads` (every head at
 a glance; heads found by measuring). Pure torch and transformers: no UI.
@@ -27,15 +28,17 @@ from importlib import import_module
 _HOMES = {
     **dict.fromkeys(("TOLERANCE", "ModelCheck", "against_model", "assert_matches_model"),
                     "explorer.models.check"),
-    **dict.fromkeys(("DOWNLOAD_COMMAND", "ModelError", "ModelMismatch", "ModelUnavailable",
-                     "download_command"), "explorer.models.errors"),
+    **dict.fromkeys(("DOWNLOAD_COMMAND", "FolderUnusable", "ModelError", "ModelMismatch",
+                     "ModelUnavailable", "download_command", "folder_message"),
+                    "explorer.models.errors"),
     **dict.fromkeys(("EXAMPLES", "HeadExample", "HeadOverview", "HeadScore", "ResolvedExample",
                      "head_overview", "previous_token_heads", "resolve_example",
                      "strongest_head"), "explorer.models.heads"),
     **dict.fromkeys(("ModelConfig", "compute_model_trace", "model_trace_bytes"),
                     "explorer.models.layer_trace"),
-    **dict.fromkeys(("LoadedModel", "download", "load_model", "offline_reason"),
-                    "explorer.models.loading"),
+    **dict.fromkeys(("LoadedModel", "download", "load_folder", "load_model",
+                     "offline_reason"), "explorer.models.loading"),
+    **dict.fromkeys(("ModelSizes", "model_sizes"), "explorer.models.sizes"),
     **dict.fromkeys(("find_token", "model_input", "readable_piece", "readable_tokens"),
                     "explorer.models.tokens"),
     **dict.fromkeys(("DEFAULT_MODEL", "MODEL_CHOICES", "ModelChoice"),

@@ -69,26 +69,34 @@ def bert_weights(layer: nn.Module) -> dict[str, Tensor]:
     return {name: parts[name] for name in WEIGHT_NAMES}
 
 
+def _cross_attention(config: Any) -> str | None:
+    if getattr(config, "add_cross_attention", False):
+        return "its layers also attend to an encoder's output (add_cross_attention)"
+    return None
+
+
 def _gpt2_unsupported(config: Any) -> str | None:
     if not getattr(config, "scale_attn_weights", True):
         return "it does not scale its scores by 1/√head_dim (scale_attn_weights=False)"
     if getattr(config, "scale_attn_by_inverse_layer_idx", False):
         return "it also divides its scores by the layer number (scale_attn_by_inverse_layer_idx)"
-    return None
+    return _cross_attention(config)
 
 
 def _bert_unsupported(config: Any) -> str | None:
     kind = getattr(config, "position_embedding_type", "absolute")
     if kind not in (None, "absolute"):
         return f"its attention adds relative-position terms (position_embedding_type={kind!r})"
-    return None
+    return _cross_attention(config)
 
 
 @dataclass(frozen=True)
 class Architecture:
     """How one family of models lays out its attention.
 
-    ``model_class``: the transformers base class loaded (no LM head, no pooler).
+    ``model_class``: the transformers base class loaded (no LM head, no pooler);
+    ``config_class``: its config class, built from a config.json by name (never
+    through ``AutoConfig``, which would follow a config's ``auto_map`` to code).
     ``blocks(model)``: the layers, in order. ``attention(block)``: the module
     whose first input is the layer's attention input X (n, d_model).
     ``output(block)``: the module whose output is the attention's output O
@@ -102,6 +110,7 @@ class Architecture:
     name: str
     label: str
     model_class: str
+    config_class: str
     model_kwargs: dict
     blocks: Callable[[nn.Module], nn.ModuleList]
     attention: Callable[[nn.Module], nn.Module]
@@ -115,7 +124,8 @@ class Architecture:
 
 ARCHITECTURES: dict[str, Architecture] = {
     "gpt2": Architecture(
-        name="gpt2", label="GPT-2", model_class="GPT2Model", model_kwargs={},
+        name="gpt2", label="GPT-2", model_class="GPT2Model", config_class="GPT2Config",
+        model_kwargs={},
         blocks=lambda model: model.h,
         attention=lambda block: block.attn,
         output=lambda block: block.attn.c_proj,
@@ -127,7 +137,7 @@ ARCHITECTURES: dict[str, Architecture] = {
                    "(GPT-2 normalises before attention).",
     ),
     "bert": Architecture(
-        name="bert", label="BERT", model_class="BertModel",
+        name="bert", label="BERT", model_class="BertModel", config_class="BertConfig",
         model_kwargs={"add_pooling_layer": False},
         blocks=lambda model: model.encoder.layer,
         attention=lambda layer: layer.attention.self,

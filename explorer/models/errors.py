@@ -8,7 +8,8 @@ input it cannot use, so that a page that shows a ``ConfigError`` with
 
 from __future__ import annotations
 
-from explorer.config import ConfigError
+from explorer.config import ConfigError, shown
+
 
 def download_command(name: str = "gpt2") -> str:
     """The one-line command that fetches model ``name`` into the local Hugging
@@ -23,9 +24,10 @@ DOWNLOAD_COMMAND = download_command()
 class ModelError(ConfigError):
     """A model that cannot be used here, or input it cannot take.
 
-    Raised for an unsupported architecture, a folder that is not a complete
-    GPT-2 / BERT checkpoint, text without a tokenizer, too many tokens, and a
-    layer or head index out of range. The message says what is allowed.
+    Raised for an unsupported architecture, sizes in a config.json outside
+    `explorer.models.sizes.LIMITS`, a folder that cannot be opened
+    (`FolderUnusable`), text without a tokenizer, too many tokens, and a layer
+    or head index out of range. The message says what is allowed.
     """
 
 
@@ -36,6 +38,42 @@ class ModelUnavailable(ModelError):
 
     def __init__(self, message: str):
         super().__init__("model", message)
+
+
+FOLDER_HINT = ("A usable folder holds a GPT-2 or BERT model as written by "
+               "model.save_pretrained(folder): config.json and model.safetensors (with the "
+               "tokenizer files to read text), e.g. from `python -m explorer.models download "
+               "gpt2 --to models/`.")
+"""What a folder must hold, said whenever one cannot be opened."""
+
+
+def folder_message(path: str) -> str:
+    """The one message for a folder that cannot be opened, whatever the reason:
+    ``path`` quoted as typed (escaped and cut by `explorer.config.shown`, ``~``
+    not expanded), then `FOLDER_HINT`. It says nothing about whether the path
+    exists, is a file, or what a library said about it."""
+    return f"Cannot open {shown(path)} as a model folder. {FOLDER_HINT}"
+
+
+class FolderUnusable(ModelError):
+    """A path that does not lead to a GPT-2 / BERT checkpoint this explorer can
+    read: missing, a file, a folder without config.json or model.safetensors,
+    unreadable, a name the system refuses (too long, a NUL character), files
+    that are not valid JSON or safetensors, or weights that do not fit the config.
+
+    ``str(error)`` is the same `folder_message` for all of these, so that a page
+    showing it cannot be used to map a server's disk. ``reason`` says which it
+    was, for whoever owns the machine (a notebook, the command line); it is
+    also attached as a note, so a traceback prints it, and a library's own
+    exception, when there is one, is the ``__cause__``. Never show ``reason``
+    to a visitor.
+    """
+
+    def __init__(self, path: str, reason: str):
+        super().__init__("model", folder_message(path))
+        self.path = path
+        self.reason = reason
+        self.add_note(f"reason: {reason}")
 
 
 class ModelMismatch(ModelError):

@@ -9,12 +9,23 @@ it can be reached within `HUB_TIMEOUT` seconds. With none of them,
 Models load as the base class (``GPT2Model``, ``BertModel`` without pooler) in
 float32, eval mode, with ``attn_implementation="eager"``: the default SDPA path
 returns no attention weights.
+
+Nothing a folder holds is run or trusted: only safetensors weights are read
+(never a pickle such as ``pytorch_model.bin``), config.json is read as plain
+JSON by the architecture's own config class (a config's ``auto_map``, code to
+import, is dropped), and the sizes it asks for are checked
+(`explorer.models.sizes`) before the model is built. A folder that cannot be
+opened, for whatever reason, gets one message (`FolderUnusable`) that says
+neither whether the path exists nor what a library said; the reason is kept on
+the exception for the machine's owner.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import stat
 import threading
 import urllib.error
 import urllib.request
@@ -27,10 +38,12 @@ import torch
 import transformers
 from huggingface_hub import constants as hub_constants
 
+from explorer import budget
 from explorer.config import MAX_TOKENS, shown
 from explorer.models.anatomy import ARCHITECTURES, Architecture
-from explorer.models.errors import (DOWNLOAD_COMMAND, ModelError, ModelUnavailable,
-                                    download_command)
+from explorer.models.errors import (DOWNLOAD_COMMAND, FolderUnusable, ModelError,
+                                    ModelUnavailable, download_command)
+from explorer.models.sizes import model_sizes
 
 HUB_TIMEOUT = 2.0
 """Seconds to wait for a TCP connection to the Hub before calling it unreachable."""
@@ -134,13 +147,31 @@ def offline_reason() -> str | None:
 # ---------------------------------------------------------------------------
 # Loading
 # ---------------------------------------------------------------------------
+MAX_CONFIG_BYTES = 2**20
+"""The largest config.json read from a folder (GPT-2's is 665 bytes)."""
+
+WEIGHTS_FILES = ("model.safetensors", "model.safetensors.index.json")
+"""A folder's weights: one safetensors file, or the index of sharded ones. Only
+safetensors are read, never pickled weights (``pytorch_model.bin``): unpickling
+a file can run any code it names."""
+
+HUB_NAME = re.compile(r"[\w.-]+(/[\w.-]+)?")
+"""What a Hub model name looks like (``gpt2``, ``openai-community/gpt2``), at
+most `HUB_NAME_CHARS` characters; anything else is taken for a path."""
+HUB_NAME_CHARS = 96
+
+
 class _NotFound(Exception):
     """Internal: no config or weights at that location (try the next source)."""
 
 
+class _Unreadable(Exception):
+    """Internal: files are there but cannot be read as a GPT-2 / BERT model."""
+
+
 def _unavailable(name: str, reason: str) -> ModelUnavailable:
     """The no-weights message, with the command that fetches them."""
-    plain = re.fullmatch(r"[\w.-]+(/[\w.-]+)?", name) and len(name) <= 96
+    plain = HUB_NAME.fullmatch(name) and len(name) <= HUB_NAME_CHARS
     command = download_command(name if plain else "<model name>")
     also = ("or `make download-models`" if command == DOWNLOAD_COMMAND
             else f"GPT-2 small: `{DOWNLOAD_COMMAND}` or `make download-models`")
@@ -151,20 +182,126 @@ def _unavailable(name: str, reason: str) -> ModelUnavailable:
         "it loads offline; or pass the path of a folder saved with save_pretrained().")
 
 
-def _first_line(err: Exception) -> str:
+def _first_line(err: BaseException) -> str:
     return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
 
 
-def _from_pretrained(loader: Any, location: str, local_files_only: bool, **kwargs: Any) -> Any:
-    """``loader.from_pretrained``, turning "no such files" into `_NotFound` and
-    any other failure (a corrupt weights file ...) into `ModelError`."""
+def _os_reason(err: OSError, what: str = "the path") -> str:
+    """``"config.json: Permission denied"``: an `OSError` without its path."""
+    return f"{what}: {os.strerror(err.errno) if err.errno else type(err).__name__}"
+
+
+def _is_file(path: Path) -> bool:
+    """A regular file (not a folder, FIFO or device: reading those can block
+    or never end), following links; False for any path the system refuses."""
     try:
-        return loader.from_pretrained(location, local_files_only=local_files_only, **kwargs)
-    except (OSError, ValueError) as err:  # missing files, bad repo names, offline
+        return stat.S_ISREG(path.stat().st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _folder(path: str) -> Path:
+    """The folder ``path`` names (``~`` expanded, made absolute). Raises
+    `_NotFound` saying why there is none."""
+    if "\0" in path:
+        raise _NotFound("the path holds a NUL character")
+    folder = Path(os.path.abspath(os.path.expanduser(path)))
+    try:
+        mode = folder.stat().st_mode
+    except OSError as err:  # missing, too long, not readable, a loop of links ...
+        raise _NotFound(_os_reason(err)) from err
+    if not stat.S_ISDIR(mode):
+        raise _NotFound("it is not a folder")
+    return folder
+
+
+def _folder_config(folder: Path) -> dict:
+    """A folder's config.json as a dict, read as plain JSON (at most
+    `MAX_CONFIG_BYTES`). Raises `_NotFound` or `_Unreadable` saying why not."""
+    path = folder / "config.json"
+    if not _is_file(path):
+        raise _NotFound("it holds no config.json")
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_CONFIG_BYTES + 1)
+    except OSError as err:
+        raise _NotFound(_os_reason(err, "config.json")) from err
+    if len(data) > MAX_CONFIG_BYTES:
+        raise _Unreadable(f"config.json is larger than {MAX_CONFIG_BYTES:,} bytes")
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as err:  # not UTF-8, not JSON, nested too deep
+        raise _Unreadable(f"config.json is not valid JSON ({_first_line(err)})") from err
+    if not isinstance(raw, dict):
+        raise _Unreadable("config.json is not a JSON object")
+    return raw
+
+
+def _hub_config(location: str, local_files_only: bool) -> dict:
+    """A Hub repository's config.json (from the local cache, or downloaded) as a dict."""
+    try:
+        raw, _ = transformers.PretrainedConfig.get_config_dict(
+            location, local_files_only=local_files_only)
+    except (OSError, ValueError) as err:  # not cached, bad repo name, offline
         raise _NotFound(_first_line(err)) from err
-    except Exception as err:  # shown to the visitor as one clear error
-        raise ModelError("model", f"the files at {location} could not be read as a model "
-                                  f"({_first_line(err)})") from err
+    return raw
+
+
+def _model_config(raw: dict, model: str) -> tuple[Architecture, Any]:
+    """The architecture and transformers config that a config.json describes.
+
+    Built by the architecture's own config class, never ``AutoConfig``: a
+    config's ``auto_map`` (code to import) is dropped unread. ``model`` names
+    the model in messages. Raises `ModelError` for an architecture or variant
+    the explorer does not mirror, `_Unreadable` for a config that is not one.
+    """
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str):
+        raise _Unreadable("config.json names no model_type")
+    arch = ARCHITECTURES.get(model_type)
+    if arch is None:
+        supported = ", ".join(repr(a) for a in ARCHITECTURES)
+        raise ModelError("model", f"{model} is a {shown(model_type)} model; the explorer opens "
+                                  f"models of type {supported} only (e.g. 'gpt2', "
+                                  "'distilgpt2', 'bert-base-uncased')")
+    config_class = getattr(transformers, arch.config_class)
+    try:
+        config = config_class.from_dict({k: v for k, v in raw.items() if k != "auto_map"})
+    except Exception as err:  # transformers' field checks raise several kinds
+        raise _Unreadable(f"config.json is not a {arch.label} config "
+                          f"({_first_line(err)})") from err
+    why = arch.unsupported(config)
+    if why:
+        raise ModelError("model", f"{model} is a {arch.label} variant the explorer cannot "
+                                  f"mirror step by step: {why}")
+    return arch, config
+
+
+def _weights(arch: Architecture, config: Any, location: str, local_files_only: bool
+             ) -> torch.nn.Module:
+    """The model built from ``config`` with the safetensors weights at ``location``.
+
+    Raises `_NotFound` when there are none, `_Unreadable` when they cannot be
+    read or do not fit the config (a tensor missing or of the wrong shape)."""
+    model_class = getattr(transformers, arch.model_class)
+    try:
+        module, info = model_class.from_pretrained(
+            location, config=config, local_files_only=local_files_only, use_safetensors=True,
+            trust_remote_code=False, attn_implementation="eager", dtype=torch.float32,
+            output_loading_info=True, **arch.model_kwargs)
+    except (OSError, ValueError) as err:  # no weights file here (or not yet downloaded)
+        raise _NotFound(_first_line(err)) from err
+    except Exception as err:  # a corrupt file, shapes that do not fit ...
+        raise _Unreadable(f"the weights could not be read ({_first_line(err)})") from err
+    missing = sorted(info.get("missing_keys") or []) + sorted(
+        str(k) for k in info.get("mismatched_keys") or [])
+    if missing:
+        raise _Unreadable(f"the weights are incomplete for a {arch.label} model: "
+                          f"{len(missing)} tensors are missing or have the wrong shape "
+                          f"(e.g. {missing[0]})")
+    module.eval()
+    module.requires_grad_(False)
+    return module
 
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "vocab.txt")
@@ -177,14 +314,15 @@ def _tokenizer(location: str, local_files_only: bool) -> Any:
 
     transformers 5 builds an empty tokenizer (special tokens only) when the
     files are missing, so a folder must hold one of `TOKENIZER_FILES` and the
-    vocabulary must hold more than the special tokens.
+    vocabulary must hold more than the special tokens. A tokenizer_config's
+    ``auto_map`` (code to import) is never followed (``trust_remote_code=False``).
     """
     folder = Path(location)
-    if folder.is_dir() and not any((folder / name).is_file() for name in TOKENIZER_FILES):
+    if folder.is_dir() and not any(_is_file(folder / name) for name in TOKENIZER_FILES):
         return None
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(
-            location, local_files_only=local_files_only)
+            location, local_files_only=local_files_only, trust_remote_code=False)
     except Exception:  # noqa: BLE001 - any failure means: no usable tokenizer here
         return None
     if len(tokenizer) <= len(set(tokenizer.all_special_tokens)):
@@ -197,35 +335,32 @@ def _memory_bytes(module: torch.nn.Module) -> int:
     return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def _load(location: str, name: str, source: str, local_files_only: bool) -> LoadedModel:
-    """Load config, weights and tokenizer from one location.
+def _load(location: str, name: str, source: str, local_files_only: bool, shown_as: str,
+          within_budget: bool = False) -> LoadedModel:
+    """Load config, weights and tokenizer from one location, in that order:
 
-    Raises `_NotFound` when the location has no config or weights, and
-    `ModelError` for an unsupported architecture or incomplete weights.
+    1. the config.json, as plain JSON;
+    2. its architecture, variant and sizes (`explorer.models.sizes.model_sizes`),
+       and with ``within_budget`` its float32 bytes against the server's model
+       share (`explorer.budget.check_model_fits`): all before anything is built;
+    3. the safetensors weights, into the architecture's base class;
+    4. the tokenizer, if there is one.
+
+    ``shown_as`` names the model in messages (quoted). Raises `_NotFound` when
+    the location has no config or weights, `_Unreadable` when its files are not
+    a model's, `ModelError` for an unsupported architecture or sizes outside
+    `explorer.models.sizes.LIMITS`, and `explorer.budget.BudgetError`.
     """
-    config = _from_pretrained(transformers.AutoConfig, location, local_files_only)
-    arch = ARCHITECTURES.get(getattr(config, "model_type", None))
-    if arch is None:
-        supported = ", ".join(repr(a) for a in ARCHITECTURES)
-        raise ModelError("model", f"{shown(name)} is a {config.model_type!r} model; the explorer "
-                                  f"opens models of type {supported} only (e.g. 'gpt2', "
-                                  "'distilgpt2', 'bert-base-uncased')")
-    why = arch.unsupported(config)
-    if why:
-        raise ModelError("model", f"{shown(name)} is a {arch.label} variant the explorer cannot "
-                                  f"mirror step by step: {why}")
-    model_class = getattr(transformers, arch.model_class)
-    module, info = _from_pretrained(
-        model_class, location, local_files_only, config=config, attn_implementation="eager",
-        dtype=torch.float32, output_loading_info=True, **arch.model_kwargs)
-    missing = sorted(info.get("missing_keys") or []) + sorted(
-        str(k) for k in info.get("mismatched_keys") or [])
-    if missing:
-        raise ModelError("model", f"the weights of {shown(name)} are incomplete for a "
-                                  f"{arch.label} model: {len(missing)} tensors are missing "
-                                  f"or have the wrong shape (e.g. {missing[0]})")
-    module.eval()
-    module.requires_grad_(False)
+    raw = (_folder_config(Path(location)) if source == "folder"
+           else _hub_config(location, local_files_only))
+    arch, config = _model_config(raw, shown_as)
+    sizes = model_sizes(arch.name, config, shown_as)
+    if within_budget:
+        budget.check_model_fits(shown_as[:1].upper() + shown_as[1:], sizes.nbytes)
+    if source == "folder" and not any(_is_file(Path(location, f)) for f in WEIGHTS_FILES):
+        raise _NotFound("it holds no model.safetensors (pickled weights such as "
+                        "pytorch_model.bin are never read)")
+    module = _weights(arch, config, location, local_files_only)
     c = module.config
     return LoadedModel(
         name=name, source=source, location=location, architecture=arch.name,
@@ -235,9 +370,68 @@ def _load(location: str, name: str, source: str, local_files_only: bool) -> Load
         tokenizer=_tokenizer(location, local_files_only))
 
 
+def _text(name_or_path: Any) -> str:
+    """``name_or_path`` as stripped text (a `str` or ``os.PathLike``), else `ModelError`."""
+    if isinstance(name_or_path, os.PathLike):
+        name_or_path = os.fspath(name_or_path)
+    if not isinstance(name_or_path, str):
+        raise ModelError("model", "model must be a name such as 'gpt2' or the path of a folder "
+                                  f"saved with save_pretrained() (got {shown(name_or_path)})")
+    name = name_or_path.strip()
+    if not name:
+        raise ModelError("model", "model must be a name such as 'gpt2' or the path of a "
+                                  "folder saved with save_pretrained() (got nothing)")
+    return name
+
+
+def load_folder(path: str | os.PathLike, *, within_budget: bool = False) -> LoadedModel:
+    """Load the GPT-2 or BERT model saved in the folder ``path`` (``~`` is expanded).
+
+    The folder must hold what ``model.save_pretrained(folder)`` writes:
+    config.json and model.safetensors (or its sharded index); tokenizer files
+    are optional (without them only ``input_ids`` can be traced). Nothing in it
+    is ever run: pickled weights (pytorch_model.bin) are not read, and a
+    config's ``auto_map`` (custom code) is ignored. The Hub is never asked.
+
+    With ``within_budget`` (the Real model page), the float32 bytes the config
+    asks for are weighed against the server's model share before the model is
+    built (`explorer.budget.check_model_fits`; MB = 2**20 bytes).
+
+    Raises:
+
+    - `FolderUnusable` for any path that does not lead to a readable
+      checkpoint (missing, a file, no config.json or model.safetensors,
+      unreadable, a name the system refuses, invalid JSON or safetensors,
+      weights that do not fit the config): always the one message
+      (`explorer.models.errors.folder_message`), the path quoted as typed; the
+      reason is in ``error.reason``, for the machine's owner only;
+    - `ModelError` naming what the folder's config.json asks for, once it has
+      been read: an architecture other than GPT-2 / BERT, a variant the
+      explorer cannot mirror, sizes outside `explorer.models.sizes.LIMITS`;
+    - `explorer.budget.BudgetError` (with ``within_budget``), with the figures.
+
+    All are `explorer.config.ConfigError`: never `OSError`.
+    """
+    typed = _text(path)
+    shown_as = f"the model in {shown(typed)}"
+    try:
+        folder = _folder(typed)
+        return _load(str(folder), folder.name, "folder", local_files_only=True,
+                     shown_as=shown_as, within_budget=within_budget)
+    except (_NotFound, _Unreadable) as err:  # the library's exception, if any, as the cause
+        raise FolderUnusable(typed, str(err)) from err.__cause__
+    except OSError as err:  # not expected past the checks above; still never shown
+        raise FolderUnusable(typed, _os_reason(err)) from err
+
+
 def _is_path(name: str) -> bool:
-    """Whether ``name`` is meant as a folder rather than a Hub name like ``org/model``."""
-    return name.startswith(("/", "./", "../", "~")) or Path(name).exists()
+    """Whether ``name`` is meant as a folder rather than a Hub name like ``org/model``:
+    it starts like a path, is no Hub name, or names something on this machine."""
+    if name.startswith(("/", "./", "../", "~")):
+        return True
+    if len(name) > HUB_NAME_CHARS or not HUB_NAME.fullmatch(name):
+        return True
+    return os.path.lexists(name)  # False for any name the system refuses, never an OSError
 
 
 def _hub_spellings(name: str) -> list[str]:
@@ -245,43 +439,51 @@ def _hub_spellings(name: str) -> list[str]:
     return [name] + ([HUB_NAMES[name]] if name in HUB_NAMES else [])
 
 
-def load_model(name_or_path: str | os.PathLike) -> LoadedModel:
+def _from_hub(location: str, name: str, source: str, within_budget: bool = False
+              ) -> LoadedModel:
+    """`_load` from the local cache (``source="cache"``) or the Hub (``"hub"``);
+    unreadable files there become a `ModelError` with the library's reason
+    (the files are the Hub's, not a visitor's)."""
+    try:
+        return _load(location, name, source, local_files_only=source == "cache",
+                     shown_as=shown(name), within_budget=within_budget)
+    except _Unreadable as err:
+        raise ModelError("model", f"the files of {shown(name)} at {location} could not be "
+                                  f"read as a model: {err}") from err.__cause__
+
+
+def load_model(name_or_path: str | os.PathLike, *, within_budget: bool = False) -> LoadedModel:
     """Load a GPT-2 or BERT model and its tokenizer, ready for `compute_model_trace`.
 
-    ``name_or_path``: a folder saved with ``save_pretrained`` (the tokenizer files
-    are optional: without them only ``input_ids`` can be traced), or a Hub name
-    such as ``"gpt2"``, ``"distilgpt2"``, ``"bert-base-uncased"``, looked up in
-    the local Hugging Face cache first and downloaded only when the Hub answers.
+    ``name_or_path``: a folder saved with ``save_pretrained`` (see `load_folder`,
+    which this calls for anything that starts like a path, is not a Hub name,
+    or exists on this machine), or a Hub name such as ``"gpt2"``,
+    ``"distilgpt2"``, ``"bert-base-uncased"``, looked up in the local Hugging
+    Face cache first and downloaded only when the Hub answers. Only
+    safetensors weights are read, and no code from a config (``auto_map``).
 
     Raises `ModelUnavailable` when there are no weights and no network (the
-    message names the download command), and `ModelError` for a missing folder,
-    an architecture other than GPT-2 / BERT, or incomplete weights.
+    message names the download command); for a folder, `FolderUnusable` (one
+    message for every path that cannot be opened; ``error.reason`` says why);
+    `ModelError` for an architecture other than GPT-2 / BERT, sizes outside
+    `explorer.models.sizes.LIMITS` or unreadable files in the cache; with
+    ``within_budget``, `explorer.budget.BudgetError` for a model larger than
+    the server's model share, before it is built (as in `load_folder`). All are
+    `explorer.config.ConfigError`.
     """
-    name = os.fspath(name_or_path).strip() if name_or_path is not None else ""
-    if not name:
-        raise ModelError("model", "model must be a name such as 'gpt2' or the path of a "
-                                  "folder saved with save_pretrained() (got nothing)")
-    folder = Path(name).expanduser()
-    if folder.is_dir():
-        try:
-            return _load(str(folder), folder.name, "folder", local_files_only=True)
-        except _NotFound:
-            raise ModelError("model", f"the folder {shown(name)} holds no model: it needs a "
-                                      "config.json and weights (model.safetensors), as "
-                                      "written by model.save_pretrained(folder)") from None
+    name = _text(name_or_path)
     if _is_path(name):
-        raise ModelError("model", f"there is no folder {shown(name)}: give the path of a folder "
-                                  "saved with save_pretrained(), or a model name such as 'gpt2'")
+        return load_folder(name, within_budget=within_budget)
     for location in _hub_spellings(name):
         try:
-            return _load(location, name, "cache", local_files_only=True)
+            return _from_hub(location, name, "cache", within_budget)
         except _NotFound:
             continue
     reason = offline_reason()
     if reason:
         raise _unavailable(name, reason)
     try:
-        return _load(_hub_spellings(name)[-1], name, "hub", local_files_only=False)
+        return _from_hub(_hub_spellings(name)[-1], name, "hub", within_budget)
     except _NotFound as err:
         raise _unavailable(name, f"the download failed: {err}") from None
 
@@ -302,7 +504,7 @@ def download(name: str = "gpt2", folder: str | os.PathLike | None = None) -> str
                                "with internet access, then copy the Hugging Face cache "
                                f"({hub_constants.HF_HUB_CACHE}) or a saved folder here.")
     try:
-        model = _load(_hub_spellings(name)[-1], name, "hub", local_files_only=False)
+        model = _from_hub(_hub_spellings(name)[-1], name, "hub")
     except _NotFound as err:
         raise ModelUnavailable(f"cannot download {name!r}: {err}") from None
     if folder is None:

@@ -132,11 +132,12 @@ def _model_picker() -> str:
 
 def _loaded(choice: str, folder: str) -> tuple[LoadedModel, str, str]:
     """The model, its cache key and label; loaded once per name or folder.
-    Raises `ModelUnavailable`, `ModelError` or `explorer.budget.BudgetError`."""
+    Raises `ModelUnavailable`, `ModelError` (for a folder: `FolderUnusable`, one
+    message whatever the reason) or `explorer.budget.BudgetError`."""
     if choice == FOLDER:
         path = os.path.abspath(os.path.expanduser(folder.strip()))
         key, label, expected = f"folder:{path}", f"The model in {shown(folder.strip())}", None
-        load = partial(models.load_model, path)
+        load = partial(models.load_folder, folder.strip(), within_budget=True)  # as typed
     else:
         c = MODEL_CHOICES[choice]
         key, label, expected = c.name, c.label, c.nbytes
