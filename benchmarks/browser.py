@@ -21,6 +21,18 @@ in this order in one browser tab:
 - **query pick**: choose the last token in "Highlight a query token" until every
   chart outlines its row.
 
+For the three local interactions (cell click, query pick, head switch) the
+charts follow in the page before the server hears of them (explorer/chart.js
+``setView``); the times above run until the server's run has confirmed them.
+The page also times them itself (`INSTANT_JS`): from the input event's own
+timestamp to the ``requestAnimationFrame`` after each chart's change
+(chart.js's ``explorer:painted``), read in Chromium: the first chart, the last
+chart in the window, the last of the page. Beside them, in the same run, the
+floor: on the floor's page, a click's time to the next frame (no
+handler runs: no page can show a change sooner). It also counts the
+charts the server's run painted again (0: the run that confirms a view redraws
+nothing).
+
 "Holds the numbers" is checked, not assumed. Every chart of the app is an
 `explorer.charts.Chart` drawn by ``explorer/chart.js`` into a Plotly graph div
 (``.explorer-chart``) in the ``st-key-<key>`` container Streamlit gives a keyed
@@ -155,6 +167,12 @@ PAGE_PATHS = {SELF_ATTENTION: "Self_attention", MULTI_HEAD: "Causal_and_multi_he
 """--pages name -> the page's URL path."""
 FIRST_OPEN, EDIT, CELL_CLICK, QUERY_PICK, HEAD_SWITCH = (
     "first open", "edit", "cell click", "query pick", "head switch")
+LOCAL_MEASURES = (CELL_CLICK, QUERY_PICK, HEAD_SWITCH)
+"""What the browser already holds: drawn in the page before the server's run."""
+LINKED_VIEW = {QUERY_PICK: lambda scenario: ("query", str(scenario.query)),
+               HEAD_SWITCH: lambda scenario: ("head", "1")}
+"""measure -> the link parameter and value that show the server has confirmed it (a
+run that only confirms the page's view can end before the page marks it running)."""
 
 
 @dataclass(frozen=True)
@@ -441,7 +459,7 @@ window.__bench = (() => {
     for (const [key, want] of Object.entries(expected)) {
       const box = document.querySelector('.st-key-' + key);
       if (!box && want.optional) continue;
-      const got = drawn(box && box.querySelector('.js-plotly-plot'));
+      const got = drawn(box && box.querySelector('.explorer-chart'));
       if (!got) { problems.push(key + ': missing'); continue; }
       const tol = relTol * want.scale + 1e-9;
       const same = got.count === want.count && close(got.sum, want.sum, tol) &&
@@ -460,7 +478,7 @@ window.__bench = (() => {
   function sizes(keys) {
     const out = {};
     for (const key of keys) {
-      const gd = document.querySelector('.st-key-' + key + ' .js-plotly-plot');
+      const gd = document.querySelector('.st-key-' + key + ' .explorer-chart');
       const box = gd && gd.getBoundingClientRect();
       out[key] = box ? [Math.round(box.width * 10) / 10, Math.round(box.height * 10) / 10] : null;
     }
@@ -481,6 +499,51 @@ new MutationObserver(records => {
               attributeFilter: ['data-test-script-state']});
 """
 """Counts Streamlit script runs, so that a wait ends after the run an action started."""
+
+INSTANT_JS = """
+window.__instant = (() => {
+  const s = {armed: false, t0: null, frame: null, paints: []};
+  // Arm before an action: the next input event starts the clock. Its time is the
+  // event's own timeStamp (the same clock as performance.now()).
+  s.arm = () => {
+    Object.assign(s, {armed: true, t0: null, frame: null, paints: []});
+    document.querySelectorAll('.explorer-chart').forEach((d) => { d.dataset.benchBefore = '1'; });
+  };
+  const start = (e) => {
+    if (!s.armed) return;
+    s.armed = false;
+    s.t0 = e.timeStamp;
+    requestAnimationFrame(() => { s.frame = performance.now() - s.t0; }); // the frame floor
+  };
+  for (const type of ['pointerdown', 'change']) addEventListener(type, start, true);
+  // explorer/chart.js dispatches explorer:painted in the frame after a chart's
+  // pixels changed, with that frame's time in data-painted and its cause: "view"
+  // (the page followed the input itself) or "server" (a payload of the run).
+  addEventListener('explorer:painted', (e) => {
+    const div = e.target;
+    if (s.t0 === null || !div.dataset.benchBefore) return;
+    const box = div.getBoundingClientRect();
+    s.paints.push([Number(div.dataset.painted) - s.t0,
+                   box.bottom > 0 && box.top < innerHeight, e.detail.by]);
+  }, true);
+  // {frame, first, inView, all, byServer}: ms from the input to the next frame,
+  // to the first chart the page redrew itself, the last such chart in the window,
+  // the last such of the page; byServer: charts the server's run repainted
+  // (0 when the run only confirms what the page shows).
+  s.result = () => {
+    if (s.t0 === null) return null;
+    const own = s.paints.filter(([, , by]) => by === 'view');
+    const times = (list) => list.map(([t]) => t);
+    const max = (list) => (list.length ? Math.max(...list) : null);
+    return {frame: s.frame, first: own.length ? Math.min(...times(own)) : null,
+            inView: max(times(own.filter(([, v]) => v))), all: max(times(own)),
+            byServer: s.paints.length - own.length};
+  };
+  return s;
+})();
+"""
+"""Injected into the app's pages: times a local interaction in the page itself, from
+its input event until the charts' pixels changed (`Sample.instant`)."""
 
 
 class MeasurementError(Exception):
@@ -729,6 +792,8 @@ class Sample:
     http_bytes: int | None = None
     error: str = ""
     note: str = ""
+    instant: dict | None = None
+    """A local interaction's in-page times (`INSTANT_JS` ``result()``), in ms."""
 
 
 class ByteCounter:
@@ -761,7 +826,7 @@ def _click_cell(page: Page) -> tuple[Callable[[], None], str]:
     centre that is read as the cell, as a visitor would aim (the note says
     so), or to the centre if no pixel is read as the cell. Fails if something
     else covers the point."""
-    plot = page.locator(f".st-key-chart-{CLICKED_STEP} .js-plotly-plot")
+    plot = page.locator(f".st-key-chart-{CLICKED_STEP} .explorer-chart")
     aim = plot.evaluate(CELL_TARGET_JS, list(CLICKED_CELL))
     (x, y), note = aim["centre"], ""
     read = tuple(int(v) for v in aim["centre_reads_as"])
@@ -808,13 +873,11 @@ nearest the centre read as the cell (or null) and the cell's size."""
 
 
 def _pick_query(page: Page, scenario: Scenario) -> Callable[[], None]:
-    """Open the query picker and type the token (untimed); the action is Enter."""
-    box = page.get_by_test_id("stSelectbox").filter(has_text="Highlight a query token")
-    box.scroll_into_view_if_needed()
-    box.click()
-    page.keyboard.type(scenario.query_label)
-    page.get_by_role("option", name=scenario.query_label, exact=True).wait_for()
-    return lambda: page.keyboard.press("Enter")
+    """The query picker (a native drop-down, first on the page) scrolled into view;
+    the action chooses the token, as a visitor's choice in the open list does."""
+    select = page.locator(".explorer-picker select").first
+    select.scroll_into_view_if_needed()
+    return lambda: select.select_option(value=str(scenario.query))
 
 
 def _app_action(page: Page, server: Server, scenario: Scenario, measure: str,
@@ -837,7 +900,7 @@ def _app_plain_action(page: Page, server: Server, scenario: Scenario, measure: s
         return lambda: seed.press("Enter")
     if measure == QUERY_PICK:
         return _pick_query(page, scenario)
-    return page.get_by_role("radio", name="head 1", exact=True).click
+    return page.get_by_role("radio", name="head 1", exact=True).first.click
 
 
 def _settle_click(page: Page, scenario: Scenario, trace: Trace, view: View, runs: int) -> None:
@@ -865,7 +928,7 @@ def app_run(browser: Browser, server: Server, scenario: Scenario, run: int) -> d
     chart's size."""
     samples: dict[str, Sample] = {}
     context = browser.new_context(viewport=VIEWPORT)
-    context.add_init_script(RUN_COUNTER_JS + CHECK_JS)
+    context.add_init_script(RUN_COUNTER_JS + CHECK_JS + INSTANT_JS)
     page = context.new_page()
     counter = ByteCounter(page)
     traces = (compute_trace(scenario.config),
@@ -879,20 +942,30 @@ def app_run(browser: Browser, server: Server, scenario: Scenario, run: int) -> d
             try:
                 action, note = _app_action(page, server, scenario, measure, run)
                 runs = page.evaluate("window.__runs") if index else 0
+                local = measure in LOCAL_MEASURES
+                if local:
+                    page.evaluate("window.__instant.arm()")
                 before = counter.websocket
                 start = time.perf_counter()
                 action()
                 if measure == CELL_CLICK:
                     _settle_click(page, scenario, trace, previous, runs)
+                if measure in LINKED_VIEW:  # the server confirmed: the link follows
+                    name, value = LINKED_VIEW[measure](scenario)
+                    page.wait_for_function(
+                        "([name, value]) => new URL(location.href).searchParams.get(name)"
+                        " === value", arg=[name, value], timeout=TIMEOUT_MS)
+                    runs -= 1  # its run may be too quick to show as "running"
                 wait_until_shown(page, want, runs + 1)
                 seconds = time.perf_counter() - start
+                instant = page.evaluate("window.__instant.result()") if local else None
             except (MeasurementError, PlaywrightError) as error:
                 samples[measure] = Sample(None, error=f"app: {str(error).splitlines()[0]}",
                                           note=note)
                 break
             samples[measure] = Sample(seconds, counter.websocket - before,
                                       counter.http_bytes() if measure == FIRST_OPEN else None,
-                                      note=note)
+                                      note=note, instant=instant)
             if index == 0 and scenario.optional_present is None:
                 scenario.optional_present = set(page.evaluate(
                     "keys => keys.filter(k => document.querySelector('.st-key-' + k))",
@@ -911,11 +984,12 @@ def floor_run(browser: Browser, floor: Floor, scenario: Scenario) -> tuple[dict[
     samples: dict[str, Sample] = {}
     sizes: dict = {}
     context = browser.new_context(viewport=VIEWPORT)
-    context.add_init_script(CHECK_JS)
+    context.add_init_script(CHECK_JS + INSTANT_JS)
     page = context.new_page()
     try:
         for index, measure in enumerate(scenario.measures):
             try:
+                instant = _floor_frame(page) if measure in LOCAL_MEASURES else None
                 start = time.perf_counter()
                 if index == 0:
                     page.goto(floor.url, wait_until="commit", timeout=TIMEOUT_MS)
@@ -924,7 +998,7 @@ def floor_run(browser: Browser, floor: Floor, scenario: Scenario) -> tuple[dict[
                                   [index, floor.changed[index]])
                 wait_until_shown(page, floor.expected[index], None)
                 samples[measure] = Sample(time.perf_counter() - start,
-                                          bytes=floor.payload_bytes[index])
+                                          bytes=floor.payload_bytes[index], instant=instant)
             except (MeasurementError, PlaywrightError) as error:
                 samples[measure] = Sample(None, error=f"floor: {str(error).splitlines()[0]}")
                 break
@@ -933,6 +1007,15 @@ def floor_run(browser: Browser, floor: Floor, scenario: Scenario) -> tuple[dict[
     finally:
         context.close()
     return samples, sizes
+
+
+def _floor_frame(page: Page) -> dict:
+    """The floor of a local interaction: on the floor's page (charts drawn, no
+    handler of ours on the input), a click's time until the next frame."""
+    page.evaluate("window.__instant.arm()")
+    page.mouse.click(2, 2)
+    page.wait_for_function("window.__instant.frame !== null", timeout=TIMEOUT_MS)
+    return page.evaluate("window.__instant.result()")
 
 
 def size_differences(app: dict[str, list[float] | None], floor: dict[str, list[float] | None],
@@ -980,8 +1063,21 @@ def summarise(scenario: Scenario, app: list[dict[str, Sample]],
                + (list(notes) if measure == scenario.measures[0] else [])}
         row["ratio"] = (row["app_median_s"] / row["floor_median_s"]
                         if ok_app and ok_floor and row["floor_median_s"] > 0 else None)
+        instants = [run[measure].instant for run in app
+                    if measure in run and run[measure].instant]
+        if instants:
+            row["instant_ms"] = {key: _median([i[key] for i in instants])
+                                 for key in ("frame", "first", "inView", "all")}
+            row["instant_ms_samples"] = instants
+            row["floor_frame_ms"] = _median([run[measure].instant["frame"] for run in floor
+                                             if measure in run and run[measure].instant])
         rows.append(row)
     return rows
+
+
+def _median(values: list[float | None]) -> float | None:
+    ok = [v for v in values if v is not None]
+    return statistics.median(ok) if ok else None
 
 
 def _spread(samples: list[float | None]) -> str:
@@ -1013,6 +1109,28 @@ def print_table(rows: list[dict]) -> None:
               f"{_fmt(row['http_bytes_median'], '{:,}'):>11s} "
               f"{_fmt(row['floor_payload_bytes'], '{:,}'):>12s}"
               + "".join(f"\n{'':37s}^ {problem}" for problem in problems))
+    instant = [row for row in rows if row.get("instant_ms")]
+    if not instant:
+        return
+    print()
+    print("In the page, from the input event (ms, medians): the next frame on the floor's "
+          "page (a click with no handler: no page shows a change sooner) and on the app's "
+          "(after its handlers), the first chart painted, the last chart in the window, "
+          "the last of the page, each drawn by the page itself; ratio = in the window / "
+          "floor; charts the server's run repainted (most)")
+    header = (f"{'case':9s} {'page':14s} {'measure':11s} {'floor':>6s} {'frame':>6s} "
+              f"{'first':>6s} {'window':>7s} {'all':>6s} {'ratio':>6s} {'repaints':>9s}")
+    print(header)
+    print("-" * len(header))
+    for row in instant:
+        ms, floor_ms = row["instant_ms"], row["floor_frame_ms"]
+        ratio = (ms["inView"] / floor_ms if ms["inView"] is not None and floor_ms else None)
+        repaints = [i["byServer"] for i in row["instant_ms_samples"]]
+        print(f"{row['case']:9s} {row['page']:14s} {row['measure']:11s} "
+              f"{_fmt(floor_ms, '{:.0f}'):>6s} "
+              f"{_fmt(ms['frame'], '{:.0f}'):>6s} {_fmt(ms['first'], '{:.0f}'):>6s} "
+              f"{_fmt(ms['inView'], '{:.0f}'):>7s} {_fmt(ms['all'], '{:.0f}'):>6s} "
+              f"{_fmt(ratio, '{:.1f}'):>6s} {max(repaints):>9d}")
 
 
 # ---------------------------------------------------------------------------

@@ -8,7 +8,14 @@
 //     none) from the real size of a cell, so that numbers never overlap;
 //   - take a narrower layout where the figure offers one (fewer columns of
 //     small multiples on a phone), and shrink or wrap a title wider than the chart;
-//   - report a clicked cell back to Python.
+//   - report a clicked cell back to Python;
+//   - follow the page's view at once, before the server confirms it: the query
+//     token's row and the explained cell are outlined in every chart, the head
+//     picked is shown by every per-head chart that carries every head's matrix
+//     (`header.heads`), and the weights are drawn as lines below their heatmap
+//     (`header.lines`). The view is one object for the page (`PAGE.view`): a
+//     click, a picker (`mountPicker`) or a payload from the server changes it,
+//     and every chart redraws only what the change touches (`follow`).
 // The same `draw` serves the Streamlit component and the standalone report
 // (both through the default export, `mountChart`) and the benchmark's floor page.
 //
@@ -24,6 +31,17 @@ const MIN_TEXT_HEIGHT_PX = 14;
 const TOOLBAR_PX = 36; // the upright Plotly toolbar's width and a little air
 const MIN_TITLE_PX = 12; // a long title is drawn down to this size, then wrapped
 let plotlyLoading = null;
+const MARK_NAMES = ["query", "cell"]; // the shapes that follow the view (explorer.figures)
+
+// The page's view, shared by its charts and pickers: the query token (a row
+// index or null), the explained cell ([step, row, col, head] or null), the head
+// shown and whether the weights are drawn as lines. `known` turns true once a
+// payload from the server has said what the view is (the standalone report
+// never does: its charts keep the outlines they were built with).
+const PAGE = (window.__explorerPage ??= {
+  view: { query: null, cell: null, head: 0, lines: false }, known: false, charts: new Set(),
+  pickers: new Set(),
+});
 
 export function loadPlotly(url) {
   if (window.Plotly) return Promise.resolve(window.Plotly);
@@ -228,11 +246,80 @@ function fitTitle(div, layout, right) {
   return true;
 }
 
-// Draw (or update in place) the figure in `div`. `onClick({trace, row, col})`
-// is called with the clicked cell of a heatmap.
+// The outlines of the page's view in a chart with `marks` (explorer.figures.
+// heatmap_chart): the query token's row where the rows are tokens, and the
+// explained cell where it lies (its step; its head for a per-head step; its
+// column among those the chart shows).
+export function markShapes(marks, view, head) {
+  const out = [];
+  const { rows, cols, styles } = marks;
+  const offset = marks.colOffset ?? 0;
+  if (marks.queryRows && view.query !== null && view.query !== undefined && view.query < rows) {
+    out.push({ type: "rect", name: "query", xref: "paper", x0: 0, x1: 1, yref: "y",
+               y0: view.query - 0.5, y1: view.query + 0.5, line: styles.query });
+  }
+  const cell = view.cell;
+  if (cell && cell[0] === marks.step && (!marks.perHead || cell[3] === head)) {
+    const [row, col] = [cell[1], cell[2] - offset];
+    if (row < rows && col >= 0 && col < cols) {
+      out.push({ type: "rect", name: "cell", xref: "x", yref: "y", x0: col - 0.5,
+                 x1: col + 0.5, y0: row - 0.5, y1: row + 0.5, line: styles.cell });
+    }
+  }
+  return out;
+}
+
+// The head this chart shows for `view`: the view's head where the chart carries
+// that head's variant, else the head it was built for; null for a chart whose
+// picture is the same for every head.
+function headShown(header, view) {
+  const heads = header.heads;
+  if (heads && view.head < heads.length) return view.head;
+  return header.marks?.perHead || heads ? header.marks.head : null;
+}
+
+// `header.figure` as the page's view wants it: the variant of the head shown
+// (its matrix, title, colour range, frame and first column) and the view's
+// outlines in place of those it was built with.
+function figureFor(header, view) {
+  const head = headShown(header, view);
+  const variant = header.heads?.[head];
+  let { data, layout } = header.figure;
+  let marks = header.marks;
+  if (variant && head !== header.marks.head) {
+    const [first, ...rest] = data;
+    const trace = { ...first, matrix: { ...first.matrix, block: variant.block },
+                    zmin: variant.zmin, zmax: variant.zmax, colorscale: variant.colorscale };
+    if (variant.x) trace.x = variant.x;
+    data = [trace, ...rest];
+    layout = { ...layout, title: { ...layout.title, text: variant.title },
+               shapes: (layout.shapes ?? []).map((s) => (s.name === "frame"
+                 ? { ...s, line: { ...s.line, color: variant.frame } } : s)) };
+    marks = { ...marks, head, colOffset: variant.colOffset };
+  }
+  if (marks && PAGE.known) {
+    const others = (layout.shapes ?? []).filter((s) => !MARK_NAMES.includes(s.name));
+    layout = { ...layout, shapes: [...markShapes(marks, view, head), ...others] };
+  }
+  return { figure: { data, layout }, marks, head,
+           filename: variant?.filename ?? header.filename };
+}
+
+// A chart's height for its width: cells as square as the width allows (less
+// the toolbar's extra margin, which `width` leaves out), within the limits of
+// its `size` (explorer.figures).
+function heightFor(size, width) {
+  const cell = Math.min(size.max_cell, Math.max(1, (width - size.chrome) / size.cols));
+  return Math.round(Math.min(size.max_height,
+    Math.max(size.min_height, size.rows * cell + size.vertical)));
+}
+
+// Draw (or update in place) the figure in `div` as the page's view wants it.
+// `onClick({trace, row, col})` is called with the clicked cell of a heatmap.
 export async function draw(div, header, matrices, onClick) {
   const Plotly = await loadPlotly(header.plotly);
-  const figure = header.figure;
+  const shown = figureFor(header, PAGE.view);
+  const figure = shown.figure;
   const layout = { ...figure.layout, width: undefined, autosize: true };
   const columns = header.columns ?? 1;
   let size = header.size;
@@ -254,19 +341,15 @@ export async function draw(div, header, matrices, onClick) {
     layout.margin = { ...layout.margin, r: Math.max(marginRight, TOOLBAR_PX) };
   }
   if (size) {
-    // Cells as square as the column allows (less the toolbar's extra margin),
-    // within the height limits.
-    const width = (div.clientWidth || 600) - ((layout.margin?.r ?? 0) - marginRight);
-    const cell = Math.min(size.max_cell, Math.max(1, (width - size.chrome) / size.cols));
-    layout.height = Math.round(Math.min(size.max_height,
-      Math.max(size.min_height, size.rows * cell + size.vertical)));
+    layout.height = heightFor(size, (div.clientWidth || 600)
+                                    - ((layout.margin?.r ?? 0) - marginRight));
   }
   const config = {
     displaylogo: false,
     responsive: true,
     displayModeBar: touch ? false : "hover",
-    toImageButtonOptions: { format: "png", filename: header.filename, scale: 2 },
-    modeBarButtonsToAdd: [svgButton(Plotly, header.filename)],
+    toImageButtonOptions: { format: "png", filename: shown.filename, scale: 2 },
+    modeBarButtonsToAdd: [svgButton(Plotly, shown.filename)],
     // Five buttons (PNG, SVG, zoom, pan, reset) stay one upright column, even on
     // the shortest chart, so the toolbar fits its margin.
     modeBarButtonsToRemove: ["select2d", "lasso2d", "autoScale2d", "zoomIn2d", "zoomOut2d",
@@ -283,6 +366,8 @@ export async function draw(div, header, matrices, onClick) {
   const again = build(area);
   const changed = again.some((t, i) => t.texttemplate !== div.data[i].texttemplate);
   if (changed) await Plotly.react(div, again, layout, config);
+  div.__explorerDrawn = { head: shown.head, marks: JSON.stringify(layout.shapes ?? []),
+                          layout, config };
   if (!div.__explorerClick) {
     div.__explorerClick = true;
     div.on("plotly_click", (event) => {
@@ -293,7 +378,245 @@ export async function draw(div, header, matrices, onClick) {
     });
   }
   div.__explorerOnClick = onClick;
+  div.__explorerMarks = shown.marks;
   div.dataset.drawn = String(Number(div.dataset.drawn ?? 0) + 1); // for tests and benchmarks
+  painted(div);
+  if (div.__explorerState) await followLines(div);
+}
+
+// Tell whoever measures (tests, `make bench`) that `div`'s pixels changed: the
+// time of the next frame, after the change is painted, and why it changed:
+// "view" (the page followed a click or a pick, `setView`) or "server" (a payload).
+function painted(div) {
+  const by = div.__explorerCause ?? "server";
+  requestAnimationFrame(() => {
+    div.dataset.painted = String(performance.now());
+    div.dataset.paintedBy = by;
+    div.dispatchEvent(new CustomEvent("explorer:painted", { bubbles: true, detail: { by } }));
+  });
+}
+
+// ---------------------------------------------------------------------------
+// The weights as lines (BertViz's head view), drawn from the matrix the chart
+// holds, for the head and the query token the page shows. The spec (bins,
+// threshold, colours, labels, words) comes from explorer.figures.lines_spec.
+// ---------------------------------------------------------------------------
+export function linesFigure(values, n, spec, query, head) {
+  const data = [];
+  const hover = { x: [], y: [], text: [] };
+  const hasQuery = query !== null && query !== undefined && query < n;
+  let dropped = false;
+  for (const v of values) if (!Number.isFinite(v) || v < 0) dropped = true;
+  for (const [low, high, width, opacity] of spec.bins) {
+    for (const highlighted of [false, true]) {
+      if (highlighted && !hasQuery) continue;
+      const xs = [];
+      const ys = [];
+      for (let i = 0; i < n; i++) {
+        if (hasQuery && (i === query) !== highlighted) continue;
+        for (let j = 0; j < n; j++) {
+          const v = values[i * n + j];
+          if (!Number.isFinite(v) || !(v > low) || (high !== null && v > high)
+              || v < spec.threshold) continue;
+          xs.push(0, 1, null);
+          ys.push(i, j, null);
+          hover.x.push(0.85);
+          hover.y.push(i + 0.85 * (j - i));
+          hover.text.push(`${spec.labels[i]} → ${spec.labels[j]}: α = ${formatted(v, 4)}`);
+        }
+      }
+      if (!xs.length) continue;
+      const legend = high !== null ? `α in (${low}, ${high}]` : `α > ${low}`;
+      data.push({ type: "scatter", mode: "lines", x: xs, y: ys, name: legend,
+                  showlegend: !highlighted, hoverinfo: "skip", legendgroup: legend, opacity,
+                  line: { width, color: highlighted ? spec.highlight : spec.colour } });
+    }
+  }
+  if (hover.x.length) {
+    data.push({ type: "scatter", mode: "markers", x: hover.x, y: hover.y,
+                hovertext: hover.text, hoverinfo: "text", showlegend: false,
+                marker: { size: 8, color: "rgba(0,0,0,0)" } });
+  }
+  const rows = [...Array(n).keys()];
+  for (const [x, side, what] of [[0, "middle left", "query"], [1, "middle right", "key"]]) {
+    data.push({ type: "scatter", mode: spec.showLabels ? "text" : "markers", x: rows.map(() => x),
+                y: rows, showlegend: false, text: spec.labels, textposition: side,
+                hovertext: spec.labels.map((label, i) => `${what} ${i}: ${label}`),
+                hoverinfo: "text", marker: { size: 3, color: "#555555" },
+                textfont: { size: spec.fontSize } });
+  }
+  const notes = [];
+  if (spec.threshold > 0) notes.push(`weights ≥ ${spec.threshold} only (${n} tokens)`);
+  if (dropped) notes.push("negative and non-finite weights not drawn");
+  const title = `${spec.label}${spec.perHead ? `, head ${head}` : ""}: query → key`
+    + (notes.length ? `; ${notes.join(", ")}` : "");
+  const width = spec.showLabels ? spec.labelWidth : 10;
+  const layout = {
+    title: { text: title, x: 0, xanchor: "left", font: { size: 15 } },
+    xaxis: { visible: false, range: [-0.6, 1.6], fixedrange: true },
+    yaxis: { visible: false, autorange: "reversed", fixedrange: true },
+    margin: { l: 10 + Math.floor(width / 2), r: 10 + Math.floor(width / 2), t: 50, b: 10 },
+    legend: { orientation: "h", y: -0.02, yanchor: "top", x: 0, title: { text: "weight" } },
+    dragmode: false, hovermode: "closest", plot_bgcolor: "#ffffff", showlegend: true,
+    height: Math.round(Math.min(2400, Math.max(260, n * 24 + 140))), autosize: true,
+  };
+  return { data, layout };
+}
+
+// The line view under a weights chart: its switch and, while the page's view
+// says so, the lines for the head and query the chart shows. While it is off,
+// the lines are drawn off-screen in idle time, so that turning it on only
+// reveals them. Resolves to whether anything changed on screen.
+async function followLines(div) {
+  const state = div.__explorerState;
+  if (!state?.header.lines || !PAGE.known) return false;
+  const { toggle, box } = state.lines;
+  box.__explorerCause = div.__explorerCause;
+  const on = Boolean(PAGE.view.lines);
+  toggle.checked = on;
+  const wasOn = !box.classList.contains("explorer-offscreen");
+  if (!on) {
+    box.classList.add("explorer-offscreen");
+    box.style.width = `${div.clientWidth}px`;
+    (window.requestIdleCallback ?? setTimeout)(() => drawLines(div), { timeout: 3000 });
+    return wasOn;
+  }
+  box.classList.remove("explorer-offscreen");
+  box.style.width = "";
+  const drew = await drawLines(div);
+  if (!drew && !wasOn) painted(box);
+  return drew || !wasOn;
+}
+
+// Draw the lines of `div`'s weights for the page's view into its line box,
+// unless they are drawn already. Resolves to whether it drew.
+async function drawLines(div) {
+  const state = div.__explorerState;
+  const { box } = state.lines;
+  const spec = state.header.lines;
+  const shown = figureFor(state.header, PAGE.view);
+  const block = shown.figure.data[0].matrix.block;
+  const key = JSON.stringify([state.header.blocks[block].hash, shown.head, PAGE.view.query,
+                              box.clientWidth]);
+  if (key === box.dataset.key || !box.isConnected) return false;
+  box.dataset.key = key;
+  const Plotly = await loadPlotly(state.header.plotly);
+  const { data, layout } = linesFigure(state.matrices[block], spec.labels.length, spec,
+                                       PAGE.view.query, shown.head);
+  await Plotly.react(box, data, layout, {
+    displaylogo: false, responsive: true, displayModeBar: "hover",
+    toImageButtonOptions: { format: "png", filename: spec.filename, scale: 2 } });
+  box.dataset.drawn = String(Number(box.dataset.drawn ?? 0) + 1);
+  if (!box.classList.contains("explorer-offscreen")) painted(box);
+  return true;
+}
+
+// The switch and the box of the line view, once per chart (under its div).
+function addLines(parentElement, spec, setTriggerValue) {
+  let toggle = parentElement.querySelector(":scope > .explorer-lines-toggle input");
+  let box = parentElement.querySelector(":scope > .explorer-lines");
+  if (!toggle) {
+    addPickerStyle();
+    const label = document.createElement("label");
+    label.className = "explorer-lines-toggle";
+    label.title = spec.help;
+    toggle = document.createElement("input");
+    toggle.type = "checkbox";
+    toggle.setAttribute("role", "switch");
+    label.append(toggle, ` ${spec.toggle}`);
+    box = document.createElement("div");
+    box.className = "explorer-lines explorer-offscreen";
+    parentElement.append(label, box);
+  }
+  toggle.onchange = () => {
+    setView({ lines: toggle.checked });
+    setTriggerValue("lines", toggle.checked);
+  };
+  return { toggle, box };
+}
+
+// Follow the page's view in one chart: show the head it wants now (one redraw
+// with the layout already measured: every head's matrix has the same shape),
+// else move its outlines (a cheap relayout of its shapes) if they changed.
+// Resolves to whether anything was drawn.
+async function follow(div) {
+  const chart = await followChart(div);
+  return (await followLines(div)) || chart;
+}
+
+async function followChart(div) {
+  const state = div.__explorerState;
+  const drawn = div.__explorerDrawn;
+  if (!state || !drawn || div.dataset.drawing) return false;
+  const { header, matrices } = state;
+  const Plotly = await loadPlotly(header.plotly);
+  const shown = figureFor(header, PAGE.view);
+  if (shown.head !== drawn.head) {
+    const layout = { ...drawn.layout, shapes: shown.figure.layout.shapes,
+                     title: { ...drawn.layout.title, text: shown.figure.layout.title.text } };
+    const area = plotArea(div, layout);
+    const traces = shown.figure.data.map((spec) => (spec.matrix
+      ? traceWithMatrix(spec, matrices, area, header.columns ?? 1).trace : spec));
+    await Plotly.react(div, traces, layout, drawn.config);
+    Object.assign(drawn, { head: shown.head, layout, marks: JSON.stringify(layout.shapes) });
+    div.__explorerMarks = shown.marks;
+    painted(div);
+    return true;
+  }
+  if (!header.marks || !PAGE.known) return false;
+  const shapes = shown.figure.layout.shapes ?? [];
+  const text = JSON.stringify(shapes);
+  if (text === drawn.marks) return false;
+  drawn.marks = text;
+  drawn.layout = { ...drawn.layout, shapes };
+  await Plotly.relayout(div, { shapes });
+  painted(div);
+  return true;
+}
+
+function nextFrame() {
+  return new Promise((resolve) => requestAnimationFrame(() => resolve()));
+}
+
+// How far a chart lies from the window: 0 when it is in view.
+function distanceFromView(div) {
+  const box = div.getBoundingClientRect();
+  if (box.bottom >= 0 && box.top <= window.innerHeight) return 0;
+  return box.top > window.innerHeight ? box.top - window.innerHeight : -box.bottom;
+}
+
+// Change the page's view (a click, a picker) and let every chart follow it:
+// the charts in view all in the next frame, then the others nearest first, a
+// frame whenever one has taken FRAME_BUDGET_MS, so that the page stays
+// responsive. A later change starts over (each chart compares with what it
+// shows). The server hears of the change separately and confirms it with its
+// payloads.
+const FRAME_BUDGET_MS = 12;
+
+export function setView(change) {
+  Object.assign(PAGE.view, change);
+  PAGE.known = true;
+  for (const box of PAGE.pickers) {
+    if (!box.isConnected) PAGE.pickers.delete(box);
+    else box.__show(PAGE.view[box.dataset.name]);
+  }
+  for (const div of PAGE.charts) if (!div.isConnected) PAGE.charts.delete(div);
+  const order = [...PAGE.charts].map((div) => [distanceFromView(div), div])
+    .sort((a, b) => a[0] - b[0]);
+  const round = (PAGE.round = (PAGE.round ?? 0) + 1);
+  (async () => {
+    let since = performance.now();
+    for (const [distance, div] of order) {
+      if (round !== PAGE.round) return; // a newer change took over
+      if (distance > 0 && performance.now() - since > FRAME_BUDGET_MS) {
+        await nextFrame();
+        since = performance.now();
+        if (round !== PAGE.round) return;
+      }
+      div.__explorerCause = "view";
+      await follow(div);
+    }
+  })();
 }
 
 // The (row, col) under a click on a one-heatmap chart, from the pointer's
@@ -318,6 +641,9 @@ export default function mountChart(component) {
   const { data, parentElement, setTriggerValue } = component;
   if (!data) return;
   const { header, matrices, missing } = decode(data);
+  if (parentElement.querySelector(":scope > .explorer-chart")) {
+    parentElement.querySelector(":scope > .explorer-chart").__explorerCause = "server";
+  }
   if (missing.length) {
     setTriggerValue("missing", missing); // Python sends them again
     return;
@@ -329,22 +655,158 @@ export default function mountChart(component) {
     parentElement.appendChild(div);
     new ResizeObserver(() => div.__explorerRedraw?.()).observe(parentElement);
   }
-  const onClick = header.clickable ? (cell) => setTriggerValue("click", cell) : null;
+  if (header.view) { // the server's view: what its payloads were built for
+    Object.assign(PAGE.view, header.view);
+    PAGE.known = true;
+  }
+  const toServer = header.clickable ? (cell) => setTriggerValue("click", cell) : null;
+  // A click moves the page's view at once (a step chart: its cell, and its row
+  // as the query where the rows are tokens), then tells the server.
+  const onClick = toServer && ((cell) => {
+    const marks = div.__explorerMarks;
+    if (header.marks?.pick === "head") setView({ head: cell.trace }); // every head at a glance
+    if (marks?.step) {
+      const change = { cell: [marks.step, cell.row, cell.col + (marks.colOffset ?? 0),
+                              marks.head] };
+      if (marks.queryRows) change.query = cell.row;
+      setView(change);
+    }
+    toServer(cell);
+  });
   div.__explorerOnClick = onClick;
-  // The same picture as last time (a rerun that changed other charts, or one
-  // that sent only the hashes of matrices this page holds): nothing to draw.
-  const picture = JSON.stringify([header.figure, header.size, header.columns,
-                                  header.blocks.map((b) => b.hash)]);
-  if (picture === div.__explorerPicture) return;
-  div.__explorerPicture = picture;
+  PAGE.charts.add(div);
   let lastWidth = parentElement.clientWidth;
-  div.__explorerRedraw = () => {
-    if (Math.abs(parentElement.clientWidth - lastWidth) < 8) return;
+  const redraw = (always) => {
+    if (!always && Math.abs(parentElement.clientWidth - lastWidth) < 8) return;
     lastWidth = parentElement.clientWidth;
-    draw(div, header, matrices, onClick);
+    div.dataset.drawing = "1"; // until the picture is on the page (tests wait for it)
+    return draw(div, header, matrices, onClick).catch((error) => {
+      div.textContent = `This chart could not be drawn: ${error.message}`;
+    }).finally(() => delete div.dataset.drawing);
   };
-  div.dataset.drawing = "1"; // until the picture is on the page (tests wait for it)
-  draw(div, header, matrices, onClick).catch((error) => {
-    div.textContent = `This chart could not be drawn: ${error.message}`;
-  }).finally(() => delete div.dataset.drawing);
+  div.__explorerRedraw = () => redraw(false);
+  div.__explorerState = { header, matrices, redraw,
+                          lines: header.lines && addLines(parentElement, header.lines,
+                                                          setTriggerValue) };
+  // The same picture as last time (a rerun that changed other charts, or one
+  // that sent only the hashes of matrices this page holds, or only the view):
+  // nothing to draw but what the view changed.
+  // Blocks are named by their hash: payloads built for different heads hold
+  // the same matrices in another order.
+  const hashes = header.blocks.map((b) => b.hash);
+  const picture = JSON.stringify(
+    [figureFor(header, { ...PAGE.view, head: 0, query: null, cell: null }).figure,
+     header.size, header.columns, header.heads, [...hashes].sort()],
+    (key, value) => (key === "block" ? hashes[value] : value));
+  if (picture === div.__explorerPicture) {
+    follow(div);
+    return;
+  }
+  div.__explorerPicture = picture;
+  redraw(true);
+}
+
+// ---------------------------------------------------------------------------
+// Pickers of the page's view: the query token (a drop-down) and the head (a
+// row of buttons). A choice changes the page's view at once, so every chart
+// follows within a frame, and then tells the server (which confirms it).
+// Spec (explorer/ui/chart.py `picker`): {name, label, help, options: [labels],
+// value: index or null, none: label of "no choice" or null, buttons: bool}.
+// ---------------------------------------------------------------------------
+const PICKER_STYLE = `
+.explorer-picker { font-family: inherit; margin-bottom: 0.5rem; }
+.explorer-picker label { display: block; font-size: 14px; margin-bottom: 0.25rem;
+  color: rgb(49, 51, 63); }
+.explorer-picker select { width: 100%; font: inherit; font-size: 14px; padding: 0.5rem 0.6rem;
+  border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; background: #f0f2f6;
+  color: rgb(49, 51, 63); }
+.explorer-picker [role=radiogroup] { display: flex; flex-wrap: wrap; gap: 0; }
+.explorer-picker button { font: inherit; font-size: 14px; padding: 0.25rem 0.75rem;
+  border: 1px solid rgba(49, 51, 63, 0.2); background: #fff; color: rgb(49, 51, 63);
+  cursor: pointer; margin-left: -1px; }
+.explorer-picker button:first-child { border-radius: 0.5rem 0 0 0.5rem; margin-left: 0; }
+.explorer-picker button:last-child { border-radius: 0 0.5rem 0.5rem 0; }
+.explorer-offscreen { position: absolute !important; left: -100000px; top: 0;
+  visibility: hidden; }
+.explorer-lines-toggle { display: flex; align-items: center; gap: 0.4rem; font-size: 14px;
+  margin: 0.25rem 0 0.5rem; cursor: pointer; color: rgb(49, 51, 63); }
+.explorer-lines-toggle input { accent-color: #ff4b4b; width: 1rem; height: 1rem; }
+.explorer-picker button[aria-checked=true] { color: #ff4b4b; border-color: #ff4b4b;
+  background: rgba(255, 75, 75, 0.08); position: relative; }
+`;
+
+function addPickerStyle() {
+  if (document.getElementById("explorer-picker-style")) return;
+  const style = document.createElement("style");
+  style.id = "explorer-picker-style";
+  style.textContent = PICKER_STYLE;
+  document.head.appendChild(style);
+}
+
+export function mountPicker(component) {
+  const { data, parentElement, setTriggerValue } = component;
+  if (!data) return;
+  const spec = typeof data === "string" ? JSON.parse(data) : data;
+  addPickerStyle();
+  let box = parentElement.querySelector(":scope > .explorer-picker");
+  const shape = JSON.stringify([spec.name, spec.label, spec.options, spec.none, spec.buttons]);
+  if (!box || box.dataset.shape !== shape) {
+    box?.remove();
+    box = document.createElement("div");
+    box.className = "explorer-picker";
+    box.dataset.shape = shape;
+    box.dataset.name = spec.name;
+    const id = `explorer-picker-${spec.name}`;
+    const label = document.createElement("label");
+    label.textContent = spec.label;
+    if (spec.help) label.title = spec.help;
+    box.appendChild(label);
+    if (spec.buttons) {
+      const group = document.createElement("div");
+      group.setAttribute("role", "radiogroup");
+      group.setAttribute("aria-label", spec.label);
+      spec.options.forEach((text, i) => {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.setAttribute("role", "radio");
+        button.textContent = text;
+        button.addEventListener("click", () => box.__choose(i));
+        group.appendChild(button);
+      });
+      box.appendChild(group);
+    } else {
+      const select = document.createElement("select");
+      select.id = id;
+      label.htmlFor = id;
+      const options = spec.none !== null && spec.none !== undefined
+        ? [["", spec.none], ...spec.options.map((text, i) => [String(i), text])]
+        : spec.options.map((text, i) => [String(i), text]);
+      for (const [value, text] of options) {
+        const option = document.createElement("option");
+        option.value = value;
+        option.textContent = text;
+        select.appendChild(option);
+      }
+      select.addEventListener("change", () => box.__choose(
+        select.value === "" ? null : Number(select.value)));
+      box.appendChild(select);
+    }
+    parentElement.appendChild(box);
+    PAGE.pickers.add(box);
+  }
+  box.__choose = (value) => {
+    if (value === PAGE.view[spec.name]) return;
+    setView({ [spec.name]: value });
+    setTriggerValue("pick", value === null ? -1 : value);
+  };
+  box.__show = (value) => {
+    const select = box.querySelector("select");
+    if (select) select.value = value === null || value === undefined ? "" : String(value);
+    box.querySelectorAll("button").forEach((button, i) => {
+      button.setAttribute("aria-checked", String(i === value));
+    });
+  };
+  PAGE.view[spec.name] = spec.value; // the server's choice wins when it speaks
+  PAGE.known = true;
+  box.__show(spec.value);
 }

@@ -36,7 +36,17 @@ class Chart:
     how tall to make the chart for its width, and its ``narrower`` list the
     layouts to take below given widths (`explorer.figures.heads_grid_chart`);
     ``clickable`` sends clicks back;
-    ``columns`` is how many charts share the page's row."""
+    ``columns`` is how many charts share the page's row.
+
+    What lets the browser follow the learner without the server (chart.js):
+    ``marks`` says what the chart outlines for the page's view, a step chart's
+    step, head, whether its rows are tokens (the query row is outlined), and
+    the first column it shows of its step (`explorer.figures.heatmap_chart`);
+    ``view`` is the page's view when it was built, ``{"query", "cell",
+    "head"}``; ``heads`` holds every head's variant of a per-head chart (its
+    matrix block, title, colour range, frame colour ...), so that the page
+    switches heads by itself; ``lines`` offers the weights as lines under the
+    heatmap (`explorer.figures.lines_spec`), drawn in the browser."""
 
     figure: dict[str, Any]
     matrices: list[np.ndarray] = field(default_factory=list)
@@ -44,6 +54,10 @@ class Chart:
     size: dict[str, int] | None = None
     clickable: bool = False
     columns: int = 1
+    marks: dict[str, Any] | None = None
+    view: dict[str, Any] | None = None
+    heads: list[dict[str, Any]] | None = None
+    lines: dict[str, Any] | None = None
 
     def hashes(self) -> list[str]:
         """The `matrix_hash` of each matrix, computed once."""
@@ -52,8 +66,12 @@ class Chart:
         return self._hashes
 
     def header(self, plotly_url: str | None = None) -> dict[str, Any]:
-        return {"figure": self.figure, "filename": self.filename, "size": self.size,
-                "clickable": self.clickable, "columns": self.columns, "plotly": plotly_url}
+        out = {"figure": self.figure, "filename": self.filename, "size": self.size,
+               "clickable": self.clickable, "columns": self.columns, "plotly": plotly_url}
+        for name in ("marks", "view", "heads", "lines"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
 
 
 def matrix_hash(values: np.ndarray) -> str:

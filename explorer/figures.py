@@ -29,6 +29,7 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -179,14 +180,11 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
                         "words": list(step.cell_text) if step.cell_text else None}}
     shapes = []
     if highlight_row is not None and 0 <= highlight_row < n_rows:
-        shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
-                       "y0": highlight_row - 0.5, "y1": highlight_row + 0.5,
-                       "line": {"color": HIGHLIGHT_COLOUR, "width": 3}})
-    for row, col in ([marked_cell] if marked_cell is not None else []) + list(marked_cells):
+        shapes.append(query_shape(highlight_row))
+    for i, (row, col) in enumerate(([marked_cell] if marked_cell is not None else [])
+                                   + list(marked_cells)):
         if 0 <= row < n_rows and 0 <= col < n_cols:
-            shapes.append({"type": "rect", "xref": "x", "yref": "y", "x0": col - 0.5,
-                           "x1": col + 0.5, "y0": row - 0.5, "y1": row + 0.5,
-                           "line": {"color": MARK_COLOUR, "width": 3}})
+            shapes.append(cell_shape(row, col, "cell" if i == 0 and marked_cell else None))
     tokens_on_x = step.cols.labels == TOKENS
     layout = {
         "title": {"text": literal.plotly(title), "x": 0, "xanchor": "left",
@@ -215,6 +213,26 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
                  filename=filename, size=size, columns=columns)
 
 
+MARK_STYLES = {"query": {"color": HIGHLIGHT_COLOUR, "width": 3},
+               "cell": {"color": MARK_COLOUR, "width": 3}}
+"""How the query token's row and the explained cell are outlined. chart.js
+draws the same outlines when the learner picks another query or cell
+(``markShapes``), from these styles, which travel in each chart's ``marks``."""
+
+
+def query_shape(row: int) -> dict[str, Any]:
+    """The outline of the query token's row (named "query")."""
+    return {"type": "rect", "name": "query", "xref": "paper", "x0": 0, "x1": 1, "yref": "y",
+            "y0": row - 0.5, "y1": row + 0.5, "line": MARK_STYLES["query"]}
+
+
+def cell_shape(row: int, col: int, name: str | None = "cell") -> dict[str, Any]:
+    """The outline of a cell (named "cell" for the explained one)."""
+    shape = {"type": "rect", "xref": "x", "yref": "y", "x0": col - 0.5, "x1": col + 0.5,
+             "y0": row - 0.5, "y1": row + 0.5, "line": MARK_STYLES["cell"]}
+    return {"name": name, **shape} if name else shape
+
+
 def _slug(text: str, limit: int = 40) -> str:
     """``life-is-short``: a file-name piece of a visitor's sentence."""
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
@@ -229,9 +247,15 @@ def chart_filename(trace: Trace, name: str, head: int | None = None) -> str:
     return f"{name}{suffix}_{_slug(sentence)}"
 
 
+HEADS_IN_BROWSER_BYTES = 2 * 2**20
+"""A per-head chart carries every head's matrix (so that the page switches heads
+by itself) while they take at most this many float32 bytes together."""
+
+
 def heatmap_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
                   marked_cell: tuple[int, int] | None = None, title: str | None = None,
-                  colorbar: bool = True, columns: int = 1, head_slice: bool = False) -> Chart:
+                  colorbar: bool = True, columns: int = 1, head_slice: bool = False,
+                  every_head: bool = False) -> Chart:
     """The heatmap of one step of ``trace`` (head ``head`` of a per-head step),
     on its shared colour scale, titled with its name, formula and shape (and
     the head). With several heads the columns of W_query, W_key, W_value and the
@@ -239,11 +263,15 @@ def heatmap_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | N
     colour. ``head_slice`` draws only head ``head``'s columns of such a step
     (`head_columns`), labelled with their numbers in the whole matrix and framed
     in the head's colour; ``marked_cell`` and clicks are then in the slice's
-    own (row, column). See `matrix_chart` for the rest."""
+    own (row, column). ``every_head``: a per-head chart (or a head slice) also
+    carries the other heads' variants (`Chart.heads`) while they fit in
+    `HEADS_IN_BROWSER_BYTES`. The chart's `Chart.marks` say how the browser
+    outlines another query or cell. See `matrix_chart` for the rest."""
     step = STEPS[name]
     values = step_matrix(trace, name, head, head_slice, np.float32)
     per_head = trace.per_head(name)
     sliced = head_slice and len(head_columns(trace, name, head)) < trace[name].shape[-1]
+    given_title = title
     if title is None:
         title = step.title(trace.config, values.shape)
         if per_head or sliced:  # a slice's column numbers are on its axis
@@ -263,9 +291,39 @@ def heatmap_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | N
                       values.shape[1] // trace.config.n_heads)
     if per_head or sliced:  # one head's numbers: framed in its colour
         chart.figure["layout"]["shapes"].append(
-            {"type": "rect", "xref": "paper", "yref": "paper", "x0": 0, "x1": 1, "y0": 0,
-             "y1": 1, "line": {"color": head_colour(head), "width": 3}})
+            {"type": "rect", "name": "frame", "xref": "paper", "yref": "paper", "x0": 0,
+             "x1": 1, "y0": 0, "y1": 1, "line": {"color": head_colour(head), "width": 3}})
+    shown = head_columns(trace, name, head) if head_slice else range(values.shape[1])
+    chart.marks = {"step": name, "head": head, "perHead": per_head,
+                   "queryRows": step.rows.labels == TOKENS, "colOffset": shown.start,
+                   "rows": values.shape[0], "cols": values.shape[1], "styles": MARK_STYLES}
+    heads = trace.config.n_heads
+    if every_head and (per_head or sliced) and heads * values.nbytes <= HEADS_IN_BROWSER_BYTES:
+        _add_head_variants(chart, trace, name, head, given_title, colorbar, columns, head_slice)
     return chart
+
+
+def _add_head_variants(chart: Chart, trace: Trace, name: str, head: int, title: str | None,
+                       colorbar: bool, columns: int, head_slice: bool) -> None:
+    """Every head's variant of ``chart`` (`Chart.heads`): its matrix (a block of
+    the chart), title, colour range, frame colour, first column and, for a head
+    slice, column labels; chart.js draws the one the page's view names."""
+    variants = []
+    for h in range(trace.config.n_heads):
+        other = chart if h == head else heatmap_chart(trace, name, h, title=title,
+                                                      colorbar=colorbar, columns=columns,
+                                                      head_slice=head_slice)
+        if h != head:
+            chart.matrices.append(other.matrices[0])
+        spec = other.figure["data"][0]
+        variants.append({"block": 0 if h == head else len(chart.matrices) - 1,
+                         "title": other.figure["layout"]["title"]["text"],
+                         "zmin": spec["zmin"], "zmax": spec["zmax"],
+                         "colorscale": spec["colorscale"], "frame": head_colour(h),
+                         "colOffset": other.marks["colOffset"], "filename": other.filename,
+                         "x": spec["x"] if head_slice else None})
+    chart.heads = variants
+    chart._hashes = None
 
 
 def to_figure(chart: Chart) -> go.Figure:
@@ -721,96 +779,27 @@ def lines_threshold(n_tokens: int) -> float:
     return 0.0 if n_tokens <= LINES_ALL_UP_TO else LINES_MIN_WEIGHT
 
 
-def _segments(rows: np.ndarray, cols: np.ndarray) -> tuple[list, list]:
-    """x and y of one line per (query row, key col), from x=0 to x=1, None-separated."""
-    xs, ys = [], []
-    for i, j in zip(rows.tolist(), cols.tolist()):
-        xs += [0, 1, None]
-        ys += [i, j, None]
-    return xs, ys
-
-
-def attention_lines_chart(trace: Trace, name: str = "attn_weights", head: int = 0,
-                          highlight_row: int | None = None) -> Chart:
-    """An (n, n) weights matrix as lines, like BertViz's head view.
-
-    Query tokens stand in a left column (x = 0), key tokens in a right one
-    (x = 1), token i at height i. Weight α_ij is a line from query i to key j,
-    thicker and more opaque in a higher bin of `LINE_BINS` (one scatter trace
-    per bin, segments separated by None: plain JSON, no matrix blocks). Zero
-    weights (a causal mask's future) get no line; long inputs only lines of at
-    least `lines_threshold`; negative or non-finite weights (``normalization``
-    sum or naive_softmax) none, which the title says. The ``highlight_row``
-    query's lines are drawn in the highlight colour. Hovering near a line's key
-    end gives the pair and the weight.
-    """
-    step = STEPS[name]
-    values = step_matrix(trace, name, head)  # (n, n)
-    n = values.shape[0]
+def lines_spec(trace: Trace, name: str = "attn_weights") -> dict[str, Any]:
+    """What chart.js needs to draw an (n, n) weights matrix as lines, like
+    BertViz's head view (``linesFigure``), from the matrix the chart holds, for
+    the head and the query token the page shows: query tokens in a left column,
+    key tokens in a right one, token i at height i; weight α_ij a line from query
+    i to key j, thicker and more opaque in a higher bin of `LINE_BINS` (one
+    Plotly trace per bin); zero weights (a causal mask's future) get no line,
+    long inputs only lines of at least `lines_threshold`, and negative or
+    non-finite weights (``normalization`` sum or naive_softmax) none, which the
+    title says; the query token's lines in the highlight colour. Returns the
+    labels (escaped for Plotly), the bins (an upper bound of None: none), the
+    threshold, colours, sizes and words."""
+    n = trace.n_tokens
     labels = token_labels(trace.tokens)
-    threshold = lines_threshold(n)
-    finite = np.isfinite(values)
-    data, hover_x, hover_y, hover_text = [], [], [], []
-    for low, high, width, opacity in LINE_BINS:
-        in_bin = finite & (values > low) & (values <= high) & (values >= threshold)
-        for highlighted in (False, True):
-            mine = in_bin.copy()
-            if highlight_row is not None and 0 <= highlight_row < n:
-                others = np.arange(n) != highlight_row
-                mine[others if highlighted else ~others] = False
-            elif highlighted:
-                continue
-            rows, cols = np.nonzero(mine)
-            if not len(rows):
-                continue
-            xs, ys = _segments(rows, cols)
-            legend = f"α in ({low:g}, {high:g}]" if high < math.inf else f"α > {low:g}"
-            data.append({"type": "scatter", "mode": "lines", "x": xs, "y": ys,
-                         "name": legend, "showlegend": not highlighted, "hoverinfo": "skip",
-                         "legendgroup": legend, "opacity": opacity,
-                         "line": {"width": width, "color": HIGHLIGHT_COLOUR if highlighted
-                                  else LINE_COLOUR}})
-            hover_x += [0.85] * len(rows)
-            hover_y += [i + 0.85 * (j - i) for i, j in zip(rows.tolist(), cols.tolist())]
-            hover_text += [literal.plotly(f"{labels[i]} → {labels[j]}: α = {values[i, j]:.4f}")
-                           for i, j in zip(rows.tolist(), cols.tolist())]
-    if hover_x:
-        data.append({"type": "scatter", "mode": "markers", "x": hover_x, "y": hover_y,
-                     "hovertext": hover_text, "hoverinfo": "text", "showlegend": False,
-                     "marker": {"size": 8, "color": "rgba(0,0,0,0)"}})
-    show_labels = n <= LINE_LABELS_UP_TO
-    for x, side, what in ((0, "middle left", "query"), (1, "middle right", "key")):
-        data.append({"type": "scatter", "mode": "text" if show_labels else "markers",
-                     "x": [x] * n, "y": list(range(n)), "showlegend": False,
-                     "text": [literal.plotly(s) for s in labels], "textposition": side,
-                     "hovertext": [literal.plotly(f"{what} {i}: {s}") for i, s in
-                                   enumerate(labels)], "hoverinfo": "text",
-                     "marker": {"size": 3, "color": "#555555"},
-                     "textfont": {"size": 12 if n <= 32 else 10}})
-    notes = []
-    if threshold > 0:
-        notes.append(f"weights ≥ {threshold:g} only ({n} tokens)")
-    if (finite & (values < 0)).any() or not finite.all():
-        notes.append("negative and non-finite weights not drawn")
-    heads = f", head {head}" if trace.per_head(name) else ""
-    title = f"{step.label}{heads}: query → key" + (f"; {', '.join(notes)}" if notes else "")
-    width = _label_width_px(labels) if show_labels else 10
-    layout = {
-        "title": {"text": literal.plotly(title), "x": 0, "xanchor": "left",
-                  "font": {"size": 15}},
-        "xaxis": {"visible": False, "range": [-0.6, 1.6], "fixedrange": True},
-        "yaxis": {"visible": False, "autorange": "reversed", "fixedrange": True},
-        "margin": {"l": 10 + width // 2, "r": 10 + width // 2, "t": 50, "b": 10},
-        "legend": {"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0,
-                   "title": {"text": "weight"}},
-        "dragmode": False, "hovermode": "closest",
-        "plot_bgcolor": "#ffffff", "showlegend": True,
-    }
-    size = {"rows": n, "cols": 1, "max_cell": 24, "chrome": 0, "vertical": 140,
-            "min_height": 260, "max_height": 2400}
-    return Chart({"data": data, "layout": layout},
-                 filename=chart_filename(trace, f"{name}_lines", head if heads else None),
-                 size=size)
+    return {"labels": [literal.plotly(s) for s in labels], "label": STEPS[name].label,
+            "perHead": trace.per_head(name), "threshold": lines_threshold(n),
+            "bins": [[low, None if high == math.inf else high, width, opacity]
+                     for low, high, width, opacity in LINE_BINS],
+            "colour": LINE_COLOUR, "highlight": HIGHLIGHT_COLOUR,
+            "showLabels": n <= LINE_LABELS_UP_TO, "labelWidth": _label_width_px(labels),
+            "fontSize": 12 if n <= 32 else 10, "filename": chart_filename(trace, f"{name}_lines")}
 
 
 def _block_labels(labels: list[str], blocks) -> list[str]:

@@ -4,9 +4,9 @@ import streamlit as st
 
 from explorer.presets import MULTI_HEAD_PAGE
 from explorer.steps import split_after, stages, visible_steps
-from explorer.ui.multihead import (causal_second_route, dropout_note, head_picker, head_split,
-                                   heads_grid, verification)
-from explorer.ui.render import page_header, query_picker, step_charts
+from explorer.ui.multihead import (causal_second_route, dropout_note, head_split, heads_grid,
+                                   verification)
+from explorer.ui.render import head_picker, page_header, query_picker, step_charts
 from explorer.ui.sidebar import settings
 
 page_header(

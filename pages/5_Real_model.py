@@ -4,9 +4,8 @@ import streamlit as st
 
 from explorer.steps import stages, visible_steps
 from explorer.ui import real_model
-from explorer.ui.multihead import head_picker
 from explorer.ui.navigation import MODEL_PAGE
-from explorer.ui.render import page_header, query_picker, step_charts, token_table
+from explorer.ui.render import head_picker, page_header, query_picker, step_charts, token_table
 
 page_header(
     MODEL_PAGE,

@@ -210,7 +210,7 @@ window.__soak = (() => {
     for (const box of document.querySelectorAll("[class*='st-key-chart-']")) {
       const key = [...box.classList].find(c => c.startsWith('st-key-chart-'));
       const step = key.slice('st-key-chart-'.length);
-      const gd = box.querySelector(':scope .js-plotly-plot');
+      const gd = box.querySelector(':scope .explorer-chart');
       if (!(step in expected)) {
         if (gd) problems.push(step + ': a chart the trace does not have');
         continue;
@@ -396,7 +396,7 @@ async def _edit(visitor: Visitor, page: Page) -> tuple[str, Settings, str] | Non
         await page.get_by_role("option", name=label, exact=True).click()
         return kind, s, where
     # a click on a random cell of a random step chart
-    charts = page.locator("[class*='st-key-chart-'] .js-plotly-plot")
+    charts = page.locator("[class*='st-key-chart-'] .explorer-chart")
     count = await charts.count()
     if not count:
         return None

@@ -44,6 +44,8 @@ def all_charts(at: AppTest) -> dict[str, dict]:
     figure with each heatmap's ``z`` filled in from the payload's float32 blocks."""
     found = {}
     for element in at.get("bidi_component"):
+        if not element.proto.bytes:  # a picker (explorer.ui.chart.picker): JSON, no chart
+            continue
         header, matrices = decode(element.proto.bytes, _MATRICES)
         figure = header["figure"]
         for trace in figure["data"]:
@@ -51,6 +53,13 @@ def all_charts(at: AppTest) -> dict[str, dict]:
                 trace["z"] = matrices[trace["matrix"]["block"]]
         found[element.proto.id.split("-", 2)[2]] = figure  # "$$ID-<hash>-<key>"
     return found
+
+
+def chart_headers(at: AppTest) -> dict[str, dict]:
+    """Every chart's header by its key: the figure and what the browser follows
+    by itself (``marks``, ``view``, ``heads``, ``lines``; `explorer.charts.Chart`)."""
+    return {element.proto.id.split("-", 2)[2]: decode(element.proto.bytes, {})[0]
+            for element in at.get("bidi_component") if element.proto.bytes}
 
 
 def charts(at: AppTest) -> dict[str, dict]:
@@ -69,10 +78,29 @@ def read_numbers(column) -> np.ndarray:
     return np.array([float(text.replace("\u2212", "-")) for text in column])
 
 
-def errors(at: AppTest) -> list[str]:
-    """The error boxes' text as a visitor reads it: the markdown escapes and word
-    joiners of `explorer.literal.markdown` undone."""
-    return [e.value.replace("\\", "").replace(literal.WORD_JOINER, "") for e in at.error]
+def pick(at: AppTest, name: str, value: int | None) -> AppTest:
+    """Choose ``value`` in the page's ``name`` picker ("query", "head"), which
+    chart.js draws and follows in the browser: on the server its choice sets
+    the state and reruns the page (`explorer.ui.render._pick`)."""
+    at.session_state[name] = value
+    return at.run()
+
+
+def picked(at: AppTest, name: str) -> int | None:
+    """The value the ``name`` picker shows: the one the page sent it."""
+    import json
+    for element in at.get("bidi_component"):
+        if element.proto.id.endswith(f"-picker-{name}"):
+            return json.loads(element.proto.json)["value"]
+    raise KeyError(f"no {name} picker on the page")
+
+
+def errors(at: AppTest, kind: str = "error") -> list[str]:
+    """The text of the ``kind`` boxes ("error", "warning", "info") as a visitor
+    reads it: the markdown escapes and word joiners of `explorer.literal.markdown`
+    undone."""
+    return [e.value.replace("\\", "").replace(literal.WORD_JOINER, "")
+            for e in getattr(at, kind)]
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -120,7 +148,8 @@ def test_simplified_heatmaps_are_identity_attention():
 
 def test_simplified_query_picker_shows_that_tokens_row():
     at = open_page(PAGE_FILES["Simplified_attention"])
-    at.selectbox(key="query").set_value(4).run()
+    pick(at, "query", 4)
+    assert picked(at, "query") == 4
     assert not at.exception
     x = compute_trace(AttentionConfig())["embeddings"]
     scores = x @ x.T

@@ -23,7 +23,7 @@ from explorer.trace import Trace, read_json
 from explorer.ui import downloads
 from explorer.ui.matrices import parse_csv_matrix
 from tests.conftest import PAGE_FILES
-from tests.test_app import open_page
+from tests.test_app import open_page, pick
 from tests.test_app_multihead import TWO_HEADS, TWO_HEADS_CONFIG
 from tests.test_export import PLOTLY_JS_SIGNATURE
 
@@ -102,7 +102,7 @@ def test_one_matrix_of_the_head_shown_and_the_script_to_copy(offered, monkeypatc
     at = open_page(PAGE_FILES["Causal_and_multi_head"], TWO_HEADS)
     trace = compute_trace(TWO_HEADS_CONFIG)
     at.selectbox(key="csv_step").set_value("attn_weights").run()
-    at.segmented_control(key="head").set_value(1).run()  # the page shows head 1: so does the CSV
+    pick(at, "head", 1)  # the page shows head 1: so does the CSV
     csv_download = sidebar_downloads(at, offered)["CSV"]
     assert csv_download.file_name == "attn_weights_head1_life-is-short-eat-dessert-first.csv"
     numbers = parse_csv_matrix(csv_download.make().encode(), (6, 6), "attn_weights")

@@ -9,7 +9,7 @@ import torch
 from explorer import AttentionConfig, compute_trace
 from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from explorer.ui.navigation import PAGES
-from tests.test_app import all_charts, charts, errors, open_page, z_values
+from tests.test_app import all_charts, charts, errors, open_page, pick, z_values
 
 PAGE = PAGES[MULTI_HEAD_PAGE][0]
 TWO_HEADS = {"d_in": "4", "d_k": "4", "d_v": "6", "n_heads": "2", "causal": "true",
@@ -42,7 +42,7 @@ def test_switching_the_head_changes_the_heatmaps():
     at = open_page(PAGE, TWO_HEADS)
     trace = compute_trace(TWO_HEADS_CONFIG)
     head0 = z_values(charts(at)["attn_weights"])
-    at.segmented_control(key="head").set_value(1).run()
+    pick(at, "head", 1)
     assert not at.exception
     head1 = z_values(charts(at)["attn_weights"])
     assert not np.allclose(head0, head1)

@@ -10,7 +10,7 @@ from explorer import AttentionConfig, compute_trace
 from explorer.presets import PRESETS
 from explorer.ui.navigation import PAGES
 from tests.conftest import HOME
-from tests.test_app import all_charts, charts, errors, open_page, z_values
+from tests.test_app import all_charts, charts, errors, open_page, picked, z_values
 
 
 def successes(at) -> list[str]:
@@ -183,9 +183,9 @@ def test_a_matrix_too_big_to_edit_by_hand_is_imported_not_drawn_as_a_table():
 def test_a_links_query_wins_over_the_presets_own_query_token():
     # The example looks at "is" (1); the link says "eat" (3): explicit parameters come last.
     at = open_page(PAGES["Self-attention"][0], {"preset": "life-is-short", "query": "3"})
-    assert at.selectbox(key="query").value == 3
+    assert picked(at, "query") == 3
     at = open_page(PAGES["Self-attention"][0], {"preset": "life-is-short"})
-    assert at.selectbox(key="query").value == PRESETS["life-is-short"].query
+    assert picked(at, "query") == PRESETS["life-is-short"].query
 
 
 def test_picking_an_example_in_the_sidebar_opens_its_page():

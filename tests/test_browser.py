@@ -57,7 +57,7 @@ def page_url(server, name: str, **query: str) -> str:
 def tick_labels(page: Page, chart: int | Locator, axis: str = "y") -> list[str]:
     """The tick labels of a Plotly chart (the ``chart``-th, or a locator) as the
     browser shows them: top to bottom (y) or left to right (x)."""
-    plot = page.locator(".js-plotly-plot").nth(chart) if isinstance(chart, int) else chart
+    plot = page.locator(".explorer-chart").nth(chart) if isinstance(chart, int) else chart
     # Read in one go: a chart may redraw (a resize) between two reads of its ticks.
     return plot.evaluate("""(gd, axis) => [...gd.querySelectorAll(`.${axis}tick text`)]
         .map((tick) => [tick.getBoundingClientRect()[axis], tick.textContent])
@@ -82,7 +82,7 @@ def test_each_page_opened_first_on_a_fresh_server(fresh_server, page: Page, name
         expect(page.get_by_text("This server does not run visitors' code")).to_be_visible()
     elif name != "Home":
         assert chart_count(page) >= 3
-        heatmaps = page.locator(".js-plotly-plot:has(g.heatmaplayer):visible")
+        heatmaps = page.locator(".explorer-chart:has(g.heatmaplayer):visible")
         if heatmaps.count():  # the Experiments page opens on line charts
             assert tick_labels(page, heatmaps.first) == ["Life", "is", "short", "eat",
                                                          "dessert", "first"]
@@ -95,7 +95,7 @@ def test_typing_a_sentence_changes_the_axis_labels(fresh_server, page: Page):
     box.fill("attention is all you need")
     box.press("Enter")
     settle(page)
-    expect(page.locator(".js-plotly-plot").first.locator(".ytick text")).to_have_count(5)
+    expect(page.locator(".explorer-chart").first.locator(".ytick text")).to_have_count(5)
     assert tick_labels(page, 0) == ["attention", "is", "all", "you", "need"]
     assert "sentence=attention+is+all+you+need" in page.url  # the link reproduces the view
     expect(page.get_by_test_id("stException")).to_have_count(0)
@@ -145,7 +145,7 @@ def test_bad_url_values_show_an_error_not_a_traceback(fresh_server, page: Page):
 
 def cell_texts(page: Page, chart: int) -> list[str]:
     """The numbers printed in the cells of the ``chart``-th heatmap, row by row."""
-    texts = page.locator(".js-plotly-plot").nth(chart).locator("g.heatmaplayer text")
+    texts = page.locator(".explorer-chart").nth(chart).locator("g.heatmaplayer text")
     return texts.all_text_contents()
 
 
@@ -170,7 +170,7 @@ def test_preset_by_url_then_edit_a_cell_of_x(fresh_server, page: Page):
     cell_editor.fill("3")
     cell_editor.press("Enter")
     settle(page)
-    expect(page.locator(".js-plotly-plot").first.locator("g.heatmaplayer text").nth(1)).to_have_text(
+    expect(page.locator(".explorer-chart").first.locator("g.heatmaplayer text").nth(1)).to_have_text(
         "3.0000")
     assert cell_texts(page, 7) != scores_before  # the scores heatmap followed
     expect(page.get_by_test_id("stAlertContentInfo")).to_contain_text("You have changed the setup")
@@ -184,9 +184,9 @@ def test_multi_head_page_switches_heads_and_reports_bad_n_heads(fresh_server, pa
     chart_count(page)
     expect(page.get_by_test_id("stAlertContentSuccess")).to_contain_text(
         "Verified against PyTorch")
-    title = page.locator(".js-plotly-plot .gtitle", has_text="Attention weights")
+    title = page.locator(".explorer-chart .gtitle", has_text="Attention weights")
     expect(title.first).to_contain_text("head 0")
-    weights_chart = page.locator(".js-plotly-plot", has=page.locator(
+    weights_chart = page.locator(".explorer-chart", has=page.locator(
         ".gtitle", has_text="Attention weights: α")).first
     head0 = weights_chart.locator("g.heatmaplayer text").all_text_contents()
 
@@ -209,7 +209,7 @@ def test_click_a_score_cell_to_see_how_it_was_computed(fresh_server, page: Page)
     page.goto(page_url(fresh_server, "Self_attention"))
     settle(page)
     chart_count(page)
-    scores = page.locator(".js-plotly-plot", has=page.locator(
+    scores = page.locator(".explorer-chart", has=page.locator(
         ".gtitle", has_text="Attention scores: ω")).first
     scores.scroll_into_view_if_needed()
     area = scores.locator(".nsewdrag").first.bounding_box()

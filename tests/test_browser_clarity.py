@@ -67,7 +67,7 @@ def test_the_link_opens_the_same_view_in_a_fresh_browser(shared_server, page: Pa
     settle(page)
     chart_count(page)
     # Explain a cell by clicking it: attn_scores row 3 ("eat"), column 1 ("is").
-    scores = page.locator(".st-key-chart-attn_scores .js-plotly-plot")
+    scores = page.locator(".st-key-chart-attn_scores .explorer-chart")
     scores.scroll_into_view_if_needed()
     area = scores.locator(".nsewdrag").bounding_box()
     page.mouse.click(area["x"] + area["width"] * 1.5 / 6, area["y"] + area["height"] * 3.5 / 6)
@@ -98,7 +98,7 @@ def test_the_toolbar_shows_on_hover_beside_the_title_and_not_on_touch_screens(
     page.goto(page_url(shared_server, "Self_attention"))
     settle(page)
     chart_count(page)
-    chart = page.locator(".st-key-chart-attn_weights .js-plotly-plot")
+    chart = page.locator(".st-key-chart-attn_weights .explorer-chart")
     modebar = chart.locator(".modebar")
     chart.hover()
     expect(modebar).to_be_visible()
@@ -111,9 +111,9 @@ def test_the_toolbar_shows_on_hover_beside_the_title_and_not_on_touch_screens(
     page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
     page.goto(page_url(shared_server, "Self_attention", sentence="one two", d_in="32",
                        d_k="32", d_v="32"))
-    page.locator(".st-key-chart-queries .js-plotly-plot .nsewdrag").wait_for()
+    page.locator(".st-key-chart-queries .explorer-chart .nsewdrag").wait_for()
     for key in ("queries", "keys", "values", "attn_weights"):
-        chart = page.locator(f".st-key-chart-{key} .js-plotly-plot")
+        chart = page.locator(f".st-key-chart-{key} .explorer-chart")
         chart.scroll_into_view_if_needed()
         chart.hover()
         bar, cells = chart.locator(".modebar").bounding_box(), \
@@ -129,6 +129,6 @@ def test_the_toolbar_shows_on_hover_beside_the_title_and_not_on_touch_screens(
     phone.goto(page_url(shared_server, "Self_attention"))
     settle(phone)
     chart_count(phone)
-    phone.locator(".st-key-chart-attn_weights .js-plotly-plot").tap()
+    phone.locator(".st-key-chart-attn_weights .explorer-chart").tap()
     expect(phone.locator(".st-key-chart-attn_weights .modebar")).to_have_count(0)
     touch.close()

@@ -60,9 +60,9 @@ def test_every_download_delivers_its_file_and_the_report_draws_offline(
     page.goto(files[".html"].as_uri())
     n_charts = page.locator("div.chart[data-chart]").count()
     assert n_charts == 11  # every heatmap of the Self-attention page
-    drawn = page.locator(".js-plotly-plot:has(.main-svg)")
+    drawn = page.locator(".explorer-chart:has(.main-svg)")
     expect(drawn).to_have_count(n_charts)
-    cells = page.locator(".js-plotly-plot").first.locator(".heatmaplayer text")
+    cells = page.locator(".explorer-chart").first.locator(".heatmaplayer text")
     expect(cells.first).to_be_attached()
     numbers = [text for text in cells.all_text_contents() if NUMBER.match(text)]
     assert "0.3374" in numbers  # X[Life, 0]: 002_8c91a21803773e04.txt, cell 9
@@ -74,7 +74,7 @@ def test_a_chart_toolbar_saves_it_as_svg(fresh_server, page: Page):
     page.goto(page_url(fresh_server, "Self_attention"))
     settle(page)
     chart_count(page)
-    chart = page.locator(".js-plotly-plot").first
+    chart = page.locator(".explorer-chart").first
     chart.hover()
     button = chart.locator("[data-title='Download as SVG (for print)']")
     with page.expect_download() as info:
@@ -96,7 +96,7 @@ def test_the_report_fits_the_window_with_a_long_link(browser: Browser, tmp_path,
     context = browser.new_context(viewport={"width": width, "height": 900})
     page = context.new_page()
     page.goto(report.as_uri())
-    expect(page.locator(".js-plotly-plot:has(.main-svg)")).to_have_count(
+    expect(page.locator(".explorer-chart:has(.main-svg)")).to_have_count(
         page.locator("div.chart[data-chart]").count(), timeout=30_000)
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     context.close()

@@ -322,7 +322,7 @@ def open_folder(watch: Watch, folder: str) -> None:
 # ---------------------------------------------------------------------------
 CHART_ROWS_JS = """
 ([key, want]) => {
-  const gd = document.querySelector('.st-key-' + key + ' .js-plotly-plot');
+  const gd = document.querySelector('.st-key-' + key + ' .explorer-chart');
   return !!(gd && gd.data && gd.querySelector('.main-svg') &&
             JSON.stringify(gd.data[0].y) === JSON.stringify(want));
 }
@@ -334,7 +334,7 @@ def check_chart_rows(watch: Watch, where: str, key: str, labels: list[str]) -> N
     labels show them literally."""
     if not watch.wait_for(where, CHART_ROWS_JS, [key, [literal.plotly(s) for s in labels]]):
         return
-    ticks = watch.page.locator(f".st-key-{key} .js-plotly-plot .ytick text").all_text_contents()
+    ticks = watch.page.locator(f".st-key-{key} .explorer-chart .ytick text").all_text_contents()
     strange = [t for t in ticks if t not in labels]
     if not ticks or strange:
         watch.problem(where, f"{key}'s tick labels are not the literal tokens: {strange or ticks}")
@@ -455,7 +455,7 @@ def test_sentences_and_the_explained_cell_are_inert(hostile_server, page: Page, 
     watch.check_inert("sentence by link")
     explained = page.locator(".st-key-chart-attn_scores").count() > 0
     if explained:  # cell (row 1, column 0); Playwright clicks once the plot is stable
-        area = page.locator(".st-key-chart-attn_scores .js-plotly-plot .nsewdrag").first
+        area = page.locator(".st-key-chart-attn_scores .explorer-chart .nsewdrag").first
         area.scroll_into_view_if_needed()
         size, n = area.bounding_box(), trace.n_tokens
         watch.rerun(lambda: area.click(position={"x": size["width"] * 0.5 / n,

@@ -21,7 +21,7 @@ from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODEL_PAGE, PAGES
 from explorer.ui.state import (ACTIONS, ENTRIES, INTERNAL, CellRef, Choice, Flag, Fraction, Index,
                                MatrixKind, Number, Steps, Text)
 from explorer.ui.matrices import parse_csv_matrix
-from tests.test_app import all_charts, errors, open_link, open_page, z_values
+from tests.test_app import all_charts, errors, open_link, open_page, pick, z_values
 from tests.test_app_downloads import offered, sidebar_downloads  # noqa: F401, F811 (a fixture)
 
 ATTENTION_PAGES = (HOME_PAGE, SIMPLIFIED_PAGE, SELF_ATTENTION_PAGE, MULTI_HEAD_PAGE,
@@ -342,7 +342,7 @@ def test_switching_uniform_x_to_given_keeps_x_and_says_why_the_weights_change():
 
 def test_the_csv_is_of_the_head_the_page_shows(offered):  # noqa: F811 (the fixture)
     at = open_link(PAGES[MULTI_HEAD_PAGE][0], {"d_k": "4", "d_v": "4", "n_heads": "4"})
-    at.segmented_control(key="head").set_value(3).run()
+    pick(at, "head", 3)
     assert "head=3" in link_of(at)
     assert [c.value for c in at.sidebar.caption if c.value.startswith("Head ")] == [
         "Head 3, the head shown on the page."]

@@ -25,7 +25,7 @@ import functools
 import hashlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import plotly
@@ -62,19 +62,26 @@ def ensure_static_files() -> None:
         os.replace(partial.name, target)
 
 
-# The component itself only loads chart.js (once per page), so that each chart's
-# message carries a few lines of code, not the whole of chart.js.
-_LOADER = f"""export default function (component) {{
-  import(new URL("{CHART_URL}", document.baseURI).href).then((m) => m.default(component));
+# The components themselves only load chart.js (once per page), so that each
+# chart's message carries a few lines of code, not the whole of chart.js.
+def _loader(function: str) -> str:
+    return f"""export default function (component) {{
+  import(new URL("{CHART_URL}", document.baseURI).href).then((m) => m.{function}(component));
 }}"""
-_component = st.components.v2.component("explorer_chart", js=_LOADER, isolate_styles=False)
 
 
-def show(chart: Chart, key: str, on_click: Callable[[dict[str, int]], None] | None = None
-         ) -> None:
+_component = st.components.v2.component("explorer_chart", js=_loader("default"),
+                                         isolate_styles=False)
+_picker = st.components.v2.component("explorer_picker", js=_loader("mountPicker"),
+                                      isolate_styles=False)
+
+
+def show(chart: Chart, key: str, on_click: Callable[[dict[str, int]], None] | None = None,
+         on_lines: Callable[[bool], None] | None = None) -> None:
     """Draw ``chart`` under the widget key ``key`` (kept across reruns, so the
     page updates it in place). ``on_click({"trace", "row", "col"})`` runs when
-    a heatmap cell is clicked."""
+    a heatmap cell is clicked, ``on_lines(on)`` when the line view's switch
+    (`Chart.lines`) is turned; the page shows both at once, by itself."""
     ensure_static_files()
     sent = st.session_state.setdefault(_SENT_KEY, {})
     chart.clickable = on_click is not None
@@ -84,13 +91,42 @@ def show(chart: Chart, key: str, on_click: Callable[[dict[str, int]], None] | No
     sent[key] = set(chart.hashes())
     _component(key=key, data=payload,
                on_click_change=lambda: _clicked(key, on_click),
+               on_lines_change=lambda: _lines(key, on_lines),
                on_missing_change=lambda: _resend(key))
+
+
+def picker(name: str, label: str, options: Sequence[str], value: int | None, *,
+           none: str | None = None, buttons: bool = False, help: str | None = None,
+           on_pick: Callable[[int | None], None]) -> int | None:
+    """A picker of the page's view drawn by chart.js (`mountPicker`): ``options``
+    named by their labels, as a drop-down (``none``: the label of no choice) or
+    a row of ``buttons``. The page follows a choice at once, without the server;
+    ``on_pick(index or None)`` then runs on the server (it sets state). Returns
+    ``value``, the choice the page shows."""
+    ensure_static_files()
+    key = f"picker-{name}"
+    _picker(key=key, data={"name": name, "label": label, "help": help, "options": list(options),
+                           "value": value, "none": none, "buttons": buttons},
+            on_pick_change=lambda: _picked(key, on_pick))
+    return value
+
+
+def _picked(key: str, on_pick: Callable[[int | None], None]) -> None:
+    picked = getattr(st.session_state.get(key), "pick", None)
+    if picked is not None:
+        on_pick(None if picked < 0 else int(picked))
 
 
 def _clicked(key: str, on_click) -> None:
     cell = getattr(st.session_state.get(key), "click", None)
     if on_click is not None and cell:
         on_click(cell)
+
+
+def _lines(key: str, on_lines) -> None:
+    lines = getattr(st.session_state.get(key), "lines", None)
+    if on_lines is not None and lines is not None:
+        on_lines(bool(lines))
 
 
 def _resend(key: str) -> None:

@@ -10,17 +10,10 @@ import streamlit as st
 
 from explorer import figures, literal, verify
 from explorer.trace import Trace
-from explorer.ui import chart, state, widgets
+from explorer.ui import chart, state
 
 VERIFY_TOLERANCE = 1e-4
 """Largest difference from PyTorch still shown as agreement (float32 rounding)."""
-
-
-def head_picker(view: state.View) -> int:
-    """Pick the head whose matrices the page shows (`View.head`; nothing to
-    pick when there is one)."""
-    n_heads = view.trace.config.n_heads
-    return 0 if n_heads == 1 else widgets.index("head", n_heads, "head")
 
 
 def head_split(trace: Trace) -> None:
@@ -36,7 +29,9 @@ def head_split(trace: Trace) -> None:
 
 def heads_grid(trace: Trace) -> None:
     """Every head's attention weights side by side."""
-    chart.show(figures.heads_grid_chart(trace), key="heads-grid", on_click=_open_head)
+    grid = figures.heads_grid_chart(trace)
+    grid.marks = {"pick": "head"}  # a click on a head shows it at once (chart.js)
+    chart.show(grid, key="heads-grid", on_click=_open_head)
     st.caption("Click a head to show it above.")
 
 

@@ -44,7 +44,8 @@ def _follow_click(step: Step, head: int, cell: dict[str, int], col_offset: int =
 BIG_MATRIX_CELLS = 64 * 64
 """Above this many cells a cell is a pixel or two: a picker explains one by number."""
 LINE_VIEW_STEPS = ("attn_weights",)
-"""Steps that offer "Show as lines" under their heatmap (BertViz's head view)."""
+"""Steps whose chart offers "Show as lines" under its heatmap (BertViz's head
+view), drawn by chart.js from the matrix it holds (`figures.lines_spec`)."""
 
 
 def step_chart(view: View, name: str, head: int = 0, columns: int = 1, colorbar: bool = True,
@@ -66,26 +67,23 @@ def step_chart(view: View, name: str, head: int = 0, columns: int = 1, colorbar:
     if cell is not None and cell[1] not in shown:  # another head's column: not here
         cell = None
     marked = None if cell is None else (cell[0], cell[1] - shown.start)
-    chart.show(figures.heatmap_chart(trace, name, head=head, highlight_row=view.query,
-                                     marked_cell=marked, colorbar=colorbar, columns=columns,
-                                     head_slice=head_slice),
-               key=key, on_click=partial(_follow_click, step, head, col_offset=shown.start))
+    drawn = figures.heatmap_chart(trace, name, head=head, highlight_row=view.query,
+                                  marked_cell=marked, colorbar=colorbar, columns=columns,
+                                  head_slice=head_slice, every_head=True)
+    drawn.view = view.in_browser()
+    if name in LINE_VIEW_STEPS:
+        switch = state.ENTRIES["lines"]
+        drawn.lines = {**figures.lines_spec(trace, name), "toggle": switch.label,
+                       "help": switch.help}
+    chart.show(drawn, key=key, on_click=partial(_follow_click, step, head,
+                                                 col_offset=shown.start),
+               on_lines=partial(_pick, "lines") if name in LINE_VIEW_STEPS else None)
     if step.explain:
         st.caption(chart_caption(trace, name, head))
-    if name in LINE_VIEW_STEPS:
-        line_view(view, name, head)
     if n_rows * len(shown) > BIG_MATRIX_CELLS:
         _cell_picker(key, step, n_rows, shown, head)
     if cell is not None:
         cell_explanation(view, name, *cell, head=head)
-
-
-def line_view(view: View, name: str, head: int = 0) -> None:
-    """The "Show as lines" toggle and, when on, the weights as lines from each
-    query token to each key token (`figures.attention_lines_chart`)."""
-    if widgets.draw("lines"):
-        chart.show(figures.attention_lines_chart(view.trace, name, head, view.query),
-                   key=f"lines-chart-{name}")
 
 
 def _cell_picker(key: str, step: Step, n_rows: int, cols: range, head: int) -> None:
@@ -164,8 +162,27 @@ def page_header(title: str, intro: str) -> None:
 def query_picker(view: View, label: str) -> int | None:
     """The page's query token (`View.query`): its row is outlined in every
     heatmap; clicking a cell in a token-row chart picks it too. Offers "none"
-    where the page's default is none."""
+    where the page's default is none. The page follows a choice at once
+    (`chart.picker`)."""
     optional = state.ENTRIES["query"].optional_on(view.page)
-    return widgets.index("query", view.trace.n_tokens, "token", label=label, buttons=False,
-                         labels=token_labels(view.trace.tokens),
-                         none="none" if optional else None)
+    return chart.picker("query", label, token_labels(view.trace.tokens), view.query,
+                        none="none" if optional else None, on_pick=partial(_pick, "query"))
+
+
+def head_picker(view: View) -> int:
+    """Pick the head whose matrices the page shows (`View.head`; nothing to pick
+    when there is one): buttons, or a drop-down beyond `widgets.MAX_BUTTONS`
+    heads. The page follows a choice at once where its charts carry every head."""
+    n_heads = view.trace.config.n_heads
+    if n_heads == 1:
+        return 0
+    return chart.picker("head", state.ENTRIES["head"].label, [f"head {h}" for h in range(n_heads)],
+                        view.head, buttons=n_heads <= widgets.MAX_BUTTONS,
+                        on_pick=partial(_pick, "head"))
+
+
+def _pick(name: str, value: int | bool | None) -> None:
+    """A choice the browser made and already shows (a picker's, the line view's
+    switch): into the state."""
+    state.put(name, value)
+    state.changed()

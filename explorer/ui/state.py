@@ -510,15 +510,18 @@ _ENTRIES: list[Entry] = [
           "A Python file with your attention class (it may import torch).", group=PAGE_OWN,
           default=MULTI_HEAD_ATTENTION, linked=False),
     # What a chart page shows
-    Entry("head", Index(), HEAD_PAGES, "Head to show", default=0,
+    # The head and the query token are picked in the browser (chart.js follows a
+    # choice at once, `explorer.ui.chart.picker`), which then sets them here.
+    Entry("head", Index(), HEAD_PAGES, "Head to show", default=0, widget=False,
           allowed=lambda c: range(c.trace.config.n_heads) if c.trace else None),
-    Entry("query", Index(), CHART_PAGES, "Query token", default=None,
+    Entry("query", Index(), CHART_PAGES, "Query token", default=None, widget=False,
           page_defaults={SIMPLIFIED_PAGE: lambda c: min(1, c.trace.n_tokens - 1)},
           allowed=lambda c: range(c.trace.n_tokens) if c.trace else None),
     Entry("cell", CellRef(), CHART_PAGES, widget=False),
+    # The line view's switch is drawn by chart.js under the weights' chart.
     Entry("lines", Flag(), CHART_PAGES, "Show as lines",
           "Each weight as a line from its query token (left) to its key token (right): the "
-          "larger the weight, the thicker and darker the line.", default=False),
+          "larger the weight, the thicker and darker the line.", default=False, widget=False),
     Entry("overflow", Flag(), OVERFLOW_PAGES,
           "Why softmax subtracts the row max: watch the naive softmax overflow",
           default=lambda c: c.config.normalization == "naive_softmax"
@@ -582,6 +585,7 @@ ACTIONS: dict[str, str] = {
     "download-": "a download button",
     "script-popover": "the Copy popover of the PyTorch script",
     "check-": "the Check my code button and the report's charts",
+    "picker-": "a picker of the view drawn by chart.js (the query token, the head)",
 }
 """Key prefixes of widgets that hold no setting: buttons, charts, tables and
 uploads, each the action of an entry (a chart click sets ``cell``, a table
@@ -925,3 +929,9 @@ class View:
     def cell(self) -> tuple[str, int, int, int] | None:
         """The explained cell, ``(step, row, col, head)``."""
         return self.values.get("cell")
+
+    def in_browser(self) -> dict[str, Any]:
+        """The view as chart.js follows it (`explorer.charts.Chart.view`): the
+        query token, the explained cell, the head shown and the line view."""
+        return {"query": self.query, "cell": list(self.cell) if self.cell else None,
+                "head": self.head, "lines": bool(self.values.get("lines"))}

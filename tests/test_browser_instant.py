@@ -1,0 +1,213 @@
+"""What the browser already holds, it shows at once (issue 18): a clicked cell's
+outline and its row as the query, a query picked, a head switched, the weights
+as lines. Each test holds back everything the server sends after the input
+(Playwright routes the page's websocket), checks that the page has changed
+without the server, then lets the server's answer through and checks that
+the page agrees with it: the explanation, the link, the outlines the server's
+own figure code draws."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.parse
+
+import numpy as np
+import pytest
+from playwright.sync_api import Page, WebSocketRoute, expect
+
+from explorer import AttentionConfig, compute_trace, figures
+from explorer.steps import STEPS
+from tests.test_browser import chart_count, page_url, settle
+
+pytestmark = pytest.mark.browser
+
+
+class HeldServer:
+    """The page's websocket to the server, through Playwright: the page's
+    messages always go through; the server's are held while `held` is set
+    and delivered, in order, by `release`."""
+
+    def __init__(self, page: Page) -> None:
+        self.held = False
+        self.queue: list[tuple[WebSocketRoute, str | bytes]] = []
+        self.lock = threading.Lock()
+        page.route_web_socket("**/_stcore/stream", self._route)
+
+    def _route(self, ws: WebSocketRoute) -> None:
+        server = ws.connect_to_server()
+        ws.on_message(server.send)
+        server.on_message(lambda message: self._from_server(ws, message))
+
+    def _from_server(self, ws: WebSocketRoute, message: str | bytes) -> None:
+        with self.lock:
+            if self.held:
+                self.queue.append((ws, message))
+                return
+        ws.send(message)
+
+    def hold(self) -> None:
+        with self.lock:
+            self.held = True
+
+    def release(self) -> int:
+        """Deliver what was held; returns how many messages that was."""
+        with self.lock:
+            self.held = False
+            queue, self.queue = self.queue, []
+        for ws, message in queue:
+            ws.send(message)
+        return len(queue)
+
+
+@pytest.fixture
+def held(page: Page) -> HeldServer:
+    return HeldServer(page)
+
+
+OUTLINES = """(key) => {
+  const gd = document.querySelector(`.st-key-${key} .explorer-chart`);
+  return (gd.layout.shapes || []).filter((s) => s.name === 'query' || s.name === 'cell')
+    .map((s) => [s.name, s.x0, s.x1, s.y0, s.y1]);
+}"""
+
+
+def outlines(page: Page, key: str) -> list:
+    return page.evaluate(OUTLINES, key)
+
+
+def server_outlines(trace, name: str, head: int, query: int | None, cell) -> list:
+    """The outlines the server's figure code draws for this view."""
+    chart = figures.heatmap_chart(trace, name, head, highlight_row=query, marked_cell=cell)
+    return [[s["name"], s["x0"], s["x1"], s["y0"], s["y1"]]
+            for s in chart.figure["layout"]["shapes"] if s.get("name") in ("query", "cell")]
+
+
+def click_cell(page: Page, key: str, row: int, col: int, rows: int, cols: int) -> None:
+    plot = page.locator(f".st-key-{key} .explorer-chart")
+    plot.scroll_into_view_if_needed()
+    area = plot.locator(".nsewdrag").bounding_box()
+    page.mouse.click(area["x"] + area["width"] * (col + 0.5) / cols,
+                     area["y"] + area["height"] * (row + 0.5) / rows)
+
+
+def link(page: Page) -> dict[str, str]:
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_text("Link to this view").click()
+    text = sidebar.get_by_test_id("stCode").first.inner_text().strip()
+    sidebar.get_by_text("Link to this view").click()
+    return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(text).query))
+
+
+def test_a_clicked_cell_is_outlined_before_the_server_answers(shared_server, page: Page,
+                                                              held: HeldServer):
+    page.goto(page_url(shared_server, "Causal_and_multi_head"))
+    settle(page)
+    chart_count(page)
+    trace = compute_trace(AttentionConfig(causal=True, n_heads=2))
+    held.hold()
+    click_cell(page, "chart-attn_scores", 3, 1, 6, 6)  # ω_0["eat", "is"]
+    # Without a word from the server: the cell outlined, and "eat" the query everywhere.
+    page.wait_for_function(f"() => ({OUTLINES})('chart-attn_scores').length === 2")
+    assert outlines(page, "chart-attn_scores") == server_outlines(trace, "attn_scores", 0, 3,
+                                                                  (3, 1))
+    assert outlines(page, "chart-values") == server_outlines(trace, "values", 0, 3, None)
+    expect(page.get_by_text('ω_0["eat", "is"]', exact=True)).to_have_count(0)
+    assert held.release() > 0
+    settle(page)
+    # The server agrees: it explains that cell, links it, and draws nothing else.
+    expect(page.get_by_text('ω_0["eat", "is"]', exact=True)).to_be_visible()
+    assert {k: v for k, v in link(page).items() if k in ("query", "cell")} == {
+        "query": "3", "cell": "attn_scores:3,1"}
+    assert outlines(page, "chart-attn_scores") == server_outlines(trace, "attn_scores", 0, 3,
+                                                                  (3, 1))
+
+
+def test_a_head_and_a_query_picked_show_before_the_server_answers(shared_server, page: Page,
+                                                                  held: HeldServer):
+    page.goto(page_url(shared_server, "Causal_and_multi_head", d_k="4", d_v="4"))
+    settle(page)
+    chart_count(page)
+    trace = compute_trace(AttentionConfig(causal=True, n_heads=2, d_k=4, d_v=4))
+    weights = ".st-key-chart-attn_weights .explorer-chart"
+    held.hold()
+    page.get_by_role("radio", name="head 1", exact=True).click()
+    page.wait_for_function(f"() => document.querySelector('{weights}').layout.title.text"
+                           ".endsWith('head 1')")
+    drawn = np.array(page.evaluate(f"() => document.querySelector('{weights}').data[0].z"
+                                   ".map((row) => Array.from(row))"), dtype=np.float32)
+    np.testing.assert_array_equal(drawn, trace["attn_weights"][1].numpy())
+    frame = page.evaluate(f"""() => document.querySelector('{weights}').layout.shapes
+                              .find((s) => s.name === 'frame').line.color""")
+    assert frame == figures.head_colour(1)
+    page.get_by_label("Highlight a query token in every chart").select_option(label="dessert")
+    page.wait_for_function(f"() => ({OUTLINES})('chart-attn_weights').length === 1")
+    assert outlines(page, "chart-attn_weights") == server_outlines(
+        trace, "attn_weights", 1, 4, None)
+    held.release()
+    settle(page)
+    assert {k: v for k, v in link(page).items() if k in ("head", "query")} == {
+        "head": "1", "query": "4"}
+    assert page.evaluate(f"() => document.querySelector('{weights}').layout.title.text") == (
+        STEPS["attn_weights"].title(trace.config, (6, 6)) + ", head 1")
+
+
+LINES = """(selector) => {
+  const box = document.querySelector(selector);
+  if (!box || !box.data || box.classList.contains('explorer-offscreen')) return null;
+  return {segments: box.data.filter((t) => t.mode === 'lines')
+            .reduce((n, t) => n + t.x.filter((v) => v === null).length, 0),
+          title: box.layout.title.text};
+}"""
+
+
+def test_the_lines_show_before_the_server_answers_and_follow_the_head(shared_server,
+                                                                       page: Page,
+                                                                       held: HeldServer):
+    page.goto(page_url(shared_server, "Causal_and_multi_head"))
+    settle(page)
+    chart_count(page)
+    held.hold()
+    page.get_by_role("switch", name="Show as lines").click()
+    box = ".st-key-chart-attn_weights .explorer-lines"
+    page.wait_for_function(f"() => ({LINES})('{box}') !== null")
+    # causal, 6 tokens: query i has i + 1 nonzero weights
+    assert page.evaluate(LINES, box) == {"segments": 21,
+                                         "title": "Attention weights, head 0: query → key"}
+    page.get_by_role("radio", name="head 1", exact=True).click()
+    page.wait_for_function(f"() => ({LINES})('{box}').title.includes('head 1')")
+    held.release()
+    settle(page)
+    assert link(page).get("lines") == "true"
+    assert page.evaluate(LINES, box)["title"] == "Attention weights, head 1: query → key"
+
+
+def test_long_sentences_draw_only_the_heavier_lines(shared_server, page: Page):
+    sentence = " ".join(f"w{i}" for i in range(40))
+    page.goto(page_url(shared_server, "Self_attention", sentence=sentence, d_in="4", d_k="4",
+                       lines="true"))
+    settle(page)
+    chart_count(page)
+    box = ".st-key-chart-attn_weights .explorer-lines"
+    page.wait_for_function(f"() => ({LINES})('{box}') !== null")
+    drawn = page.evaluate(LINES, box)
+    weights = compute_trace(AttentionConfig(sentence=sentence, d_in=4, d_k=4))["attn_weights"]
+    assert drawn["segments"] == int((weights.numpy() >= figures.LINES_MIN_WEIGHT).sum()) < 1600
+    assert "weights ≥ 0.05 only (40 tokens)" in drawn["title"]
+
+
+def test_the_server_confirms_a_view_without_drawing_again(shared_server, page: Page):
+    page.goto(page_url(shared_server, "Causal_and_multi_head"))
+    settle(page)
+    chart_count(page)
+    drawn = ("() => [...document.querySelectorAll(\"[class*='st-key-chart-'] .explorer-chart\")]"
+             ".map((d) => d.dataset.drawn)")
+    before = page.evaluate(drawn)
+    click_cell(page, "chart-attn_weights", 2, 1, 6, 6)
+    settle(page)
+    page.get_by_role("radio", name="head 1", exact=True).click()
+    settle(page)
+    # A click moves outlines and a head switch redraws the per-head step charts in place;
+    # the server's payloads that confirm them draw no step chart again (dataset.drawn
+    # counts full draws).
+    assert json.dumps(page.evaluate(drawn)) == json.dumps(before)
