@@ -11,8 +11,9 @@ up to exactly that:
   per name and shared by every session. Their float32 weights: GPT-2 small
   475 MB, BERT base 415 MB, DistilGPT-2 312 MB (MB = 2**20 bytes, as in
   ``EXPLORER_MEMORY_BUDGET_MB``). The default share, 320 MB, holds DistilGPT-2;
-  GPT-2 small and BERT need ``EXPLORER_MEMORY_BUDGET_MB=1536``, and a model
-  larger than the share is refused with the figures;
+  BERT needs ``EXPLORER_MEMORY_BUDGET_MB=1280`` and GPT-2 small 1536
+  (`budget_for_model`), and a model larger than the share is refused with the
+  figures;
 - `TRACE_CACHE_BYTES` (18%): finished traces kept for reuse across sessions;
 - `WORK_BYTES` (25%): tensors being computed at the same time, across all
   sessions (traces and model passes); a request that alone needs more is
@@ -36,7 +37,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from explorer.config import AttentionConfig, ConfigError
@@ -51,7 +53,8 @@ one page drawn: 347 MiB of imports, about 360 MiB after a visit (measured)."""
 AVAILABLE_BYTES = max(MEMORY_BUDGET_BYTES - BASELINE_BYTES, 64 * MIB)
 """What the shares below divide: the budget less the baseline."""
 
-MODEL_BYTES = AVAILABLE_BYTES * 50 // 100
+MODEL_SHARE_PERCENT = 50
+MODEL_BYTES = AVAILABLE_BYTES * MODEL_SHARE_PERCENT // 100
 TRACE_CACHE_BYTES = AVAILABLE_BYTES * 18 // 100
 WORK_BYTES = AVAILABLE_BYTES * 25 // 100
 MODEL_TRACE_CACHE_BYTES = AVAILABLE_BYTES * 5 // 100
@@ -105,18 +108,28 @@ class WorkBudget:
 
     `reserve` blocks while the others' reservations leave too little room, and
     refuses a request larger than the whole allowance with a `BudgetError`, so
-    that many visitors at once cannot push the server past its budget.
+    that many visitors at once cannot push the server past its budget. Waiting
+    requests are served first come, first served (a large one is not passed
+    over forever by small ones), and each can be told its place in the queue.
     """
 
     def __init__(self, limit: int):
         self.limit = limit
         self.in_use = 0
         self._free = threading.Condition()
+        self._queue: list[object] = []  # the waiting requests' tickets, oldest first
+        self._running = 0  # requests holding bytes now
 
     @contextmanager
     def reserve(self, nbytes: int, what: str = "this configuration",
-                timeout: float = WAIT_SECONDS) -> Iterator[None]:
+                timeout: float = WAIT_SECONDS,
+                on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
         """Hold ``nbytes`` of the allowance for the duration of the ``with``.
+
+        ``on_wait(ahead)`` is called, from the waiting thread, as soon as the
+        request has to wait and whenever its place changes: ``ahead`` is the
+        number of requests before it (those running and those queued earlier);
+        ``on_wait(0)`` once it may go on, if it waited at all.
 
         Raises `BudgetError` if ``nbytes`` exceeds the allowance, or if the
         server stays too busy for ``timeout`` seconds.
@@ -125,16 +138,40 @@ class WorkBudget:
             raise BudgetError(
                 f"{what} needs about {_mb(nbytes)} of memory; this server allows "
                 f"{_mb(self.limit)} at a time. Use fewer tokens, heads or dimensions.")
+        ticket = object()
+        deadline = time.monotonic() + timeout
+        told = None
         with self._free:
-            if not self._free.wait_for(lambda: self.in_use + nbytes <= self.limit, timeout):
-                raise BudgetError("The server is busy with other visitors' large "
-                                  "configurations; try again in a moment.")
+            self._queue.append(ticket)
+            try:
+                while not (self._queue[0] is ticket and self.in_use + nbytes <= self.limit):
+                    ahead = self._running + self._queue.index(ticket)
+                    if on_wait is not None and ahead != told:
+                        told = ahead
+                        self._free.release()  # the callback may draw on the page
+                        try:
+                            on_wait(ahead)
+                        finally:
+                            self._free.acquire()
+                        continue
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise BudgetError("The server is busy with other visitors' large "
+                                          "configurations; try again in a moment.")
+                    self._free.wait(left)
+            finally:
+                self._queue.remove(ticket)
+                self._free.notify_all()
             self.in_use += nbytes
+            self._running += 1
+        if on_wait is not None and told is not None:
+            on_wait(0)
         try:
             yield
         finally:
             with self._free:
                 self.in_use -= nbytes
+                self._running -= 1
                 self._free.notify_all()
 
 
@@ -158,11 +195,17 @@ def check_model_fits(label: str, nbytes: int) -> None:
     256 MB for models (EXPLORER_MEMORY_BUDGET_MB=512) ..."."""
     if nbytes > MODEL_BYTES:
         share = MODEL_BYTES / AVAILABLE_BYTES
-        needed = BASELINE_BYTES + nbytes / share
-        enough = -(-int(needed) // (256 * MIB)) * 256  # MB, a multiple of 256
         raise BudgetError(
             f"{label} needs about {_mb(nbytes)}; this server allows {_mb(MODEL_BYTES)} for "
             f"models (EXPLORER_MEMORY_BUDGET_MB={MEMORY_BUDGET_BYTES // MIB}: {share:.0%} of "
             f"what is left after {_mb(BASELINE_BYTES)} for Python and its libraries). Pick a "
-            f"smaller model, or start the server with EXPLORER_MEMORY_BUDGET_MB={enough} "
-            "or more.")
+            "smaller model, or start the server with "
+            f"EXPLORER_MEMORY_BUDGET_MB={budget_for_model(nbytes)} or more.")
+
+
+def budget_for_model(nbytes: int) -> int:
+    """The smallest ``EXPLORER_MEMORY_BUDGET_MB``, a multiple of 256, whose model
+    share holds a model of ``nbytes`` (float32 weights): GPT-2 small 1536,
+    BERT base 1280, DistilGPT-2 1024 (the README's table says the same)."""
+    needed = BASELINE_BYTES + nbytes * 100 / MODEL_SHARE_PERCENT
+    return -(-int(needed) // (256 * MIB)) * 256

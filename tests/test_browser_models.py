@@ -50,25 +50,26 @@ def open_folder(page: Page, server, folder) -> None:
 def test_no_weights_and_no_network_is_said_with_the_command(model_server, page: Page):
     page.goto(page_url(model_server, "Real_model"))
     settle(page)
-    expect(page.get_by_test_id("stAlertContentError")).to_contain_text(
+    expect(page.get_by_test_id("stAlertContentInfo")).to_contain_text(
         f"No weights for '{DEFAULT_MODEL}' on this machine")
+    expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
     expect(page.get_by_test_id("stCode").filter(has_text=download_command(DEFAULT_MODEL))).to_have_count(1)
     expect(page.get_by_test_id("stException")).to_have_count(0)
-    assert page.locator(".js-plotly-plot").count() == 0
+    assert page.locator(".explorer-chart").count() == 0
 
 
 def test_a_folder_model_draws_every_chart_opens_a_head_and_draws_lines(
         model_server, gpt2_dir, page: Page):
     open_folder(page, model_server, gpt2_dir)
     chart_count(page)
-    expect(page.locator(".js-plotly-plot")).to_have_count(N_CHARTS)
+    expect(page.locator(".explorer-chart")).to_have_count(N_CHARTS)
     no_error(page)
     expect(page.get_by_test_id("stAlertContentSuccess").first).to_contain_text(
         "Verified against the model")
     assert "model=" not in page.url  # a folder never goes into the link
 
     # Click the thumbnail of layer 1, head 1 (the grid's 4th plot).
-    grid = page.locator(".js-plotly-plot", has=page.locator(
+    grid = page.locator(".explorer-chart", has=page.locator(
         ".gtitle", has_text="Every head's attention weights"))
     grid.scroll_into_view_if_needed()
     area = grid.locator(".nsewdrag").nth(3).bounding_box()
@@ -78,14 +79,15 @@ def test_a_folder_model_draws_every_chart_opens_a_head_and_draws_lines(
         "aria-checked", "true")
     expect(page.get_by_role("radio", name="head 1", exact=True)).to_have_attribute(
         "aria-checked", "true")
-    weights = page.locator(".js-plotly-plot .gtitle", has_text="Attention weights: α")
+    weights = page.locator(".explorer-chart .gtitle", has_text="Attention weights: α")
     expect(weights.first).to_contain_text("head 1")
     assert "layer=1" in page.url and "head=1" in page.url
 
     # "Show as lines" draws the weights as lines from query to key tokens.
-    page.get_by_text("Show as lines").click()
+    page.get_by_role("switch", name="Show as lines").click()
     settle(page)
-    lines = page.locator(".js-plotly-plot", has=page.locator(".gtitle", has_text="query → key"))
+    lines = page.locator(".explorer-lines:not(.explorer-offscreen)",
+                         has=page.locator(".gtitle", has_text="query → key"))
     expect(lines).to_have_count(1)
     assert lines.locator(".scatterlayer path.js-line").count() >= 2  # a path per weight bin
     no_error(page)

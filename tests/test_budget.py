@@ -69,6 +69,83 @@ def test_a_busy_server_says_so_after_the_timeout():
                 pass
 
 
+def test_waiting_requests_go_in_turn_and_are_told_their_place():
+    """First come, first served: a waiting request is told how many are ahead of
+    it at once and as the queue moves, then 0 when it may go on."""
+    work = WorkBudget(limit=100)
+    told: dict[str, list[int]] = {"B": [], "C": []}
+    order: list[str] = []
+
+    def job(name: str, nbytes: int, seconds: float):
+        with work.reserve(nbytes, on_wait=told[name].append if name in told else None):
+            order.append(name)
+            time.sleep(seconds)
+
+    first = threading.Thread(target=job, args=("A", 80, 0.3))
+    first.start()
+    time.sleep(0.05)
+    threads = [first]
+    for name in "BC":
+        threads.append(threading.Thread(target=job, args=(name, 60, 0.1)))
+        threads[-1].start()
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join()
+    assert order == ["A", "B", "C"]
+    assert told == {"B": [1, 0], "C": [2, 1, 0]}
+    assert work.in_use == 0 and work._queue == []
+
+
+def test_a_large_request_is_not_passed_over_by_later_small_ones():
+    work = WorkBudget(limit=100)
+    order: list[str] = []
+
+    def job(name: str, nbytes: int):
+        with work.reserve(nbytes):
+            order.append(name)
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=job, args=(name, nbytes))
+               for name, nbytes in [("small 1", 40), ("large", 90), ("small 2", 40)]]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.01)
+    for thread in threads:
+        thread.join()
+    assert order == ["small 1", "large", "small 2"]
+
+
+def test_a_page_that_waits_for_memory_says_so(monkeypatch):
+    """A visitor whose trace must wait is told at once, with the queue ahead; the
+    other visitor's work (here: the whole allowance) ends only once it was told."""
+    from tests.test_app import all_charts, open_link
+    notes: list[int] = []
+    told = threading.Event()
+    original = cache.waiting_note
+
+    def recorded():
+        tell = original()
+
+        def record(ahead: int) -> None:
+            notes.append(ahead)
+            tell(ahead)
+            told.set()
+        return record
+
+    def other_visitor():
+        with cache.budget.WORK.reserve(cache.budget.WORK.limit):
+            told.wait(timeout=60)
+
+    monkeypatch.setattr(cache, "waiting_note", recorded)
+    holder = threading.Thread(target=other_visitor)
+    holder.start()
+    at = open_link("pages/2_Self_attention.py", {"seed": "9876"})
+    holder.join()
+    assert not at.exception and notes == [1, 0]
+    assert "chart-attn_weights" in all_charts(at)  # then drawn as usual
+    assert not [e for e in at.info if "Waiting for memory" in e.value]  # gone once served
+
+
 def test_the_trace_cache_never_holds_more_bytes_than_its_share(monkeypatch):
     small = cachetools.LRUCache(maxsize=3 * trace_bytes(AttentionConfig()),
                                 getsizeof=cache._traces.getsizeof)

@@ -699,3 +699,17 @@ def test_real_gpt2(real_gpt2):
     assert real_gpt2.memory_bytes >= 4 * 124_439_808
     check = against_model(trace, real_gpt2)
     assert check.ok, check.summary()
+
+
+def test_the_readme_gives_the_budget_each_model_needs():
+    """The README's figures are `budget.budget_for_model` of the catalogue's sizes."""
+    from pathlib import Path
+
+    from explorer import budget
+    from explorer.models.catalogue import MODEL_CHOICES
+    readme = " ".join(Path(__file__).resolve().parent.parent.joinpath("README.md")
+                      .read_text().split())
+    needs = {c.name: budget.budget_for_model(c.nbytes) for c in MODEL_CHOICES.values()}
+    assert needs == {"gpt2": 1536, "distilgpt2": 1024, "bert-base-uncased": 1280}
+    assert f"BERT base needs `EXPLORER_MEMORY_BUDGET_MB={needs['bert-base-uncased']}`" in readme
+    assert f"GPT-2 small `{needs['gpt2']}`" in readme

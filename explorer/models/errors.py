@@ -42,8 +42,8 @@ class ModelUnavailable(ModelError):
 
 FOLDER_HINT = ("A usable folder holds a GPT-2 or BERT model as written by "
                "model.save_pretrained(folder): config.json and model.safetensors (with the "
-               "tokenizer files to read text), e.g. from `python -m explorer.models download "
-               "gpt2 --to models/`.")
+               "tokenizer files to read text), e.g. from “python -m explorer.models download "
+               "gpt2 --to models/”.")
 """What a folder must hold, said whenever one cannot be opened."""
 
 

@@ -173,12 +173,12 @@ def _unavailable(name: str, reason: str) -> ModelUnavailable:
     """The no-weights message, with the command that fetches them."""
     plain = HUB_NAME.fullmatch(name) and len(name) <= HUB_NAME_CHARS
     command = download_command(name if plain else "<model name>")
-    also = ("or `make download-models`" if command == DOWNLOAD_COMMAND
-            else f"GPT-2 small: `{DOWNLOAD_COMMAND}` or `make download-models`")
+    also = ("or “make download-models”" if command == DOWNLOAD_COMMAND
+            else f"GPT-2 small: “{DOWNLOAD_COMMAND}” or “make download-models”")
     return ModelUnavailable(
         f"No weights for {shown(name)} on this machine: it is not a folder, it is not in "
         f"the local Hugging Face cache ({hub_constants.HF_HUB_CACHE}), and the Hub cannot "
-        f"be used ({reason}). Fetch it once while online with `{command}` ({also}), then "
+        f"be used ({reason}). Fetch it once while online with “{command}” ({also}), then "
         "it loads offline; or pass the path of a folder saved with save_pretrained().")
 
 

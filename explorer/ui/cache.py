@@ -4,7 +4,8 @@
 sets the bounds), behind a lock, since Streamlit serves sessions in threads.
 A cached `Trace` is shared, never copied: treat its tensors as read-only.
 Computing a trace that is not cached reserves its bytes from the server's
-work allowance first (`explorer.budget.WORK`).
+work allowance first (`explorer.budget.WORK`); a visitor whose request has
+to wait for it is told at once, with its place in the queue (`waiting_note`).
 
 The Real model page adds two more: loaded models (`cached_model`, one per
 name or folder, within `explorer.budget.MODEL_BYTES`) and what is computed from
@@ -19,6 +20,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 import cachetools
+import streamlit as st
 
 from explorer import budget, recipes
 from explorer.config import AttentionConfig
@@ -51,12 +53,34 @@ def cached_trace(config: AttentionConfig) -> Trace:
     if trace is not None:
         return trace
     nbytes = budget.trace_bytes(config)
-    with budget.WORK.reserve(int(nbytes * budget.WORK_FACTOR)):
+    with budget.WORK.reserve(int(nbytes * budget.WORK_FACTOR), on_wait=waiting_note()):
         trace = compute_trace(config, embedding_table=embedding_table)
     if trace.nbytes <= _traces.maxsize:
         with _lock:
             _traces[config] = trace
     return trace
+
+
+def waiting_note() -> Callable[[int], None]:
+    """A callback for `explorer.budget.WorkBudget.reserve`: while the request
+    waits for memory, the page says so where the result will appear ("Waiting
+    for memory: 2 visitors ahead…"), and the note goes once it may go on."""
+    place = None
+
+    def tell(ahead: int) -> None:
+        nonlocal place
+        if ahead == 0:
+            if place is not None:
+                place.empty()
+            return
+        if place is None:
+            place = st.empty()
+        visitors = "1 visitor" if ahead == 1 else f"{ahead} visitors"
+        place.info(f"Waiting for memory: {visitors} ahead. Other visitors' large "
+                   "configurations are being computed; this one follows in turn.",
+                   icon=":material/hourglass_top:")
+
+    return tell
 
 
 T = TypeVar("T")
@@ -131,7 +155,7 @@ def cached_model_result(key: Hashable, compute: Callable[[], T], work_bytes: int
         value = _model_results.get(key)
     if value is not None:
         return value
-    with budget.WORK.reserve(int(work_bytes), what=what):
+    with budget.WORK.reserve(int(work_bytes), what=what, on_wait=waiting_note()):
         value = compute()
     if _model_results.getsizeof(value) <= _model_results.maxsize:
         with _lock:

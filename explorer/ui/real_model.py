@@ -24,6 +24,7 @@ from typing import Any
 import streamlit as st
 
 from explorer import budget, figures, literal, models
+from explorer.budget import BudgetError
 from explorer.config import ConfigError, shown
 from explorer.models import EXAMPLES, LoadedModel, ModelUnavailable, download_command
 from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
@@ -69,8 +70,10 @@ def settings() -> ModelView | None:
     chosen), the shared sentence, the link and the downloads. The main area
     gets the messages about the link, the model's loading (no weights and no
     network says so and how to get them; a model too large for the budget
-    gives the figures), a line about the model and the layer picker. Any
-    problem is shown with ``st.error`` and gives None: never a traceback.
+    gives the figures), a line about the model and the layer picker. Being
+    offline without the weights is said with ``st.info``, this server's memory
+    limit with ``st.warning``, anything else with ``st.error``; each gives None,
+    never a traceback.
     """
     frame = Frame(MODEL_PAGE)
     values = frame.values
@@ -95,8 +98,8 @@ def settings() -> ModelView | None:
             shown_values = {**values, **state.resolve(MODEL_PAGE, context)}
             view = ModelView(MODEL_PAGE, trace.config, trace, shown_values, model=model,
                              key=key, label=label)
-    except ModelUnavailable as error:
-        st.error(literal.markdown(str(error)))
+    except ModelUnavailable as error:  # offline without the weights: expected, not a fault
+        st.info(literal.markdown(str(error)))
         name = values["model"] if values["model"] in MODEL_CHOICES else DEFAULT_MODEL
         st.markdown(f"Fetch {MODEL_CHOICES[name].label} once, on a machine with internet access "
                     "(or copy its Hugging Face cache here):")
@@ -104,7 +107,9 @@ def settings() -> ModelView | None:
         if budget.MODEL_FOLDERS:
             st.caption("Or choose “a local folder” in the sidebar and give the path of a "
                        "folder saved with save_pretrained().")
-    except ConfigError as error:  # ModelError, BudgetError: the message says what to do
+    except BudgetError as error:  # this server's limit, with the setting that lifts it
+        st.warning(literal.markdown(str(error)))
+    except ConfigError as error:  # ModelError: the message says what to do
         st.error(literal.markdown(str(error)))
     return frame.finish(view, shown_values, context,
                         note="A folder is not part of the link: whoever opens it chooses "
