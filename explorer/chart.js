@@ -504,7 +504,8 @@ async function drawLines(div) {
   const { data, layout } = linesFigure(state.matrices[block], spec.labels.length, spec,
                                        PAGE.view.query, shown.head);
   await Plotly.react(box, data, layout, {
-    displaylogo: false, responsive: true, displayModeBar: "hover",
+    displaylogo: false, responsive: true,
+    displayModeBar: window.matchMedia?.("(hover: none)").matches ? false : "hover",
     toImageButtonOptions: { format: "png", filename: spec.filename, scale: 2 } });
   box.dataset.drawn = String(Number(box.dataset.drawn ?? 0) + 1);
   if (!box.classList.contains("explorer-offscreen")) painted(box);
