@@ -255,7 +255,7 @@ by itself) while they take at most this many float32 bytes together."""
 def heatmap_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | None = None,
                   marked_cell: tuple[int, int] | None = None, title: str | None = None,
                   colorbar: bool = True, columns: int = 1, head_slice: bool = False,
-                  every_head: bool = False) -> Chart:
+                  every_head: bool = False, follows_view: bool = True) -> Chart:
     """The heatmap of one step of ``trace`` (head ``head`` of a per-head step),
     on its shared colour scale, titled with its name, formula and shape (and
     the head). With several heads the columns of W_query, W_key, W_value and the
@@ -266,7 +266,9 @@ def heatmap_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | N
     own (row, column). ``every_head``: a per-head chart (or a head slice) also
     carries the other heads' variants (`Chart.heads`) while they fit in
     `HEADS_IN_BROWSER_BYTES`. The chart's `Chart.marks` say how the browser
-    outlines another query or cell. See `matrix_chart` for the rest."""
+    outlines another query or cell; ``follows_view=False`` leaves them out, for
+    a chart of another trace than the page's (it then keeps its own outlines
+    whatever the learner picks). See `matrix_chart` for the rest."""
     step = STEPS[name]
     values = step_matrix(trace, name, head, head_slice, np.float32)
     per_head = trace.per_head(name)
@@ -294,9 +296,11 @@ def heatmap_chart(trace: Trace, name: str, head: int = 0, highlight_row: int | N
             {"type": "rect", "name": "frame", "xref": "paper", "yref": "paper", "x0": 0,
              "x1": 1, "y0": 0, "y1": 1, "line": {"color": head_colour(head), "width": 3}})
     shown = head_columns(trace, name, head) if head_slice else range(values.shape[1])
-    chart.marks = {"step": name, "head": head, "perHead": per_head,
-                   "queryRows": step.rows.labels == TOKENS, "colOffset": shown.start,
-                   "rows": values.shape[0], "cols": values.shape[1], "styles": MARK_STYLES}
+    if follows_view:
+        chart.marks = {"step": name, "head": head, "perHead": per_head,
+                       "queryRows": step.rows.labels == TOKENS, "colOffset": shown.start,
+                       "rows": values.shape[0], "cols": values.shape[1],
+                       "styles": MARK_STYLES}
     heads = trace.config.n_heads
     if every_head and (per_head or sliced) and heads * values.nbytes <= HEADS_IN_BROWSER_BYTES:
         _add_head_variants(chart, trace, name, head, given_title, colorbar, columns, head_slice)

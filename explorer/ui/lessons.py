@@ -52,5 +52,6 @@ def softmax_overflow(view: View) -> None:
         for column, name, shown in ((left, "naive softmax", naive), (right, "softmax", stable)):
             with column:
                 chart.show(figures.heatmap_chart(shown, "attn_weights", columns=2,
-                                                 title=f"{name}, X × {factor}"),
+                                                 title=f"{name}, X × {factor}",
+                                                 follows_view=False),  # X × c's trace
                            key=f"overflow-demo-{name.replace(' ', '-')}")
