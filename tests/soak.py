@@ -383,17 +383,17 @@ async def _edit(visitor: Visitor, page: Page) -> tuple[str, Settings, str] | Non
         return kind, new, where
     if kind == "head":
         head = rng.choice([h for h in range(s.n_heads) if h != s.head])
-        await page.get_by_role("radio", name=f"head {head}", exact=True).click()
+        await page.get_by_role("radio", name=f"head {head}", exact=True).first.click()
         return kind, replace(s, head=head), where
     if kind == "query":
         labels = token_labels(s.config(where).tokens)
         label = rng.choice(labels)
-        box = page.locator(".st-key-query input").first
-        await box.scroll_into_view_if_needed()
-        if await box.input_value() == label:  # picking it again would start no run
+        select = page.locator(".st-key-picker-query select").first  # chart.js's drop-down
+        await select.scroll_into_view_if_needed()
+        index = str(labels.index(label))
+        if await select.input_value() == index:  # picking it again would start no run
             return None
-        await box.click()
-        await page.get_by_role("option", name=label, exact=True).click()
+        await select.select_option(value=index)
         return kind, s, where
     # a click on a random cell of a random step chart
     charts = page.locator("[class*='st-key-chart-'] .explorer-chart")
