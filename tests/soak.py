@@ -311,6 +311,8 @@ class Visitor:
     failures: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
     warm: bool = False
+    latencies: list[float] = field(default_factory=list)
+    """Seconds from each edit until its run finished and every chart was checked."""
 
     def own_seed(self) -> int:
         """A seed no other visitor uses: it is ``index`` modulo the visitors."""
@@ -444,6 +446,7 @@ async def visit(visitor: Visitor, browser: Browser, base_url: str, arrived: asyn
         await arrived.wait()
         while time.monotonic() < stop_at[0]:
             before = runs.finished
+            started = time.monotonic()
             try:
                 made = await _edit(visitor, page)
             except PlaywrightError as error:
@@ -456,6 +459,7 @@ async def visit(visitor: Visitor, browser: Browser, base_url: str, arrived: asyn
             visitor.edits[kind.split()[0]] += 1
             visitor.settings, visitor.page_name = settings, where
             await _check(visitor, page, runs, settings, where, before + 1, kind)
+            visitor.latencies.append(time.monotonic() - started)
     except PlaywrightError as error:
         visitor.failures.append(f"visitor {visitor.index}: {str(error).splitlines()[0]}")
     finally:
@@ -550,6 +554,14 @@ class Report:
         return picked + ([self.samples[-1]] if self.samples and picked[-1] != self.samples[-1]
                          else [])
 
+    def latency_text(self) -> str:
+        """p50 and p95 of every visitor's edit latencies (seconds)."""
+        every = [t for v in self.visitors for t in v.latencies]
+        if not every:
+            return "no edit settled"
+        p50, p95 = np.percentile(every, [50, 95])
+        return f"p50 {p50:.2f} s, p95 {p95:.2f} s over {len(every)} edits"
+
     def text(self) -> str:
         edits = sum(sum(v.edits.values()) for v in self.visitors)
         kinds = sum((v.edits for v in self.visitors), Counter())
@@ -560,6 +572,8 @@ class Report:
             f"({edits} edits: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) + ")",
             "  per context: " + ", ".join(f"#{v.index} {sum(v.edits.values())}"
                                           for v in self.visitors),
+            "  edit latency, from the edit until every chart was checked: "
+            + self.latency_text(),
             f"  error messages / exceptions on the pages: {len(self.messages)}",
             f"  charts not showing the context's own numbers: {len(self.failures)}",
             f"  Traceback in the server log: {'yes' if self.server_traceback else 'no'}",
