@@ -23,9 +23,13 @@ up to exactly that:
 - `TABLE_CACHE_BYTES` (2%): embedding-table rows kept per (seed, vocab_size, d_in).
 
 The byte counts are exact for tensors (`trace_bytes`), so a cache never holds
-more than its share, whatever visitors ask for. What is not counted: the
-charts being sent while a page is drawn (``tests/test_memory.py`` measures
-four visitors opening 512 tokens × d = 1024 at once: under the default budget).
+more than its share, whatever visitors ask for. A page drawing its charts
+counts too (`drawing_bytes`: the chart payloads while they are encoded and
+sent, and the multi-head page's PyTorch check), out of `WORK_BYTES`.
+
+What Python frees is returned to the system (`tune_malloc`): glibc would
+otherwise keep a heap per script thread and hold on to freed tensors' pages,
+so that the server's resident memory stayed far above what it used.
 
 ``EXPLORER_MODEL_FOLDERS`` (default off) is the other server switch read here:
 ``1`` offers the Real model page's "local folder" option (`MODEL_FOLDERS`).
@@ -35,6 +39,8 @@ folders of its disk; ``make run`` turns it on, serving on localhost only.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import threading
 import time
@@ -63,6 +69,14 @@ WORK_FACTOR = 1.5
 """A trace's peak while being computed, as a multiple of its finished size
 (softmax's exponentials and the like exist for a moment)."""
 WAIT_SECONDS = 30.0
+DRAWING_WAIT_SECONDS = 120.0
+"""How long a page waits to draw large charts while others do (`drawing_bytes`)."""
+PAYLOAD_COPIES = 4
+"""Copies of a page's chart payload alive at once while it is sent: the float32
+blocks and their join (`explorer.charts.encode`), Streamlit's protobuf message
+and its serialised bytes."""
+SMALL_DRAWING_BYTES = 2**20
+"""A page drawing less than this is not counted (the defaults draw about 10 kB)."""
 MODEL_FOLDERS_ON = ("1", "true", "yes", "on")
 """The values of ``EXPLORER_MODEL_FOLDERS`` that turn the folder option on (any
 case); unset, empty or anything else leaves it off."""
@@ -111,6 +125,8 @@ class WorkBudget:
     that many visitors at once cannot push the server past its budget. Waiting
     requests are served first come, first served (a large one is not passed
     over forever by small ones), and each can be told its place in the queue.
+    A thread that already holds bytes (a page drawing, which then computes
+    another trace) is served at once: it would otherwise wait for itself.
     """
 
     def __init__(self, limit: int):
@@ -119,6 +135,7 @@ class WorkBudget:
         self._free = threading.Condition()
         self._queue: list[object] = []  # the waiting requests' tickets, oldest first
         self._running = 0  # requests holding bytes now
+        self._held = threading.local()  # .count: reservations this thread holds
 
     @contextmanager
     def reserve(self, nbytes: int, what: str = "this configuration",
@@ -141,10 +158,12 @@ class WorkBudget:
         ticket = object()
         deadline = time.monotonic() + timeout
         told = None
+        nested = getattr(self._held, "count", 0) > 0
         with self._free:
             self._queue.append(ticket)
             try:
-                while not (self._queue[0] is ticket and self.in_use + nbytes <= self.limit):
+                while not nested and not (self._queue[0] is ticket
+                                          and self.in_use + nbytes <= self.limit):
                     ahead = self._running + self._queue.index(ticket)
                     if on_wait is not None and ahead != told:
                         told = ahead
@@ -166,9 +185,11 @@ class WorkBudget:
             self._running += 1
         if on_wait is not None and told is not None:
             on_wait(0)
+        self._held.count = getattr(self._held, "count", 0) + 1
         try:
             yield
         finally:
+            self._held.count -= 1
             with self._free:
                 self.in_use -= nbytes
                 self._running -= 1
@@ -177,6 +198,56 @@ class WorkBudget:
 
 WORK = WorkBudget(WORK_BYTES)
 """The server's one work allowance."""
+
+
+def drawing_bytes(config: AttentionConfig, checks: bool = False) -> int:
+    """The bytes a page holds while it draws ``config``'s charts, an estimate
+    for `WORK`: `PAYLOAD_COPIES` times the trace, whose every matrix the page
+    sends at most once (measured at 512 tokens × d = 1024: the Self-attention
+    page sends 25.1 MB for a 25.0 MB trace, Causal & multi-head with 16 heads
+    56 MB for 92 MB). ``checks``: the page also reruns the attention in
+    PyTorch and by the book's second causal route (the multi-head page), once
+    more the trace's compute (`WORK_FACTOR`).
+
+    0 below `SMALL_DRAWING_BYTES`; at most `WORK_BYTES`, so that a page
+    larger than the allowance still draws, alone."""
+    nbytes = trace_bytes(config) * (PAYLOAD_COPIES + (WORK_FACTOR if checks else 0))
+    nbytes = min(int(nbytes), WORK_BYTES)
+    return nbytes if nbytes >= SMALL_DRAWING_BYTES else 0
+
+
+_M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8  # glibc's mallopt parameters (malloc.h)
+MMAP_THRESHOLD_BYTES = 128 * 1024
+ARENAS = 2
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None) if os.name == "posix" else None
+
+
+def tune_malloc() -> bool:
+    """Make glibc return freed memory to the system; True where it applies.
+
+    Two settings, as ``MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072`` would
+    give before the process starts (a host does not always let us set them):
+    at most `ARENAS` heaps, instead of one per thread that ever allocated,
+    which Streamlit's script threads multiply; and blocks of
+    `MMAP_THRESHOLD_BYTES` or more (every large tensor and payload) each
+    mapped alone and unmapped when freed, where glibc would otherwise raise
+    that threshold after the first free and keep later ones in the heaps.
+    Measured on issue 20's burst (8 large configurations, then 6 at once,
+    ``tests/test_memory.py``), before the other fixes: peak 1,534 → 1,188 MiB,
+    30 s after 1,383 → 983 MiB. Does nothing (False) without glibc."""
+    mallopt = getattr(_LIBC, "mallopt", None)
+    if mallopt is None:
+        return False
+    return bool(mallopt(_M_ARENA_MAX, ARENAS)) and bool(
+        mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+
+
+def trim_malloc() -> None:
+    """Hand the heaps' free pages back to the system (glibc's ``malloc_trim(0)``),
+    after a large page is drawn; nothing without glibc."""
+    trim = getattr(_LIBC, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
 
 
 def model_pass_bytes(n_layers: int, n_heads: int, d_model: int, n_tokens: int) -> int:

@@ -2,6 +2,7 @@
 
 from explorer.presets import SELF_ATTENTION_PAGE
 from explorer.steps import visible_steps
+from explorer.ui.cache import drawing
 from explorer.ui.lessons import softmax_overflow
 from explorer.ui.render import page_header, query_picker, step_charts
 from explorer.ui.sidebar import settings
@@ -17,6 +18,7 @@ page_header(
 )
 view = settings(SELF_ATTENTION_PAGE)
 if view is not None:
-    query_picker(view, "Highlight a query token in every chart")
-    step_charts(view, visible_steps(view.trace))
-    softmax_overflow(view)
+    with drawing(SELF_ATTENTION_PAGE, view.config):  # large pages draw in turn
+        query_picker(view, "Highlight a query token in every chart")
+        step_charts(view, visible_steps(view.trace))
+        softmax_overflow(view)

@@ -4,8 +4,14 @@ import streamlit as st
 
 from explorer.presets import MULTI_HEAD_PAGE
 from explorer.steps import split_after, stages, visible_steps
-from explorer.ui.multihead import (causal_second_route, dropout_note, head_split, heads_grid,
-                                   verification)
+from explorer.ui.cache import drawing
+from explorer.ui.multihead import (
+    causal_second_route,
+    dropout_note,
+    head_split,
+    heads_grid,
+    verification,
+)
 from explorer.ui.render import head_picker, page_header, query_picker, step_charts
 from explorer.ui.sidebar import settings
 
@@ -20,27 +26,28 @@ page_header(
 )
 view = settings(MULTI_HEAD_PAGE)
 if view is not None:
-    trace = view.trace
-    before, per_head, after = stages(visible_steps(trace))
-    query_picker(view, "Highlight a query token in every chart")
+    with drawing(MULTI_HEAD_PAGE, view.config):  # large pages draw in turn
+        trace = view.trace
+        before, per_head, after = stages(visible_steps(trace))
+        query_picker(view, "Highlight a query token in every chart")
 
-    st.header("1. Project X, then split into heads")
-    step_charts(view, before)
-    if not view.before_heads_only:
-        verification(trace)
-        head_split(trace)
+        st.header("1. Project X, then split into heads")
+        step_charts(view, before)
+        if not view.before_heads_only:
+            verification(trace)
+            head_split(trace)
 
-        st.header("2. Attention inside one head")
-        head = head_picker(view)
-        weights, dropout = split_after(per_head, "attn_weights")
-        step_charts(view, weights, head=head)
-        causal_second_route(trace, head)
-        step_charts(view, dropout, head=head)
-        dropout_note(trace)
-        if view.config.n_heads > 1:
-            st.subheader("Every head at a glance")
-            heads_grid(trace)
+            st.header("2. Attention inside one head")
+            head = head_picker(view)
+            weights, dropout = split_after(per_head, "attn_weights")
+            step_charts(view, weights, head=head)
+            causal_second_route(trace, head)
+            step_charts(view, dropout, head=head)
+            dropout_note(trace)
+            if view.config.n_heads > 1:
+                st.subheader("Every head at a glance")
+                heads_grid(trace)
 
-        st.header("3. Concatenate the heads" + (" and project" if view.config.has_out_proj
-                                                 else ""))
-        step_charts(view, after)
+            st.header("3. Concatenate the heads" + (" and project" if view.config.has_out_proj
+                                                     else ""))
+            step_charts(view, after)

@@ -14,7 +14,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer import AttentionConfig, compute_trace
+from explorer import AttentionConfig, budget, compute_trace
 from explorer.budget import BudgetError, WorkBudget, trace_bytes
 from explorer.ui import cache
 from tests.conftest import ROOT
@@ -63,10 +63,33 @@ def test_concurrent_requests_wait_for_room_and_never_exceed_the_allowance():
 
 def test_a_busy_server_says_so_after_the_timeout():
     work = WorkBudget(limit=100)
-    with work.reserve(80):
+    held, done = threading.Event(), threading.Event()
+
+    def other_visitor():
+        with work.reserve(80):
+            held.set()
+            done.wait(timeout=10)
+
+    holder = threading.Thread(target=other_visitor)
+    holder.start()
+    held.wait(timeout=10)
+    try:
         with pytest.raises(BudgetError, match="busy"):
             with work.reserve(50, timeout=0.05):
                 pass
+    finally:
+        done.set()
+        holder.join()
+
+
+def test_a_thread_holding_bytes_is_served_at_once():
+    """A page drawing (holding bytes) that computes another trace must not wait
+    for its own reservation: it goes ahead, over the limit for a moment."""
+    work = WorkBudget(limit=100)
+    with work.reserve(80):
+        with work.reserve(50, timeout=0.05):
+            assert work.in_use == 130
+    assert work.in_use == 0
 
 
 def test_waiting_requests_go_in_turn_and_are_told_their_place():
@@ -187,3 +210,61 @@ def test_the_folder_option_is_off_unless_the_server_turns_it_on():
                          capture_output=True, text=True, check=True).stdout
     on = dict(line.rsplit(" ", 1) for line in out.splitlines())
     assert on == {**dict.fromkeys(values[:6], "False"), **dict.fromkeys(values[6:], "True")}
+
+
+def test_drawing_counts_a_pages_payloads_within_the_allowance():
+    """The Self-attention page at 512 tokens × d = 1024 counts 4 copies of its
+    25 MB trace; the multi-head page with 16 heads would need more than the
+    allowance and so draws alone; the defaults draw without counting."""
+    big = AttentionConfig(sentence=" ".join(f"w{i}" for i in range(512)), d_in=1024,
+                          d_k=1024, d_v=1024)
+    assert budget.drawing_bytes(big) == budget.PAYLOAD_COPIES * trace_bytes(big)
+    assert budget.drawing_bytes(big.replace(n_heads=16, causal=True),
+                                checks=True) == budget.WORK_BYTES
+    assert budget.drawing_bytes(AttentionConfig()) == 0
+
+
+FREED_MIB = """
+import os, sys, torch
+from explorer import budget
+from tests.server import rss_mib
+if sys.argv[1] == "tuned":
+    assert budget.tune_malloc()
+first = torch.ones(8 * 2**20); del first  # 32 MiB freed: glibc raises its mmap threshold
+before = rss_mib(os.getpid())
+blocks = [torch.ones(2**18) for _ in range(64)]  # 64 × 1 MiB
+kept = [torch.ones(2**15) for _ in range(4)]  # small ones after them, kept
+del blocks
+print(round(rss_mib(os.getpid()) - before))
+"""
+
+
+def test_freed_tensors_go_back_to_the_system_once_tuned():
+    """With glibc's defaults, 64 freed 1 MiB tensors stay resident (the first
+    free raised the mmap threshold, and small blocks after them pin the heap);
+    after `budget.tune_malloc` they leave. A fresh process each, so that this
+    one's settings do not count."""
+    def still_resident(settings: str) -> int:
+        result = subprocess.run([sys.executable, "-c", FREED_MIB, settings], cwd=ROOT,
+                                capture_output=True, text=True, check=True)
+        return int(result.stdout.strip())
+
+    assert still_resident("plain") >= 48
+    assert still_resident("tuned") <= 8
+
+
+def test_a_download_holds_the_config_not_the_trace():
+    """Streamlit keeps a page's download functions until its session ends: they
+    must not keep a large trace alive outside the cache's bound."""
+    import weakref
+
+    from explorer.ui.downloads import _later
+    config = AttentionConfig(seed=4321)
+    trace = cache.cached_trace(config)
+    expected = trace.to_json()
+    download = _later(trace, type(trace).to_json)
+    gone = weakref.ref(trace)
+    del trace
+    cache.clear()
+    assert gone() is None  # nothing but the cache held it
+    assert download() == expected  # computed again on the click

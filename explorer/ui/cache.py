@@ -5,7 +5,8 @@ sets the bounds), behind a lock, since Streamlit serves sessions in threads.
 A cached `Trace` is shared, never copied: treat its tensors as read-only.
 Computing a trace that is not cached reserves its bytes from the server's
 work allowance first (`explorer.budget.WORK`); a visitor whose request has
-to wait for it is told at once, with its place in the queue (`waiting_note`).
+to wait for it is told at once, with its place in the queue (`waiting_note`);
+so is a page drawing the charts of a large trace (`drawing`).
 
 The Real model page adds two more: loaded models (`cached_model`, one per
 name or folder, within `explorer.budget.MODEL_BYTES`) and what is computed from
@@ -16,15 +17,22 @@ imports `explorer.models` (transformers): the page passes its loaders in.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+import time
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
 import cachetools
 import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from explorer import budget, recipes
+from explorer import budget, literal, recipes
 from explorer.config import AttentionConfig
+from explorer.presets import MULTI_HEAD_PAGE
 from explorer.trace import Trace, compute_trace
+
+budget.tune_malloc()  # once per server process: freed tensors go back to the system
 
 _tables = cachetools.LRUCache(
     maxsize=budget.TABLE_CACHE_BYTES,
@@ -41,8 +49,10 @@ def embedding_table(seed: int, vocab_size: int, d_in: int):
     return recipes.embedding_table(seed, vocab_size, d_in)
 
 
-def cached_trace(config: AttentionConfig) -> Trace:
+def cached_trace(config: AttentionConfig, tell: bool = True) -> Trace:
     """`compute_trace` of ``config``, from the cache when it is there.
+    ``tell``: say on the page when it waits (`waiting_note`); False outside a
+    page's run (a download).
 
     Raises `explorer.budget.BudgetError` (a `ConfigError`) when the trace alone
     needs more than the server's work allowance, or the server stays busy.
@@ -53,12 +63,64 @@ def cached_trace(config: AttentionConfig) -> Trace:
     if trace is not None:
         return trace
     nbytes = budget.trace_bytes(config)
-    with budget.WORK.reserve(int(nbytes * budget.WORK_FACTOR), on_wait=waiting_note()):
+    with budget.WORK.reserve(int(nbytes * budget.WORK_FACTOR),
+                             on_wait=waiting_note() if tell else None):
         trace = compute_trace(config, embedding_table=embedding_table)
     if trace.nbytes <= _traces.maxsize:
         with _lock:
             _traces[config] = trace
     return trace
+
+
+@contextmanager
+def drawing(page: str, config: AttentionConfig) -> Iterator[None]:
+    """Hold `explorer.budget.drawing_bytes` of the work allowance while the
+    ``with`` draws ``page``'s charts of ``config`` (the multi-head page also
+    checks the trace against PyTorch), so that visitors drawing large pages
+    at once wait their turn, told so on the page; then hand the memory back
+    (`explorer.budget.trim_malloc`). A small page draws at once. If the
+    server stays busy for `explorer.budget.DRAWING_WAIT_SECONDS`, the page
+    says so and stops (`st.stop`) without drawing."""
+    nbytes = budget.drawing_bytes(config, checks=page == MULTI_HEAD_PAGE)
+    if not nbytes:
+        yield
+        return
+    with ExitStack() as stack:
+        stack.callback(budget.trim_malloc)  # last, once the bytes are released
+        try:
+            stack.enter_context(budget.WORK.reserve(
+                nbytes, timeout=budget.DRAWING_WAIT_SECONDS, on_wait=waiting_note()))
+        except budget.BudgetError as error:  # the server stayed busy: say so, draw nothing
+            st.warning(literal.markdown(str(error)), icon=":material/hourglass_disabled:")
+            st.stop()
+        yield
+        _wait_until_sent(SEND_WAIT_SECONDS)
+
+
+SENT_POLL_SECONDS = 0.05
+SEND_WAIT_SECONDS = 30.0
+"""How long a page that drew large charts keeps their bytes while its browser reads them."""
+
+
+def _wait_until_sent(timeout: float) -> None:
+    """Wait, up to ``timeout`` seconds, until this session's messages have all
+    been handed to its websocket, or it is gone: a browser still drawing reads
+    them slowly, and until then the server holds the charts' payloads
+    (measured: sockets full, 3–4 MB queued in the kernel, the rest in the
+    server). `drawing` keeps its bytes reserved until then. Reads Streamlit's
+    internals (the session's browser queue and the Starlette client's send
+    queue, Streamlit 1.67); where they are not there, it does not wait."""
+    ctx = get_script_run_ctx()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            info = Runtime.instance()._session_mgr.get_active_session_info(ctx.session_id)
+            unsent = len(info.session._browser_queue) + info.client._send_queue.qsize()
+        except (AttributeError, RuntimeError):  # gone, AppTest, or another Streamlit
+            return
+        if not unsent:
+            return
+        time.sleep(SENT_POLL_SECONDS)
 
 
 def waiting_note() -> Callable[[int], None]:

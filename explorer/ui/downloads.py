@@ -19,11 +19,16 @@ Nothing is built on an ordinary rerun: each button's ``data`` is a function
 that Streamlit calls when the button is clicked (in another thread, so it
 reads only its arguments), and ``on_click="ignore"`` skips the rerun a click
 would cause. The script in the popover is built only while the popover is open.
+A function holds the page's config, not its trace (`_later`): Streamlit keeps
+a page's functions until its session ends, and holding traces kept every
+visitor's last large trace alive, outside the cache's bound.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import streamlit as st
 
@@ -31,7 +36,9 @@ from explorer.config import AttentionConfig
 from explorer.export import html_report, matrix_csv, pytorch_script
 from explorer.figures import chart_filename
 from explorer.steps import STEPS, visible_steps
+from explorer.trace import Trace
 from explorer.ui import widgets
+from explorer.ui.cache import cached_trace
 from explorer.ui.state import View
 
 SCRIPT_FILE = "attention.py"
@@ -51,18 +58,31 @@ def take_it_with_you(view: View) -> None:
     with st.expander("Take it with you", icon=_ICON):
         if isinstance(trace.config, AttentionConfig):
             _script(trace.config, link)
-        st.download_button("Report (HTML)", data=partial(html_report, trace, link=link),
+        st.download_button("Report (HTML)", data=_later(trace, html_report, link=link),
                            file_name=f"{chart_filename(trace, 'attention')}.html",
                            mime=MIME["html"], on_click="ignore", icon=_ICON,
                            key="download-report",
                            help="Every chart of this page, the settings, tokens and ids, "
                                 "in one file that opens offline.")
-        st.download_button("Every matrix (JSON)", data=trace.to_json, file_name=JSON_FILE,
+        st.download_button("Every matrix (JSON)", data=_later(trace, Trace.to_json),
+                           file_name=JSON_FILE,
                            mime=MIME["json"], on_click="ignore", icon=_ICON,
                            key="download-json",
                            help='Strict JSON: −∞ and NaN are the strings "-Infinity" and '
                                 '"NaN" (float(s) in Python, Number(s) in JavaScript).')
         _one_matrix(view)
+
+
+def _later(trace: Trace, build: Callable[..., str], *args: Any, **kwargs: Any) -> Callable[[], str]:
+    """A button's ``data``: ``build(trace, *args, **kwargs)`` when it is clicked.
+    For an `AttentionConfig` trace it holds the config alone and finds the trace
+    again in the cache (computing it again if it left), told no waiting note
+    (it runs outside the page). A real model's trace is held as it is (its
+    cache is the model's)."""
+    if not isinstance(trace.config, AttentionConfig):
+        return partial(build, trace, *args, **kwargs)
+    config = trace.config
+    return lambda: build(cached_trace(config, tell=False), *args, **kwargs)
 
 
 def _script(config: AttentionConfig, link: str) -> None:
@@ -88,7 +108,7 @@ def _one_matrix(view: View) -> None:
     head = view.head if trace.per_head(name) else None
     if head is not None:
         st.caption(f"Head {head}, the head shown on the page.")
-    st.download_button("CSV", data=partial(matrix_csv, trace, name, head=head or 0),
+    st.download_button("CSV", data=_later(trace, matrix_csv, name, head=head or 0),
                        file_name=f"{chart_filename(trace, name, head)}.csv", mime=MIME["csv"],
                        on_click="ignore", icon=_ICON, key="download-csv",
                        help="Labelled with the tokens and dims; the table importer "
