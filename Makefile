@@ -26,10 +26,15 @@ run: $(VENV)/.app-installed
 test: $(VENV)/.dev-installed
 	$(BIN)/python -m pytest
 
-## make bench: speed figures, printed and written to benchmarks/results/
+## make bench: speed figures, printed and written to benchmarks/results/; then the
+## capacity (visitors served with an edit p95 <= 2 s) of one process, with visitors that
+## do not draw and that draw, and of 2 replicas behind nginx (about 15 minutes)
 bench: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.browser
+	$(BIN)/python -m benchmarks.capacity --no-draw --profile --seconds 30
+	$(BIN)/python -m benchmarks.capacity --seconds 30
+	$(BIN)/python -m benchmarks.capacity --no-draw --replicas 2 --seconds 30
 
 ## make fuzz: ten times the fuzzing in make test (20,000 backend configs, 3,000 URLs); prints counts
 fuzz: $(VENV)/.dev-installed

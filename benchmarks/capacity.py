@@ -12,17 +12,22 @@ stop at the first one above it (unless ``--all``).
 
 While the visitors edit, `CpuSampler` reads /proc: the CPU used by the server
 processes, by this process and its Chromium (the visitors), and by everything
-else on the machine, in % of one core. With ``--profile`` (and py-spy
+else on the machine, in % of one core; and from it the server's CPU time per
+settled edit, which says what the server alone could serve on a core of its
+own whatever the visitors' Chromium took here. With ``--profile`` (and py-spy
 installed) the server is sampled too, and its busy time is split into torch
 and the trace, chart payloads (encoding and sending them), and Streamlit's
 rerun (the script, widgets and the runtime around them).
 
-The target is a fresh `streamlit run` per count (`tests.server.Server`), or
-``--url``: a server already running, e.g. nginx in front of replicas
-(``deploy/replicas.sh``); ``--pid`` names its streamlit processes (repeat),
-whose CPU and memory are then measured. Results are printed and merged into
+The target is a fresh `streamlit run` per count (`tests.server.Server`);
+with ``--replicas N``, N fresh ones behind Debian's nginx per count
+(`deploy/replicas.sh`, sticky sessions by cookie: `tests.server.Replicas`);
+or ``--url``: a server already running, e.g. ``make replicas``, with
+``--pid`` naming its streamlit processes (repeat), whose CPU and memory are
+then measured. Results are printed and merged into
 ``benchmarks/results/latest.json`` under "capacity" (``--label`` names the
-entry, "1 process" by default).
+entry: by default "1 process" or "N replicas behind nginx", and ", not
+drawing" with ``--no-draw``).
 
 The visitors' Chromium runs on the same 2 cores as the server here, and the
 machine is shared with other work: the figures are what this machine serves
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import shutil
@@ -48,7 +54,7 @@ from pathlib import Path
 from benchmarks.browser import RESULTS, write_results
 from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from tests import soak
-from tests.server import Server
+from tests.server import Replicas, Server
 
 P95_LIMIT_S = 2.0
 """The edit latency (p95, seconds) a count must stay within to count as served."""
@@ -93,7 +99,10 @@ SAMPLE_S = 1.0
 # Where the CPU goes, from /proc
 # ---------------------------------------------------------------------------
 def _processes() -> dict[int, tuple[int, int]]:
-    """pid -> (parent pid, CPU ticks used: user + system) of every process."""
+    """pid -> (parent pid, CPU ticks used) of every process: its own user and
+    system time and that of its children that have ended and been waited for
+    (Chromium's renderers end as the visitors close their pages: their time
+    must not vanish from the sums)."""
     table = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -102,7 +111,7 @@ def _processes() -> dict[int, tuple[int, int]]:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (FileNotFoundError, ProcessLookupError):
             continue
-        table[int(entry.name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+        table[int(entry.name)] = (int(fields[1]), sum(map(int, fields[11:15])))
     return table
 
 
@@ -179,16 +188,28 @@ class CpuSampler:
 # Where the server's time goes: py-spy
 # ---------------------------------------------------------------------------
 CATEGORIES = (
+    ("serving files", re.compile(r"StaticFiles|static_file|/staticfiles|component_file")),
     ("torch and the trace", re.compile(r"/torch/|explorer/(trace|attention|verify|recipes|"
                                        r"tokenizer|budget)\.py")),
     ("chart payloads", re.compile(r"explorer/(charts|figures)\.py|/google/protobuf/|"
-                                  r"/tornado/websocket|forward_msg|websocket_session|"
-                                  r"browser_websocket|components/v2")),
+                                  r"forward_msg|websocket|components/v2|"
+                                  r"asyncio/selector_events")),
     ("Streamlit's rerun", re.compile(r"/streamlit/|explorer/|pages/|streamlit_app")),
 )
-"""A sample counts for the first category matched by its innermost frame that any
-matches (walking from the leaf to the root); "other" when none does (the event
-loop, threads waiting)."""
+"""A busy sample counts for the first category matched by its innermost frame that
+any matches (walking from the leaf to the root); "other" when none does. Chart
+payloads include sending them: the websocket's frames and the event loop's socket
+reads and writes (the charts are most of the bytes). Serving files: the page's
+scripts, Plotly.js and chart.js (static files, cached by browsers)."""
+WAITING = re.compile(r"^(Condition\.wait|Event\.wait|EpollSelector\.select|_worker|"
+                     r"PollingPathWatcher\._schedule\.<locals>\.task) \(")
+"""Innermost frames of a thread that waits (a lock, the event loop's select, an
+idle worker, the config file watcher's sleep). py-spy's idle check misses them
+here, so they are dropped from the busy samples by name."""
+
+
+PROFILE_HZ = 50
+"""py-spy's samples per second."""
 
 
 def py_spy() -> str | None:
@@ -198,38 +219,49 @@ def py_spy() -> str | None:
 
 
 def start_profile(pid: int, seconds: float) -> tuple[subprocess.Popen, Path] | None:
-    """Start py-spy sampling ``pid`` (busy threads only, 50 Hz) for ``seconds``."""
+    """Start py-spy sampling ``pid`` for ``seconds``, `PROFILE_HZ` times a second, the thread
+    holding the GIL only: the server's Python work, without threads waiting for
+    the GIL or for anything else (torch's kernels run without the GIL, but at
+    the default sizes they are a small part of each op's time)."""
     spy = py_spy()
     if spy is None:
         return None
     out = Path(tempfile.mkstemp(suffix=".txt")[1])
     process = subprocess.Popen([spy, "record", "--pid", str(pid), "--duration",
-                                str(int(seconds)), "--rate", "50", "--format", "raw",
-                                "--nonblocking", "--output", str(out)],
+                                str(int(seconds)), "--rate", str(PROFILE_HZ), "--format", "raw",
+                                "--nonblocking", "--gil", "--output", str(out)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return process, out
 
 
-def profile_shares(raw: str) -> dict[str, float]:
+def profile_shares(raw: str) -> dict:
     """% of the busy samples in each of `CATEGORIES` (and "other"), from py-spy's
-    raw (folded) output: ``frame;frame;... count`` per line, root first."""
+    raw (folded) output: ``frame;frame;... count`` per line, root first; and in
+    "where" the frames (the innermost one matched) with most of each. Samples
+    waiting (`WAITING`) are not busy: their % of all is given, and "samples"."""
     counts: Counter = Counter()
-    others: Counter = Counter()
+    where: dict[str, Counter] = {}
+    waiting = 0
     for line in raw.splitlines():
         stack, _, count = line.rpartition(" ")
         if not count.isdigit():
             continue
         frames = stack.split(";")[::-1]
-        name = next((name for frame in frames for name, pattern in CATEGORIES
-                     if pattern.search(frame)), "other")
+        if WAITING.match(frames[0]):
+            waiting += int(count)
+            continue
+        name, frame = next(((name, frame) for frame in frames for name, pattern in CATEGORIES
+                            if pattern.search(frame)), ("other", frames[0]))
         counts[name] += int(count)
-        if name == "other" and frames:
-            others[frames[0].split(" (")[0] + " in " + frames[-1].split(" (")[0]] += int(count)
-    total = sum(counts.values()) or 1
-    shares: dict = {name: round(100 * counts[name] / total, 1)
-                    for name in [c for c, _ in CATEGORIES] + ["other"]}
-    shares["other, most of it (innermost frame in thread)"] = {
-        where: round(100 * n / total, 1) for where, n in others.most_common(3)}
+        where.setdefault(name, Counter())[re.sub(r":\d+\)$", ")", frame)] += int(count)
+    busy = sum(counts.values()) or 1
+    names = [c for c, _ in CATEGORIES] + ["other"]
+    shares: dict = {name: round(100 * counts[name] / busy, 1) for name in names}
+    shares["where"] = {name: {frame: round(100 * n / busy, 1)
+                              for frame, n in where[name].most_common(3)}
+                       for name in names if name in where}
+    shares["samples waiting, not counted"] = round(100 * waiting / (waiting + busy), 1)
+    shares["samples"] = waiting + sum(counts.values())
     return shares
 
 
@@ -237,28 +269,36 @@ def profile_shares(raw: str) -> dict[str, float]:
 # One count, and the series
 # ---------------------------------------------------------------------------
 def measure(visitors: int, seconds: float, url: str | None, pids: tuple[int, ...],
-            profile: bool, workload: soak.Workload = AT_DEFAULTS, seed: int = 0) -> dict:
-    """One soak of ``visitors`` at once against ``url`` (a fresh server if None):
-    edit latency, correctness, CPU shares, and py-spy's split if ``profile``."""
-    server = None if url else Server()
-    if server:
-        url, pids = server.url, (server.pid,)
-    spies = []
+            profile: bool, workload: soak.Workload = AT_DEFAULTS, seed: int = 0,
+            replicas: int = 0) -> dict:
+    """One soak of ``visitors`` at once against ``url``, or if None a fresh
+    server (``replicas`` of them behind nginx if given): edit latency,
+    correctness, CPU shares, and py-spy's split if ``profile``."""
+    server = None
+    if url is None:
+        server = Replicas(replicas) if replicas else Server()
+        url, pids = server.url, server.pids
+    spies, profiled_from = [], []
     try:
         with CpuSampler(pids) as cpu:
-            if profile:
-                # Started at once and stopped after the soak: the warm-up is short at
-                # the defaults, and a fixed duration would not know when edits end.
-                spies = [s for s in (start_profile(p, 3600) for p in pids) if s]
+            def start_profiles() -> None:  # once the warm-up (imports, first runs) is over
+                profiled_from.append(time.monotonic())
+                spies.extend(s for s in (start_profile(p, 3600) for p in pids) if s)
                 cpu.exclude = {process.pid for process, _ in spies}
-            report = soak.run(seconds, visitors, seed, url, pids, workload)
+
+            report = soak.run(seconds, visitors, seed, url, pids, workload,
+                              start_profiles if profile else None)
             shares = cpu.share(*report.edits_window)
     finally:
         where_time_goes = {}
+        profiled_s = time.monotonic() - profiled_from[0] if profiled_from else 0
         for process, out in spies:
             process.send_signal(2)  # SIGINT: py-spy writes what it has
             process.wait(timeout=30)
-            where_time_goes[str(process.args[3])] = profile_shares(out.read_text())
+            split = profile_shares(out.read_text())
+            split["GIL held, % of the time"] = round(
+                100 * split.pop("samples") / (PROFILE_HZ * profiled_s), 1)
+            where_time_goes[str(process.args[3])] = split
             out.unlink()
         if server:
             server.stop()
@@ -269,6 +309,11 @@ def measure(visitors: int, seconds: float, url: str | None, pids: tuple[int, ...
               "page errors": len(report.messages), "warm-up s": round(report.warm_up_seconds),
               "memory MiB": report.memory, "cpu % of one core": shares,
               "p95 by kind": {k: round(v["p95"], 2) for k, v in kinds.items() if v["edits"]}}
+    if shares and latency["edits"]:
+        # The server's CPU time per settled edit: what one core alone could serve,
+        # whatever the visitors' Chromium took from this machine's cores.
+        result["server cpu ms per edit"] = round(
+            10 * shares["server"] * shares["seconds"] / latency["edits"])
     if where_time_goes:
         result["server busy time %"] = where_time_goes
     if not report.ok:
@@ -281,26 +326,28 @@ def _row(r: dict) -> str:
     return (f"{r['visitors']:>8} {r['edits']:>6} {r['p50']:>7.2f} {r['p95']:>7.2f}"
             f" {'yes' if r['ok'] else 'NO':>6} {cpu.get('server', 0):>7.0f}"
             f" {cpu.get('visitors', 0):>9.0f} {cpu.get('other', 0):>6.0f}"
-            f" {cpu.get('idle', 0):>5.0f}")
+            f" {cpu.get('idle', 0):>5.0f} {r.get('server cpu ms per edit', math.nan):>11.0f}")
 
 
 def series(counts: tuple[int, ...], seconds: float, url: str | None, pids: tuple[int, ...],
-           profile: bool, every: bool, workload: soak.Workload = AT_DEFAULTS) -> dict:
+           profile: bool, every: bool, workload: soak.Workload = AT_DEFAULTS,
+           replicas: int = 0) -> dict:
     """`measure` each count in turn, up to the first with p95 above `P95_LIMIT_S`
     (all of them if ``every``); the capacity is the largest count within it."""
     print(f"{'visitors':>8} {'edits':>6} {'p50 s':>7} {'p95 s':>7} {'right':>6}"
-          f" {'server%':>7} {'visitors%':>9} {'other%':>6} {'idle%':>5}", flush=True)
+          f" {'server%':>7} {'visitors%':>9} {'other%':>6} {'idle%':>5} {'server ms/edit':>11}",
+          flush=True)
     rows = []
     for count in counts:
-        rows.append(measure(count, seconds, url, pids, profile, workload))
+        rows.append(measure(count, seconds, url, pids, profile, workload, replicas=replicas))
         print(_row(rows[-1]), flush=True)
-        if rows[-1]["p95"] > P95_LIMIT_S and not every:
+        if not rows[-1]["p95"] <= P95_LIMIT_S and not every:  # above it, or none settled
             break
     within = [r["visitors"] for r in rows
               if r["p95"] <= P95_LIMIT_S and r["ok"] and r["edits"]]
     return {"p95 limit s": P95_LIMIT_S, "seconds per count": seconds,
             "capacity": max(within, default=0), "rows": rows,
-            "visitors draw": workload.plotly is None,
+            "visitors draw": workload.plotly is None, "replicas": replicas or None,
             "date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count()}
 
 
@@ -324,27 +371,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-draw", action="store_true",
                         help="visitors whose Chromium draws nothing (Plotly.js stubbed, no "
                         "cell clicks): the server's load without the clients' drawing")
-    parser.add_argument("--label", default="1 process",
-                        help='this run\'s name under "capacity" in latest.json')
+    parser.add_argument("--replicas", type=int, default=0,
+                        help="N fresh streamlit processes behind nginx per count "
+                        "(deploy/replicas.sh; needs Debian's nginx), not one process")
+    parser.add_argument("--label", help='this run\'s name under "capacity" in latest.json '
+                        '(default: "1 process" or "N replicas behind nginx", and '
+                        '", not drawing" with --no-draw)')
     args = parser.parse_args(argv)
+    if args.replicas and args.url:
+        parser.error("--replicas starts its own replicas and nginx: leave out --url")
     counts = tuple(int(c) for c in args.counts.split(","))
+    label = args.label or ((f"{args.replicas} replicas behind nginx" if args.replicas
+                            else "1 process") + (", not drawing" if args.no_draw else ""))
     result = series(counts, args.seconds, args.url, tuple(args.pid), args.profile, args.all,
-                    NOT_DRAWING if args.no_draw else AT_DEFAULTS)
+                    NOT_DRAWING if args.no_draw else AT_DEFAULTS, args.replicas)
     print(f"capacity (edit p95 <= {P95_LIMIT_S:.0f} s, every number right): "
           f"{result['capacity']} visitors")
     for row in result["rows"]:
         print(f"  {row['visitors']} visitors: p95 by kind {row['p95 by kind']}")
         for pid, split in row.get("server busy time %", {}).items():
-            print(f"    server {pid} busy time: " + ", ".join(
-                f"{k} {v:.0f}%" if isinstance(v, float) else f"{k}: {v}"
-                for k, v in split.items()))
+            print(f"    server {pid}: " + ", ".join(
+                f"{k} {v:.0f}%" for k, v in split.items() if isinstance(v, float)))
+            for name, frames in split["where"].items():
+                print(f"      {name}: " + ", ".join(f"{f} {v:.0f}%" for f, v in frames.items()))
         for problem in row.get("problems", []):
             print(f"    {problem[:300]}")
     try:  # keep the other labels' entries (1 process, replicas)
         capacity = json.loads(RESULTS.read_text()).get("capacity", {})
     except (FileNotFoundError, ValueError):
         capacity = {}
-    write_results({"capacity": {**capacity, args.label: result}})
+    write_results({"capacity": {**capacity, label: result}})
     return 0 if all(r["ok"] for r in result["rows"]) else 1
 
 

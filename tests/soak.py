@@ -46,6 +46,7 @@ import sys
 import time
 import urllib.parse
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -655,7 +656,8 @@ class Report:
 
 
 async def _run(seconds: float, contexts: int, seed: int, url: str | None = None,
-               pids: tuple[int, ...] = (), workload: Workload = SOAK) -> Report:
+               pids: tuple[int, ...] = (), workload: Workload = SOAK,
+               on_edits: Callable[[], object] | None = None) -> Report:
     server = None if url else Server()
     if server:
         url, pids = server.url, (server.pid,)
@@ -675,6 +677,8 @@ async def _run(seconds: float, contexts: int, seed: int, url: str | None = None,
             tasks = [asyncio.create_task(visit(v, browser, url, arrived, arrivals,
                                                stop_at)) for v in visitors]
             await arrived.wait()
+            if on_edits:
+                on_edits()
             edits_from = time.monotonic()
             warm_up = edits_from - started
             if pids:
@@ -702,14 +706,16 @@ async def _run(seconds: float, contexts: int, seed: int, url: str | None = None,
 
 
 def run(seconds: float = 180, contexts: int = 8, seed: int = 0, url: str | None = None,
-        pids: tuple[int, ...] = (), workload: Workload = SOAK) -> Report:
+        pids: tuple[int, ...] = (), workload: Workload = SOAK,
+        on_edits: Callable[[], object] | None = None) -> Report:
     """The soak run: ``contexts`` visitors for ``seconds`` after the warm-up.
 
     ``url``: a server already running (its base address, e.g. a reverse proxy's)
     instead of a fresh one; ``pids``: its streamlit processes, whose memory is
     then sampled and checked (each within the budget on average); ``workload``:
-    what the visitors do."""
-    return asyncio.run(_run(seconds, contexts, seed, url, pids, workload))
+    what the visitors do; ``on_edits``: called once every visitor is done with the
+    warm-up, as the edits begin (`benchmarks.capacity` starts py-spy then)."""
+    return asyncio.run(_run(seconds, contexts, seed, url, pids, workload, on_edits))
 
 
 def main(argv: list[str] | None = None) -> int:

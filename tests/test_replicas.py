@@ -1,28 +1,22 @@
 """Two replicas behind nginx (`deploy/replicas.sh`, `deploy/explorer.conf`):
 each browser sticks to one replica by its cookie, browsers spread over both,
 and two visitors' sessions work through the proxy with their own numbers (a
-short `tests.soak`). Skipped where Debian's nginx is not installed."""
+short `tests.soak`), a CSV import too. Skipped where Debian's nginx is not installed."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import tempfile
-import time
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page
 
 from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from tests import soak
-from tests.server import ROOT, START_TIMEOUT_S, _free_port
+from tests.server import Replicas
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 pytestmark = [pytest.mark.browser,
@@ -53,33 +47,12 @@ def _get(url: str, cookie: str | None = None) -> tuple[str, str | None]:
 
 @pytest.fixture(scope="module")
 def replicas():
-    """deploy/replicas.sh 2 on free ports: (proxy url, replica pids)."""
-    run_dir = tempfile.mkdtemp()
-    port = _free_port()
-    # The replicas take BASE_PORT and the next one: free when asked, the next one
-    # almost always.
-    env = {**os.environ, "PORT": str(port), "BASE_PORT": str(_free_port()),
-           "RUN_DIR": run_dir, "PYTHON": sys.executable}
-    process = subprocess.Popen([str(ROOT / "deploy" / "replicas.sh"), "2"], cwd=ROOT,
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 2 * START_TIMEOUT_S
-    try:
-        while True:
-            try:
-                _get(f"{url}/_stcore/health")
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"replicas did not start:\n{process.stdout.read()}")
-                time.sleep(0.5)
-        pids = tuple(int(p) for p in Path(run_dir, "replicas.pids").read_text().split())
-        yield url, pids
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=30)
-        shutil.rmtree(run_dir, ignore_errors=True)
+    """deploy/replicas.sh 2 on free ports: (proxy url, replica pids); afterwards, the
+    check that no replica logged an exception."""
+    proxy = Replicas(2)
+    yield proxy.url, proxy.pids
+    log = proxy.stop()
+    assert "Traceback" not in log, f"a replica logged an exception:\n{log}"
 
 
 def test_a_browser_sticks_to_one_replica_and_browsers_spread(replicas):
