@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
+REPLICAS ?= 2
 
-.PHONY: run test bench fuzz soak download-models clean
+.PHONY: run test bench fuzz soak replicas download-models clean
 
 $(VENV)/.app-installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,10 +26,15 @@ run: $(VENV)/.app-installed
 test: $(VENV)/.dev-installed
 	$(BIN)/python -m pytest
 
-## make bench: speed figures, printed and written to benchmarks/results/
+## make bench: speed figures, printed and written to benchmarks/results/; then the
+## capacity (visitors served with an edit p95 <= 2 s) of one process, with visitors that
+## do not draw and that draw, and of 2 replicas behind nginx (about 15 minutes)
 bench: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.browser
+	$(BIN)/python -m benchmarks.capacity --no-draw --profile --seconds 30
+	$(BIN)/python -m benchmarks.capacity --seconds 30
+	$(BIN)/python -m benchmarks.capacity --no-draw --replicas 2 --seconds 30
 
 ## make fuzz: ten times the fuzzing in make test (20,000 backend configs, 3,000 URLs); prints counts
 fuzz: $(VENV)/.dev-installed
@@ -37,6 +43,11 @@ fuzz: $(VENV)/.dev-installed
 ## make soak: 8 visitors at once in Chromium for 3 minutes, each checking its own numbers
 soak: $(VENV)/.dev-installed
 	$(BIN)/python -m tests.soak --seconds 180 --contexts 8
+
+## make replicas: $(REPLICAS) streamlit processes behind nginx on http://127.0.0.1:8080,
+## sticky by cookie (deploy/explorer.conf); needs Debian's nginx
+replicas: $(VENV)/.app-installed
+	PYTHON=$(BIN)/python deploy/replicas.sh $(REPLICAS)
 
 ## make download-models: fetch GPT-2 small and DistilGPT-2 once (online) for offline use
 download-models: $(VENV)/.app-installed

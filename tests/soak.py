@@ -29,6 +29,11 @@ Pass criteria, printed as a report and returned as the exit status:
 
 The edits stay small (at most `MAX_WORDS` words, dims at most `MAX_D`), so
 that the run measures concurrency, not the memory budget.
+
+``--url`` points the visitors at a server that is already running (one
+process, or a reverse proxy in front of several: `benchmarks.capacity`)
+instead of a fresh one; ``--pid`` names its streamlit processes, whose memory
+is then sampled (none named: memory is not checked).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import sys
 import time
 import urllib.parse
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -85,6 +91,27 @@ REL_TOLERANCE = 1e-4
 """Checksums agree within this fraction of the weighted sum of |values|: both sides
 add the same float32 numbers in float64."""
 MAX_WORDS, MAX_D, MAX_SOAK_HEADS = 24, 64, 8
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the visitors do: the pages they tour and move between, the kinds of
+    edit they make (None: every kind `_edit` knows), and the longest sentence.
+    The soak's own is `SOAK`; `benchmarks.capacity` keeps visitors at the
+    default sizes.
+
+    ``plotly`` (JavaScript) is served in place of Plotly.js when given: a stub
+    that keeps each chart's data where the check reads it and draws nothing
+    makes visitors that load the server but not this machine's cores (a cell
+    click needs real axes: leave "cell" out of ``kinds`` then)."""
+
+    pages: tuple[str, ...] = SOAK_PAGES
+    kinds: tuple[str, ...] | None = None
+    max_words: int = MAX_WORDS
+    plotly: str | None = None
+
+
+SOAK = Workload()
 WORDS = ("life is short eat dessert first the cat sat on mat attention all you need "
          "queries keys values softmax weights context every token looks at other ones "
          "journey starts with one step your quick brown fox jumps over lazy dog").split()
@@ -313,6 +340,9 @@ class Visitor:
     warm: bool = False
     latencies: list[float] = field(default_factory=list)
     """Seconds from each edit until its run finished and every chart was checked."""
+    latency_kinds: list[str] = field(default_factory=list)
+    """The kind of each edit in `latencies` ("seed", "page", ...)."""
+    workload: Workload = SOAK
 
     def own_seed(self) -> int:
         """A seed no other visitor uses: it is ``index`` modulo the visitors."""
@@ -320,7 +350,7 @@ class Visitor:
 
     def own_sentence(self) -> str:
         """Random words and this visitor's own tag word."""
-        words = self.rng.choices(WORDS, k=self.rng.randint(1, MAX_WORDS - 1))
+        words = self.rng.choices(WORDS, k=self.rng.randint(1, self.workload.max_words - 1))
         words.insert(self.rng.randint(0, len(words)), f"visitor{self.index}")
         return " ".join(words)
 
@@ -352,9 +382,13 @@ async def _edit(visitor: Visitor, page: Page) -> tuple[str, Settings, str] | Non
         kinds += ["causal", "n_heads"] + (["head"] if s.n_heads > 1 else [])
     if where in CHART_PAGES:
         kinds += ["query", "cell", "cell"]
+    if visitor.workload.kinds is not None:
+        kinds = [k for k in kinds if k in visitor.workload.kinds]
+        if not kinds:
+            return None
     kind = rng.choice(kinds)
     if kind == "page":
-        target = rng.choice([p for p in SOAK_PAGES if p != where])
+        target = rng.choice([p for p in visitor.workload.pages if p != where])
         await page.get_by_test_id("stSidebar").get_by_role("link", name=target, exact=True).click()
         return kind, s, target
     if kind == "seed":
@@ -433,6 +467,9 @@ async def visit(visitor: Visitor, browser: Browser, base_url: str, arrived: asyn
     the visitors done with the tour; the last one sets ``arrived``."""
     context = await browser.new_context(viewport=VIEWPORT)
     await context.add_init_script(CHECK_JS)
+    if visitor.workload.plotly is not None:
+        await context.route("**/plotly.min.js*", lambda route: route.fulfill(
+            body=visitor.workload.plotly, content_type="text/javascript"))
     page = await context.new_page()
     runs = Runs(page)
     try:
@@ -460,6 +497,7 @@ async def visit(visitor: Visitor, browser: Browser, base_url: str, arrived: asyn
             visitor.settings, visitor.page_name = settings, where
             await _check(visitor, page, runs, settings, where, before + 1, kind)
             visitor.latencies.append(time.monotonic() - started)
+            visitor.latency_kinds.append(kind.split()[0])
     except PlaywrightError as error:
         visitor.failures.append(f"visitor {visitor.index}: {str(error).splitlines()[0]}")
     finally:
@@ -470,7 +508,7 @@ async def _tour(visitor: Visitor, page: Page, runs: Runs, base_url: str) -> None
     """Open the visitor's first page by link (its seed and sentence in the URL),
     then every other page through the sidebar, each checked."""
     visitor.settings = Settings(sentence=visitor.own_sentence(), seed=visitor.own_seed())
-    tour = list(SOAK_PAGES)
+    tour = list(visitor.workload.pages)
     tour = tour[visitor.index % len(tour):] + tour[:visitor.index % len(tour)]
     visitor.page_name = tour[0]
     query = urllib.parse.urlencode({"sentence": visitor.settings.sentence,
@@ -490,11 +528,11 @@ async def _tour(visitor: Visitor, page: Page, runs: Runs, base_url: str) -> None
 # ---------------------------------------------------------------------------
 # Memory
 # ---------------------------------------------------------------------------
-async def sample_memory(pid: int, samples: list[tuple[float, float]], stop: asyncio.Event,
+async def sample_memory(pids: list[int], samples: list[tuple[float, float]], stop: asyncio.Event,
                         start: float) -> None:
-    """Append (seconds since start, MiB) every `SAMPLE_SECONDS` until ``stop``."""
+    """Append (seconds since start, MiB of all ``pids``) every `SAMPLE_SECONDS` until ``stop``."""
     while not stop.is_set():
-        samples.append((time.monotonic() - start, rss_mib(pid)))
+        samples.append((time.monotonic() - start, sum(map(rss_mib, pids))))
         try:
             await asyncio.wait_for(stop.wait(), SAMPLE_SECONDS)
         except asyncio.TimeoutError:
@@ -515,6 +553,10 @@ class Report:
     """The server log from its first "Traceback" on, 3,000 characters ("" = none)."""
     warm_up_seconds: float
     total_seconds: float
+    edits_window: tuple[float, float] = (math.nan, math.nan)
+    """`time.monotonic()` when the edits after the warm-up began and when the last ended."""
+    processes: int = 1
+    """Server processes whose memory was summed: the peak may reach the budget times this."""
 
     @property
     def failures(self) -> list[str]:
@@ -536,8 +578,10 @@ class Report:
 
     @property
     def memory_ok(self) -> bool:
+        if not self.memory:  # a server this run did not start, and no pid named
+            return True
         return (self.growth_mib <= self.allowed_growth_mib
-                and self.memory["peak"] * 2**20 <= budget.MEMORY_BUDGET_BYTES)
+                and self.memory["peak"] * 2**20 <= budget.MEMORY_BUDGET_BYTES * self.processes)
 
     @property
     def ok(self) -> bool:
@@ -554,13 +598,23 @@ class Report:
         return picked + ([self.samples[-1]] if self.samples and picked[-1] != self.samples[-1]
                          else [])
 
+    def latency(self, kinds: tuple[str, ...] | None = None) -> dict[str, float]:
+        """{"edits", "p50", "p95"} of the visitors' edit latencies in seconds (NaN
+        when none settled), of the edits of ``kinds`` only if given."""
+        every = [t for v in self.visitors for t, k in zip(v.latencies, v.latency_kinds)
+                 if kinds is None or k in kinds]
+        if not every:
+            return {"edits": 0, "p50": math.nan, "p95": math.nan}
+        p50, p95 = np.percentile(every, [50, 95])
+        return {"edits": len(every), "p50": float(p50), "p95": float(p95)}
+
     def latency_text(self) -> str:
         """p50 and p95 of every visitor's edit latencies (seconds)."""
-        every = [t for v in self.visitors for t in v.latencies]
-        if not every:
+        figures = self.latency()
+        if not figures["edits"]:
             return "no edit settled"
-        p50, p95 = np.percentile(every, [50, 95])
-        return f"p50 {p50:.2f} s, p95 {p95:.2f} s over {len(every)} edits"
+        return (f"p50 {figures['p50']:.2f} s, p95 {figures['p95']:.2f} s over "
+                f"{figures['edits']} edits")
 
     def text(self) -> str:
         edits = sum(sum(v.edits.values()) for v in self.visitors)
@@ -578,59 +632,90 @@ class Report:
             f"  charts not showing the context's own numbers: {len(self.failures)}",
             f"  Traceback in the server log: {'yes' if self.server_traceback else 'no'}",
             *([self.server_traceback] if self.server_traceback else []),
-            "  server memory (VmRSS, children included): " + ", ".join(
-                f"{k} {v:.0f} MiB" for k, v in self.memory.items())
-            + f"; growth after warm-up {self.growth_mib:+.0f} MiB (limit "
-            f"{self.allowed_growth_mib:.0f}: the caches' {CACHES_BYTES / 2**20:.0f} + "
-            f"{MAX_GROWTH:.0%}); peak limit {budget.MEMORY_BUDGET_BYTES / 2**20:.0f} MiB",
         ]
-        lines.append("  memory over time (s: MiB): " + ", ".join(
-            f"{t:.0f}: {mib:.0f}" for t, mib in self.timeline()))
+        if not self.memory:
+            lines.append("  server memory: not sampled (a server this run did not start)")
+        else:
+            lines += self._memory_lines()
         for line in (self.messages + self.failures)[:20]:
             lines.append(f"    {line[:400]}")
         lines.append("PASS" if self.ok else "FAIL")
         return "\n".join(lines)
 
+    def _memory_lines(self) -> list[str]:
+        return [
+            "  server memory (VmRSS, children included): " + ", ".join(
+                f"{k} {v:.0f} MiB" for k, v in self.memory.items())
+            + f"; growth after warm-up {self.growth_mib:+.0f} MiB (limit "
+            f"{self.allowed_growth_mib:.0f}: the caches' {CACHES_BYTES / 2**20:.0f} + "
+            f"{MAX_GROWTH:.0%}); peak limit "
+            f"{self.processes * budget.MEMORY_BUDGET_BYTES / 2**20:.0f} MiB",
+            "  memory over time (s: MiB): " + ", ".join(
+                f"{t:.0f}: {mib:.0f}" for t, mib in self.timeline()),
+        ]
 
-async def _run(seconds: float, contexts: int, seed: int) -> Report:
-    server = Server()
+
+async def _run(seconds: float, contexts: int, seed: int, url: str | None = None,
+               pids: tuple[int, ...] = (), workload: Workload = SOAK,
+               on_edits: Callable[[], object] | None = None) -> Report:
+    server = None if url else Server()
+    if server:
+        url, pids = server.url, (server.pid,)
     started = time.monotonic()
     samples: list[tuple[float, float]] = []
-    memory = {"fresh": rss_mib(server.pid)}
-    visitors = [Visitor(i, contexts, random.Random(seed * 1000 + i)) for i in range(contexts)]
+    memory = {"fresh": sum(map(rss_mib, pids))} if pids else {}
+    visitors = [Visitor(i, contexts, random.Random(seed * 1000 + i), workload=workload)
+                for i in range(contexts)]
     stop = asyncio.Event()
-    sampler = asyncio.create_task(sample_memory(server.pid, samples, stop, started))
-    log = ""
+    sampler = asyncio.create_task(sample_memory(list(pids), samples, stop, started))
+    log, warm_index = "", 0
     try:
         async with async_playwright() as playwright:
             browser = await playwright.chromium.launch(executable_path=CHROMIUM,
                                                        args=CHROMIUM_ARGS)
             arrived, arrivals, stop_at = asyncio.Event(), [0], [math.inf]
-            tasks = [asyncio.create_task(visit(v, browser, server.url, arrived, arrivals,
+            tasks = [asyncio.create_task(visit(v, browser, url, arrived, arrivals,
                                                stop_at)) for v in visitors]
             await arrived.wait()
-            warm_up = time.monotonic() - started
-            memory["after warm-up"] = rss_mib(server.pid)
+            if on_edits:
+                on_edits()
+            edits_from = time.monotonic()
+            warm_up = edits_from - started
+            if pids:
+                memory["after warm-up"] = sum(map(rss_mib, pids))
             warm_index = len(samples)
             stop_at[0] = time.monotonic() + seconds
             await asyncio.gather(*tasks)
-            memory["end"] = rss_mib(server.pid)
+            edits_to = time.monotonic()
+            if pids:
+                memory["end"] = sum(map(rss_mib, pids))
             await browser.close()
     finally:
         stop.set()
         await sampler
-        log = server.stop()
-    after = [mib for _, mib in samples[warm_index:]] + [memory["after warm-up"], memory["end"]]
-    memory["peak"] = max(after)
-    memory = {k: memory[k] for k in ("fresh", "after warm-up", "peak", "end")}
+        if server:
+            log = server.stop()
+    if pids:
+        after = ([mib for _, mib in samples[warm_index:]]
+                 + [memory["after warm-up"], memory["end"]])
+        memory["peak"] = max(after)
+        memory = {k: memory[k] for k in ("fresh", "after warm-up", "peak", "end")}
     traceback = log[log.index("Traceback"):][:3000] if "Traceback" in log else ""
     return Report(seconds, contexts, visitors, memory, samples, traceback, warm_up,
-                  time.monotonic() - started)
+                  time.monotonic() - started, (edits_from, edits_to), max(1, len(pids)))
 
 
-def run(seconds: float = 180, contexts: int = 8, seed: int = 0) -> Report:
-    """The soak run: ``contexts`` visitors for ``seconds`` after the warm-up."""
-    return asyncio.run(_run(seconds, contexts, seed))
+def run(seconds: float = 180, contexts: int = 8, seed: int = 0, url: str | None = None,
+        pids: tuple[int, ...] = (), workload: Workload = SOAK,
+        on_edits: Callable[[], object] | None = None) -> Report:
+    """The soak run: ``contexts`` visitors for ``seconds`` after the warm-up.
+
+    ``url``: a server already running (its base address, e.g. a reverse proxy's)
+    instead of a fresh one; ``pids``: its streamlit processes, whose memory is
+    then sampled and checked (each within the budget on average); ``workload``:
+    what the visitors do; ``on_edits``: called once every visitor is done with the
+    warm-up, as the edits begin (`benchmarks.capacity` starts py-spy then)."""
+    return asyncio.run(_run(seconds, contexts, seed, url, pids, workload, on_edits))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -641,8 +726,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--contexts", type=int, default=8,
                         help="concurrent browser contexts, one visitor each (default 8)")
     parser.add_argument("--seed", type=int, default=0, help="seeds every visitor's choices")
+    parser.add_argument("--url", help="a server already running (e.g. a reverse proxy in "
+                        "front of replicas), instead of a fresh one")
+    parser.add_argument("--pid", type=int, action="append", default=[],
+                        help="with --url: a streamlit process to sample memory of (repeat)")
     args = parser.parse_args(argv)
-    report = run(args.seconds, args.contexts, args.seed)
+    report = run(args.seconds, args.contexts, args.seed, args.url, tuple(args.pid))
     print(report.text(), flush=True)
     return 0 if report.ok else 1
 
