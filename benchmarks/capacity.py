@@ -1,6 +1,6 @@
 """How many visitors one server serves: `python -m benchmarks.capacity`.
 
-For 1, 2, 4, 6, 8, ... visitors at once (``--counts``), `tests.soak` drives
+For 1, 2, 3, 4, 6, ... visitors at once (``--counts``), `tests.soak` drives
 that many Chromium contexts for ``--seconds`` after its warm-up, each making
 small edits at the default sizes (`AT_DEFAULTS`: a new seed or short
 sentence, a query picked, a cell clicked, causal, heads and the head on the
@@ -93,7 +93,7 @@ NOT_DRAWING = replace(AT_DEFAULTS, plotly=PLOTLY_STUB,
 """`AT_DEFAULTS` for visitors whose Chromium draws nothing: the page's own code
 decodes every payload and the check reads its numbers, but no SVG is laid out
 (a real visitor draws on their own machine). Without axes, no cell clicks."""
-DEFAULT_COUNTS = (1, 2, 4, 6, 8, 10, 12, 16)
+DEFAULT_COUNTS = (1, 2, 3, 4, 6, 8, 12, 16)
 TICK = os.sysconf("SC_CLK_TCK")
 SAMPLE_S = 1.0
 
