@@ -12,8 +12,9 @@
 //   - follow the page's view at once, before the server confirms it: the query
 //     token's row and the explained cell are outlined in every chart, the head
 //     picked is shown by every per-head chart that carries every head's matrix
-//     (`header.heads`), and the weights are drawn as lines below their heatmap
-//     (`header.lines`). The view is one object for the page (`PAGE.view`): a
+//     (`header.heads`): each keeps the other heads drawn off-screen once the page
+//     is idle (`predrawHeads`), so that a switch only swaps which one is on screen;
+//     and the weights are drawn as lines below their heatmap (`header.lines`). The view is one object for the page (`PAGE.view`): a
 //     click, a picker (`mountPicker`) or a payload from the server changes it,
 //     and every chart redraws only what the change touches (`follow`).
 // The same `draw` serves the Streamlit component and the standalone report
@@ -318,6 +319,7 @@ function heightFor(size, width) {
 // `onClick({trace, row, col})` is called with the clicked cell of a heatmap.
 export async function draw(div, header, matrices, onClick) {
   const Plotly = await loadPlotly(header.plotly);
+  discardSpares(div.parentElement);
   const shown = figureFor(header, PAGE.view);
   const figure = shown.figure;
   const layout = { ...figure.layout, width: undefined, autosize: true };
@@ -368,20 +370,136 @@ export async function draw(div, header, matrices, onClick) {
   if (changed) await Plotly.react(div, again, layout, config);
   div.__explorerDrawn = { head: shown.head, marks: JSON.stringify(layout.shapes ?? []),
                           layout, config };
-  if (!div.__explorerClick) {
-    div.__explorerClick = true;
-    div.on("plotly_click", (event) => {
-      const point = event.points?.[0];
-      if (!point || !Array.isArray(point.pointIndex)) return;
-      const [row, col] = cellUnderPointer(div, event.event) ?? point.pointIndex;
-      div.__explorerOnClick?.({ trace: point.curveNumber, row, col });
-    });
-  }
+  listenForClicks(div);
   div.__explorerOnClick = onClick;
   div.__explorerMarks = shown.marks;
   div.dataset.drawn = String(Number(div.dataset.drawn ?? 0) + 1); // for tests and benchmarks
   painted(div);
-  if (div.__explorerState) await followLines(div);
+  if (div.__explorerState) {
+    await followLines(div);
+    predrawHeads(div);
+  }
+}
+
+// Report a click on a cell of `gd`'s heatmap to the chart's `__explorerOnClick`
+// (which moves with the chart when a head switch swaps its plot).
+function listenForClicks(gd) {
+  if (gd.__explorerClick) return;
+  gd.__explorerClick = true;
+  gd.on("plotly_click", (event) => {
+    const point = event.points?.[0];
+    if (!point || !Array.isArray(point.pointIndex)) return;
+    const [row, col] = cellUnderPointer(gd, event.event) ?? point.pointIndex;
+    gd.__explorerOnClick?.({ trace: point.curveNumber, row, col });
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Every head at hand. A per-head chart that carries every head's matrix draws
+// the heads it does not show into plots of their own, off-screen, one per idle
+// moment after it is drawn (a new heatmap costs Plotly ~15-25 ms; a page shows
+// several). A head switch then swaps the plot on screen for the spare of the
+// new head (a frame), moving outlines if the view changed since. A redraw (new
+// numbers, new width) discards the spares; a switch before they are ready
+// redraws in place, as before. Charts with more than PREDRAW_CELLS cells over
+// all their heads keep no spares (their memory would outgrow what they save).
+// ---------------------------------------------------------------------------
+const PREDRAW_CELLS = 2 ** 16;
+const CARRIED = ["__explorerState", "__explorerDrawn", "__explorerOnClick", "__explorerMarks",
+                 "__explorerPicture", "__explorerRedraw", "__explorerCause"];
+
+function sparesOf(parent) {
+  return (parent.__explorerSpares ??= { generation: 0, byHead: new Map() });
+}
+
+function discardSpares(parent) {
+  if (!parent) return;
+  const spares = sparesOf(parent);
+  spares.generation += 1;
+  for (const gd of spares.byHead.values()) {
+    window.Plotly?.purge(gd);
+    gd.remove();
+  }
+  spares.byHead.clear();
+}
+
+function predrawHeads(div) {
+  const { header } = div.__explorerState;
+  const heads = header.heads;
+  const m = header.figure.data[0]?.matrix;
+  if (!heads || heads.length < 2 || !m || m.rows * m.cols * heads.length > PREDRAW_CELLS) return;
+  addPickerStyle(); // .explorer-offscreen
+  const parent = div.parentElement;
+  const spares = sparesOf(parent);
+  const generation = spares.generation;
+  const idle = window.requestIdleCallback ?? ((f) => setTimeout(f, 50));
+  const next = () => idle(async () => {
+    const main = parent.querySelector(":scope > .explorer-chart");
+    if (spares.generation !== generation || !main?.__explorerDrawn || !main.isConnected) return;
+    const head = heads.findIndex((_, h) => h !== main.__explorerDrawn.head
+                                           && !spares.byHead.has(h));
+    if (head < 0) return;
+    const gd = document.createElement("div");
+    gd.className = "explorer-spare explorer-offscreen";
+    gd.style.width = `${main.clientWidth}px`;
+    parent.appendChild(gd);
+    spares.byHead.set(head, gd);
+    await drawHead(gd, main, head);
+    if (spares.generation === generation) next();
+  }, { timeout: 2000 });
+  next();
+}
+
+// Draw into `gd` the chart `main` shows, as it looks for `head` (the layout
+// `main` has measured, the variant's matrix, title and outlines for the view).
+async function drawHead(gd, main, head) {
+  const { header, matrices } = main.__explorerState;
+  const drawn = main.__explorerDrawn;
+  const shown = figureFor(header, { ...PAGE.view, head });
+  const layout = { ...drawn.layout, shapes: shown.figure.layout.shapes,
+                   title: { ...drawn.layout.title, text: shown.figure.layout.title.text } };
+  const traces = shown.figure.data.map((spec) => (spec.matrix
+    ? traceWithMatrix(spec, matrices, plotArea(main, layout), header.columns ?? 1).trace
+    : spec));
+  const config = { ...drawn.config, toImageButtonOptions: {
+    ...drawn.config.toImageButtonOptions, filename: shown.filename } };
+  const Plotly = await loadPlotly(header.plotly);
+  await Plotly.react(gd, traces, layout, config);
+  gd.__explorerHead = { head, layout, config, marks: JSON.stringify(layout.shapes ?? []),
+                        chartMarks: shown.marks };
+  listenForClicks(gd);
+}
+
+// Put the spare of `head` on screen in place of `div`, which becomes the spare
+// of the head it showed; the chart's state, data attributes and place in the
+// page move with it. Returns the plot now on screen, or null without a spare.
+function swapIn(div, head) {
+  const parent = div.parentElement;
+  const spares = sparesOf(parent);
+  const spare = spares.byHead.get(head);
+  if (!spare?.__explorerHead) return null;
+  const drawn = div.__explorerDrawn;
+  const width = div._fullLayout?.width ?? div.clientWidth; // no forced layout
+  const { layout, config, marks, chartMarks } = spare.__explorerHead;
+  div.__explorerHead = { head: drawn.head, layout: drawn.layout, config: drawn.config,
+                         marks: drawn.marks, chartMarks: div.__explorerMarks };
+  for (const key of CARRIED) {
+    spare[key] = div[key];
+    delete div[key];
+  }
+  Object.assign(spare.dataset, div.dataset);
+  spare.__explorerMarks = chartMarks;
+  Object.assign(drawn, { head, layout, config, marks });
+  parent.insertBefore(spare, div);
+  spare.className = "explorer-chart";
+  spare.style.width = "";
+  div.className = "explorer-spare explorer-offscreen";
+  div.style.width = `${width}px`;
+  spares.byHead.delete(head);
+  spares.byHead.set(div.__explorerHead.head, div);
+  PAGE.charts.delete(div);
+  PAGE.charts.add(spare);
+  return spare;
 }
 
 // Tell whoever measures (tests, `make bench`) that `div`'s pixels changed: the
@@ -530,8 +648,8 @@ function addLines(parentElement, spec, setTriggerValue) {
     parentElement.append(label, box);
   }
   toggle.onchange = () => {
-    setView({ lines: toggle.checked });
     setTriggerValue("lines", toggle.checked);
+    setView({ lines: toggle.checked });
   };
   return { toggle, box };
 }
@@ -541,17 +659,24 @@ function addLines(parentElement, spec, setTriggerValue) {
 // else move its outlines (a cheap relayout of its shapes) if they changed.
 // Resolves to whether anything was drawn.
 async function follow(div) {
-  const chart = await followChart(div);
-  return (await followLines(div)) || chart;
+  const { drew, main } = await followChart(div);
+  return (await followLines(main)) || drew;
 }
 
+// Resolves to {drew: whether it drew, main: the plot on screen afterwards}.
 async function followChart(div) {
   const state = div.__explorerState;
   const drawn = div.__explorerDrawn;
-  if (!state || !drawn || div.dataset.drawing) return false;
+  if (!state || !drawn || div.dataset.drawing) return { drew: false, main: div };
   const { header, matrices } = state;
   const Plotly = await loadPlotly(header.plotly);
   const shown = figureFor(header, PAGE.view);
+  const swapped = shown.head !== drawn.head && swapIn(div, shown.head);
+  if (swapped) {
+    await moveMarks(swapped, shown);
+    painted(swapped);
+    return { drew: true, main: swapped };
+  }
   if (shown.head !== drawn.head) {
     const layout = { ...drawn.layout, shapes: shown.figure.layout.shapes,
                      title: { ...drawn.layout.title, text: shown.figure.layout.title.text } };
@@ -562,16 +687,26 @@ async function followChart(div) {
     Object.assign(drawn, { head: shown.head, layout, marks: JSON.stringify(layout.shapes) });
     div.__explorerMarks = shown.marks;
     painted(div);
-    return true;
+    return { drew: true, main: div };
   }
+  const moved = await moveMarks(div, shown);
+  if (moved) painted(div);
+  return { drew: moved, main: div };
+}
+
+// Move `div`'s outlines to those of `shown` (figureFor the view) if they differ
+// (a cheap relayout of its shapes). Resolves to whether it moved them.
+async function moveMarks(div, shown) {
+  const { header } = div.__explorerState;
+  const drawn = div.__explorerDrawn;
   if (!header.marks || !PAGE.known) return false;
   const shapes = shown.figure.layout.shapes ?? [];
   const text = JSON.stringify(shapes);
   if (text === drawn.marks) return false;
   drawn.marks = text;
   drawn.layout = { ...drawn.layout, shapes };
+  const Plotly = await loadPlotly(header.plotly);
   await Plotly.relayout(div, { shapes });
-  painted(div);
   return true;
 }
 
@@ -591,7 +726,9 @@ function distanceFromView(div) {
 // frame whenever one has taken FRAME_BUDGET_MS, so that the page stays
 // responsive. A later change starts over (each chart compares with what it
 // shows). The server hears of the change separately and confirms it with its
-// payloads.
+// payloads. Tell it first: Streamlit sends a trigger value in a timer task
+// (setTimeout 0), and the charts follow in the next one, so that the message
+// leaves before their drawing (60-90 ms at the defaults) rather than after.
 const FRAME_BUDGET_MS = 12;
 
 export function setView(change) {
@@ -601,14 +738,15 @@ export function setView(change) {
     if (!box.isConnected) PAGE.pickers.delete(box);
     else box.__show(PAGE.view[box.dataset.name]);
   }
-  for (const div of PAGE.charts) if (!div.isConnected) PAGE.charts.delete(div);
-  const order = [...PAGE.charts].map((div) => [distanceFromView(div), div])
-    .sort((a, b) => a[0] - b[0]);
   const round = (PAGE.round = (PAGE.round ?? 0) + 1);
-  (async () => {
+  setTimeout(async () => {
+    if (round !== PAGE.round) return; // a newer change took over
+    for (const div of PAGE.charts) if (!div.isConnected) PAGE.charts.delete(div);
+    const order = [...PAGE.charts].map((div) => [distanceFromView(div), div])
+      .sort((a, b) => a[0] - b[0]);
     let since = performance.now();
     for (const [distance, div] of order) {
-      if (round !== PAGE.round) return; // a newer change took over
+      if (round !== PAGE.round) return;
       if (distance > 0 && performance.now() - since > FRAME_BUDGET_MS) {
         await nextFrame();
         since = performance.now();
@@ -617,7 +755,7 @@ export function setView(change) {
       div.__explorerCause = "view";
       await follow(div);
     }
-  })();
+  }, 0);
 }
 
 // The (row, col) under a click on a one-heatmap chart, from the pointer's
@@ -642,29 +780,30 @@ export default function mountChart(component) {
   const { data, parentElement, setTriggerValue } = component;
   if (!data) return;
   const { header, matrices, missing } = decode(data);
-  if (parentElement.querySelector(":scope > .explorer-chart")) {
-    parentElement.querySelector(":scope > .explorer-chart").__explorerCause = "server";
-  }
+  // The plot on screen: a head switch may swap it for a spare (`swapIn`).
+  const onScreen = () => parentElement.querySelector(":scope > .explorer-chart");
+  if (onScreen()) onScreen().__explorerCause = "server";
   if (missing.length) {
     setTriggerValue("missing", missing); // Python sends them again
     return;
   }
-  let div = parentElement.querySelector(":scope > .explorer-chart");
+  let div = onScreen();
   if (!div) {
     div = document.createElement("div");
     div.className = "explorer-chart";
     parentElement.appendChild(div);
-    new ResizeObserver(() => div.__explorerRedraw?.()).observe(parentElement);
+    new ResizeObserver(() => onScreen()?.__explorerRedraw?.()).observe(parentElement);
   }
   if (header.view) { // the server's view: what its payloads were built for
     Object.assign(PAGE.view, header.view);
     PAGE.known = true;
   }
   const toServer = header.clickable ? (cell) => setTriggerValue("click", cell) : null;
-  // A click moves the page's view at once (a step chart: its cell, and its row
-  // as the query where the rows are tokens), then tells the server.
+  // A click tells the server and moves the page's view at once (a step chart:
+  // its cell, and its row as the query where the rows are tokens).
   const onClick = toServer && ((cell) => {
-    const marks = div.__explorerMarks;
+    toServer(cell);
+    const marks = onScreen().__explorerMarks;
     if (header.marks?.pick === "head") setView({ head: cell.trace }); // every head at a glance
     if (marks?.step) {
       const change = { cell: [marks.step, cell.row, cell.col + (marks.colOffset ?? 0),
@@ -672,7 +811,6 @@ export default function mountChart(component) {
       if (marks.queryRows) change.query = cell.row;
       setView(change);
     }
-    toServer(cell);
   });
   div.__explorerOnClick = onClick;
   PAGE.charts.add(div);
@@ -680,10 +818,11 @@ export default function mountChart(component) {
   const redraw = (always) => {
     if (!always && Math.abs(parentElement.clientWidth - lastWidth) < 8) return;
     lastWidth = parentElement.clientWidth;
-    div.dataset.drawing = "1"; // until the picture is on the page (tests wait for it)
-    return draw(div, header, matrices, onClick).catch((error) => {
-      div.textContent = `This chart could not be drawn: ${error.message}`;
-    }).finally(() => delete div.dataset.drawing);
+    const main = onScreen();
+    main.dataset.drawing = "1"; // until the picture is on the page (tests wait for it)
+    return draw(main, header, matrices, onClick).catch((error) => {
+      main.textContent = `This chart could not be drawn: ${error.message}`;
+    }).finally(() => delete main.dataset.drawing);
   };
   div.__explorerRedraw = () => redraw(false);
   div.__explorerState = { header, matrices, redraw,
@@ -797,8 +936,8 @@ export function mountPicker(component) {
   }
   box.__choose = (value) => {
     if (value === PAGE.view[spec.name]) return;
-    setView({ [spec.name]: value });
     setTriggerValue("pick", value === null ? -1 : value);
+    setView({ [spec.name]: value });
   };
   box.__show = (value) => {
     const select = box.querySelector("select");

@@ -211,3 +211,65 @@ def test_the_server_confirms_a_view_without_drawing_again(shared_server, page: P
     # the server's payloads that confirm them draw no step chart again (dataset.drawn
     # counts full draws).
     assert json.dumps(page.evaluate(drawn)) == json.dumps(before)
+
+
+SPARES = """() => Object.fromEntries([...document.querySelectorAll("[class*='st-key-chart-']")]
+  .filter((box) => box.querySelector(':scope .explorer-spare .main-svg'))
+  .map((box) => [[...box.classList].find((c) => c.startsWith('st-key-')).slice(7),
+                 box.querySelectorAll(':scope .explorer-spare').length]))"""
+SHOWN = """(key) => {
+  const gd = document.querySelector(`.st-key-${key} .explorer-chart`);
+  return {z: gd.data[0].z.map((row) => Array.from(row)), title: gd.layout.title.text,
+          spare: Boolean(gd.__wasSpare), drawn: gd.dataset.drawn};
+}"""
+
+
+def spares_ready(page: Page, names: list[str]) -> dict[str, int]:
+    """Wait until the charts of the steps `names` hold their other heads off-screen;
+    returns how many each chart holds, by key."""
+    page.wait_for_function("(keys) => keys.every((key) => key in (" + SPARES + ")())",
+                           arg=[f"chart-{name}" for name in names], timeout=30_000)
+    return page.evaluate(SPARES)
+
+
+def test_a_head_switch_swaps_in_the_heads_drawn_while_idle(shared_server, page: Page,
+                                                           held: HeldServer):
+    page.goto(page_url(shared_server, "Causal_and_multi_head", d_k="4", d_v="4"))
+    settle(page)
+    chart_count(page)
+    per_head = ["queries", "keys", "values", "attn_scores", "attn_weights"]
+    spares = spares_ready(page, per_head)
+    assert all(spares.get(f"chart-{name}") == 1 for name in per_head), spares  # 2 heads
+    page.evaluate("() => document.querySelectorAll('.explorer-spare')"
+                  ".forEach((gd) => { gd.__wasSpare = true; })")
+    drawn = {name: page.evaluate(SHOWN, f"chart-{name}")["drawn"] for name in per_head}
+    trace = compute_trace(AttentionConfig(causal=True, n_heads=2, d_k=4, d_v=4))
+    held.hold()
+    # The query picked on head 0 is outlined on head 1's plots too, drawn before the pick.
+    page.get_by_label("Highlight a query token in every chart").select_option(label="dessert")
+    page.get_by_role("radio", name="head 1", exact=True).click()
+    page.wait_for_function(f"() => ({SHOWN})('chart-attn_weights').spare")
+    for name in per_head:
+        shown = page.evaluate(SHOWN, f"chart-{name}")
+        assert shown["spare"] and shown["title"].endswith("head 1"), (name, shown["title"])
+        assert shown["drawn"] == drawn[name]  # swapped in, not drawn again
+        np.testing.assert_array_equal(np.array(shown["z"], dtype=np.float32),
+                                      trace[name][1].numpy(), err_msg=name)
+        assert outlines(page, f"chart-{name}") == server_outlines(trace, name, 1, 4, None)
+    held.release()
+    settle(page)
+    assert {k: v for k, v in link(page).items() if k in ("head", "query")} == {
+        "head": "1", "query": "4"}
+    # New numbers: the spares of the old ones go, and the new spares hold the new numbers.
+    page.locator(".st-key-seed input").fill("7")
+    page.locator(".st-key-seed input").press("Enter")
+    settle(page)
+    spares_ready(page, per_head)
+    page.get_by_role("radio", name="head 0", exact=True).click()
+    settle(page)
+    other = compute_trace(AttentionConfig(causal=True, n_heads=2, d_k=4, d_v=4, seed=7))
+    for name in per_head:
+        shown = page.evaluate(SHOWN, f"chart-{name}")
+        np.testing.assert_array_equal(np.array(shown["z"], dtype=np.float32),
+                                      other[name][0].numpy(), err_msg=name)
+        assert outlines(page, f"chart-{name}") == server_outlines(other, name, 0, 4, None)
