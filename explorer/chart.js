@@ -491,9 +491,12 @@ function swapIn(div, head) {
   spare.__explorerMarks = chartMarks;
   Object.assign(drawn, { head, layout, config, marks });
   parent.insertBefore(spare, div);
-  spare.className = "explorer-chart";
+  // classList, not className: Plotly's own class (js-plotly-plot) scopes its CSS.
+  spare.classList.remove("explorer-spare", "explorer-offscreen");
+  spare.classList.add("explorer-chart");
   spare.style.width = "";
-  div.className = "explorer-spare explorer-offscreen";
+  div.classList.remove("explorer-chart");
+  div.classList.add("explorer-spare", "explorer-offscreen");
   div.style.width = `${width}px`;
   spares.byHead.delete(head);
   spares.byHead.set(div.__explorerHead.head, div);

@@ -17,6 +17,7 @@ import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
 from explorer import AttentionConfig, compute_trace, figures
+from explorer.explain import explain_cell
 from explorer.steps import STEPS
 from tests.test_browser import chart_count, page_url, settle
 
@@ -260,6 +261,14 @@ def test_a_head_switch_swaps_in_the_heads_drawn_while_idle(shared_server, page: 
     settle(page)
     assert {k: v for k, v in link(page).items() if k in ("head", "query")} == {
         "head": "1", "query": "4"}
+    # A swapped-in plot answers clicks like the one it replaced (Plotly's own CSS
+    # class kept): the cell outlined at once, explained for head 1 by the server.
+    click_cell(page, "chart-attn_scores", 3, 1, 6, 6)
+    settle(page)
+    expect(page.get_by_text(explain_cell(trace, "attn_scores", 3, 1, 1).cell,
+                            exact=True)).to_be_visible()
+    assert outlines(page, "chart-attn_scores") == server_outlines(trace, "attn_scores", 1, 3,
+                                                                  (3, 1))
     # New numbers: the spares of the old ones go, and the new spares hold the new numbers.
     page.locator(".st-key-seed input").fill("7")
     page.locator(".st-key-seed input").press("Enter")
@@ -272,4 +281,4 @@ def test_a_head_switch_swaps_in_the_heads_drawn_while_idle(shared_server, page: 
         shown = page.evaluate(SHOWN, f"chart-{name}")
         np.testing.assert_array_equal(np.array(shown["z"], dtype=np.float32),
                                       other[name][0].numpy(), err_msg=name)
-        assert outlines(page, f"chart-{name}") == server_outlines(other, name, 0, 4, None)
+        assert outlines(page, f"chart-{name}") == server_outlines(other, name, 0, 3, None)
