@@ -31,7 +31,8 @@ chart in the window, the last of the page. Beside them, in the same run, the
 floor: on the floor's page, a click's time to the next frame (no
 handler runs: no page can show a change sooner). It also counts the
 charts the server's run painted again (0: the run that confirms a view redraws
-nothing).
+nothing), and for a cell click the time until the server's explanation of the
+cell (its title, from `explain_cell`) is in the page.
 
 "Holds the numbers" is checked, not assumed. Every chart of the app is an
 `explorer.charts.Chart` drawn by ``explorer/chart.js`` into a Plotly graph div
@@ -69,6 +70,11 @@ and encoding charts on the server, the websocket, React. A ratio near 1 means
 the app is as fast as its pictures allow; a large one is overhead worth
 removing. The floor's edit draws precomputed charts, so the app's edit also
 pays the server's trace computation (`benchmarks.run` times that alone).
+
+**The bare-Streamlit floor** of a first open, in the same runs: `bare_app.py`, a
+Streamlit page that only prints text, served by a second server with the same
+options, opened in a new context until its script has finished and its text
+shows (``ratio_bare`` = the app's first open / this).
 
 Bytes: for the app, the websocket payload bytes (after decompression, as
 Playwright reports them) the page received from the action until it settled;
@@ -502,11 +508,13 @@ new MutationObserver(records => {
 
 INSTANT_JS = """
 window.__instant = (() => {
-  const s = {armed: false, t0: null, frame: null, paints: []};
+  const s = {armed: false, t0: null, frame: null, paints: [], label: null, explained: null};
   // Arm before an action: the next input event starts the clock. Its time is the
-  // event's own timeStamp (the same clock as performance.now()).
-  s.arm = () => {
-    Object.assign(s, {armed: true, t0: null, frame: null, paints: []});
+  // event's own timeStamp (the same clock as performance.now()). `label`: the
+  // title of the explanation the action should bring (a cell click), timed when
+  // it is added to the page.
+  s.arm = (label = null) => {
+    Object.assign(s, {armed: true, t0: null, frame: null, paints: [], label, explained: null});
     document.querySelectorAll('.explorer-chart').forEach((d) => { d.dataset.benchBefore = '1'; });
   };
   const start = (e) => {
@@ -526,10 +534,17 @@ window.__instant = (() => {
     s.paints.push([Number(div.dataset.painted) - s.t0,
                    box.bottom > 0 && box.top < innerHeight, e.detail.by]);
   }, true);
-  // {frame, first, inView, all, byServer}: ms from the input to the next frame,
+  new MutationObserver(() => {
+    if (s.t0 === null || !s.label || s.explained !== null) return;
+    for (const strong of document.querySelectorAll('strong')) {
+      if (strong.textContent === s.label) s.explained = performance.now() - s.t0;
+    }
+  }).observe(document, {subtree: true, childList: true, characterData: true});
+  // {frame, first, inView, all, byServer, explained}: ms from the input to the next frame,
   // to the first chart the page redrew itself, the last such chart in the window,
   // the last such of the page; byServer: charts the server's run repainted
-  // (0 when the run only confirms what the page shows).
+  // (0 when the run only confirms what the page shows); explained: to the
+  // explanation titled `label` (from the server's explain_cell) in the page.
   s.result = () => {
     if (s.t0 === null) return null;
     const own = s.paints.filter(([, , by]) => by === 'view');
@@ -537,7 +552,7 @@ window.__instant = (() => {
     const max = (list) => (list.length ? Math.max(...list) : null);
     return {frame: s.frame, first: own.length ? Math.min(...times(own)) : null,
             inView: max(times(own.filter(([, v]) => v))), all: max(times(own)),
-            byServer: s.paints.length - own.length};
+            byServer: s.paints.length - own.length, explained: s.explained};
   };
   return s;
 })();
@@ -944,7 +959,9 @@ def app_run(browser: Browser, server: Server, scenario: Scenario, run: int) -> d
                 runs = page.evaluate("window.__runs") if index else 0
                 local = measure in LOCAL_MEASURES
                 if local:
-                    page.evaluate("window.__instant.arm()")
+                    label = (explain_cell(scenario.edited, CLICKED_STEP, *CLICKED_CELL,
+                                          previous.head).cell if measure == CELL_CLICK else None)
+                    page.evaluate("(label) => window.__instant.arm(label)", label)
                 before = counter.websocket
                 start = time.perf_counter()
                 action()
@@ -1018,6 +1035,30 @@ def _floor_frame(page: Page) -> dict:
     return page.evaluate("window.__instant.result()")
 
 
+BARE_APP = "benchmarks/bare_app.py"
+BARE_SHOWN_JS = """() => {
+  const app = document.querySelector("[data-testid='stApp']");
+  return app && app.dataset.testScriptState === 'notRunning'
+    && [...document.querySelectorAll('p')].some((p) => p.textContent.includes('only prints text'));
+}"""
+
+
+def bare_run(browser: Browser, bare: Server) -> Sample:
+    """The bare-Streamlit floor of a first open: `BARE_APP` opened in a new
+    context until its script has finished and its text is on the page."""
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    try:
+        start = time.perf_counter()
+        page.goto(bare.url, wait_until="commit", timeout=TIMEOUT_MS)
+        page.wait_for_function(BARE_SHOWN_JS, timeout=TIMEOUT_MS)
+        return Sample(time.perf_counter() - start)
+    except PlaywrightError as error:
+        return Sample(None, error=f"bare: {str(error).splitlines()[0]}")
+    finally:
+        context.close()
+
+
 def size_differences(app: dict[str, list[float] | None], floor: dict[str, list[float] | None],
                      tolerance_px: float = 1.0) -> list[str]:
     """The charts whose width or height differs between the app and the floor
@@ -1033,9 +1074,11 @@ def size_differences(app: dict[str, list[float] | None], floor: dict[str, list[f
 
 
 def summarise(scenario: Scenario, app: list[dict[str, Sample]],
-              floor: list[dict[str, Sample]], notes: list[str] = ()) -> list[dict]:
+              floor: list[dict[str, Sample]], notes: list[str] = (),
+              bare: list[Sample] = ()) -> list[dict]:
     """One result row per measure: every sample, medians, spread and ratio.
-    ``notes`` go on the first row (the first open)."""
+    ``notes`` go on the first row (the first open), with the bare-Streamlit
+    floor's samples (``bare_s``) and the app's ratio to it (``ratio_bare``)."""
     rows = []
     for measure in scenario.measures:
         app_s = [run[measure].seconds for run in app if measure in run]
@@ -1063,11 +1106,17 @@ def summarise(scenario: Scenario, app: list[dict[str, Sample]],
                + (list(notes) if measure == scenario.measures[0] else [])}
         row["ratio"] = (row["app_median_s"] / row["floor_median_s"]
                         if ok_app and ok_floor and row["floor_median_s"] > 0 else None)
+        if measure == FIRST_OPEN and bare:
+            row["bare_s"] = [sample.seconds for sample in bare]
+            row["bare_median_s"] = _median(row["bare_s"])
+            row["ratio_bare"] = (row["app_median_s"] / row["bare_median_s"]
+                                 if ok_app and row["bare_median_s"] else None)
+            row["failures"] += [sample.error for sample in bare if sample.error]
         instants = [run[measure].instant for run in app
                     if measure in run and run[measure].instant]
         if instants:
             row["instant_ms"] = {key: _median([i[key] for i in instants])
-                                 for key in ("frame", "first", "inView", "all")}
+                                 for key in ("frame", "first", "inView", "all", "explained")}
             row["instant_ms_samples"] = instants
             row["floor_frame_ms"] = _median([run[measure].instant["frame"] for run in floor
                                              if measure in run and run[measure].instant])
@@ -1109,6 +1158,9 @@ def print_table(rows: list[dict]) -> None:
               f"{_fmt(row['http_bytes_median'], '{:,}'):>11s} "
               f"{_fmt(row['floor_payload_bytes'], '{:,}'):>12s}"
               + "".join(f"\n{'':37s}^ {problem}" for problem in problems))
+        if row.get("bare_median_s") is not None:
+            print(f"{'':37s}^ bare Streamlit {_fmt(row['bare_median_s'])} s "
+                  f"({_spread(row['bare_s'])}): ratio {_fmt(row['ratio_bare'], '{:.1f}')}")
     instant = [row for row in rows if row.get("instant_ms")]
     if not instant:
         return
@@ -1117,9 +1169,11 @@ def print_table(rows: list[dict]) -> None:
           "page (a click with no handler: no page shows a change sooner) and on the app's "
           "(after its handlers), the first chart painted, the last chart in the window, "
           "the last of the page, each drawn by the page itself; ratio = in the window / "
-          "floor; charts the server's run repainted (most)")
+          "floor; charts the server's run repainted (most); a cell click's explanation "
+          "in the page (from the server)")
     header = (f"{'case':9s} {'page':14s} {'measure':11s} {'floor':>6s} {'frame':>6s} "
-              f"{'first':>6s} {'window':>7s} {'all':>6s} {'ratio':>6s} {'repaints':>9s}")
+              f"{'first':>6s} {'window':>7s} {'all':>6s} {'ratio':>6s} {'repaints':>9s} "
+              f"{'explained':>10s}")
     print(header)
     print("-" * len(header))
     for row in instant:
@@ -1130,7 +1184,8 @@ def print_table(rows: list[dict]) -> None:
               f"{_fmt(floor_ms, '{:.0f}'):>6s} "
               f"{_fmt(ms['frame'], '{:.0f}'):>6s} {_fmt(ms['first'], '{:.0f}'):>6s} "
               f"{_fmt(ms['inView'], '{:.0f}'):>7s} {_fmt(ms['all'], '{:.0f}'):>6s} "
-              f"{_fmt(ratio, '{:.1f}'):>6s} {max(repaints):>9d}")
+              f"{_fmt(ratio, '{:.1f}'):>6s} {max(repaints):>9d} "
+              f"{_fmt(ms.get('explained'), '{:.0f}'):>10s}")
 
 
 # ---------------------------------------------------------------------------
@@ -1277,13 +1332,14 @@ def timings(browser: Browser, args: argparse.Namespace) -> dict:
             "viewport": VIEWPORT, "main_width_px": MAIN_WIDTH_PX}
     rows: list[dict] = []
     server = Server(env=SERVER_ENV)
+    bare = Server(env=SERVER_ENV, script=BARE_APP)
     try:
         for case in args.cases:
             for page in args.pages:
                 print(f"{case} on {page}: computing the traces...", flush=True)
                 scenario = build_scenario(case, page)
                 floor: Floor | None = None
-                app_runs, floor_runs, notes = [], [], []
+                app_runs, floor_runs, bare_runs, notes = [], [], [], []
                 try:
                     for run in range(args.runs):
                         app_runs.append(app_run(browser, server, scenario, run))
@@ -1294,6 +1350,7 @@ def timings(browser: Browser, args: argparse.Namespace) -> dict:
                                 notes.append(f"the app drew the optional charts {drawn}")
                         samples, sizes = floor_run(browser, floor, scenario)
                         floor_runs.append(samples)
+                        bare_runs.append(bare_run(browser, bare))
                         if run == 0:
                             differences = size_differences(scenario.app_sizes, sizes)
                             notes += [f"size differs: {d}" for d in differences]
@@ -1302,13 +1359,14 @@ def timings(browser: Browser, args: argparse.Namespace) -> dict:
                         print(f"  run {run + 1}: app " + ", ".join(
                             f"{m} {_fmt(s.seconds)}" for m, s in app_runs[-1].items())
                             + " | floor " + ", ".join(
-                            f"{m} {_fmt(s.seconds)}" for m, s in floor_runs[-1].items()),
-                            flush=True)
+                            f"{m} {_fmt(s.seconds)}" for m, s in floor_runs[-1].items())
+                            + f" | bare Streamlit {_fmt(bare_runs[-1].seconds)}", flush=True)
                 finally:
                     if floor is not None:
                         floor.close()
-                rows += summarise(scenario, app_runs, floor_runs, notes)
+                rows += summarise(scenario, app_runs, floor_runs, notes, bare_runs)
     finally:
+        bare.stop()
         log = server.stop()
         browser.close()
     print()

@@ -58,17 +58,19 @@ def _healthy(url: str) -> bool:
 class Server:
     """A `streamlit run streamlit_app.py` subprocess on a free port.
 
-    ``env`` adds to (or overrides) this process's environment. ``url`` is the
+    ``env`` adds to (or overrides) this process's environment; ``script`` is the
+    Streamlit script to run, relative to the project (default: the app's entry
+    point). ``url`` is the
     server's address, ``pid`` the streamlit process's id; `stop` ends it and
     returns what it logged. The log is read as it comes, so that a long run
     cannot fill the pipe and stall the server.
     """
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, script: str | None = None) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", PAGES[HOME_PAGE][0],
+            [sys.executable, "-m", "streamlit", "run", script or PAGES[HOME_PAGE][0],
              "--server.port", str(self.port), "--server.headless", "true",
              "--browser.gatherUsageStats", "false"],
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
