@@ -21,7 +21,9 @@ in this order in one browser tab:
 - **query pick**: choose the last token in "Highlight a query token" until every
   chart outlines its row.
 
-For the three local interactions (cell click, query pick, head switch) the
+Before each local interaction the app and the floor wait `THINK_S` (a learner's
+glance at the page, unmeasured). For the three local interactions (cell click,
+query pick, head switch) the
 charts follow in the page before the server hears of them (explorer/chart.js
 ``setView``); the times above run until the server's run has confirmed them.
 The page also times them itself (`INSTANT_JS`): from the input event's own
@@ -118,6 +120,7 @@ import plotly
 import torch
 from playwright.sync_api import Browser, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from explorer import AttentionConfig, compute_trace, figures, verify
 from explorer.charts import CHART_JS, Chart, encode, matrix_hash
@@ -174,6 +177,12 @@ PAGE_PATHS = {SELF_ATTENTION: "Self_attention", MULTI_HEAD: "Causal_and_multi_he
 FIRST_OPEN, EDIT, CELL_CLICK, QUERY_PICK, HEAD_SWITCH = (
     "first open", "edit", "cell click", "query pick", "head switch")
 LOCAL_MEASURES = (CELL_CLICK, QUERY_PICK, HEAD_SWITCH)
+THINK_S = 1.0
+"""A learner's glance at the page before a local interaction: the app and the floor
+wait this long after the previous measure (unmeasured). The app's page uses idle
+time to draw the other heads of per-head charts (explorer/chart.js `predrawHeads`,
+ready about 0.2 s after an edit at the defaults); without the pause a head switch
+right after an edit redraws its charts in place (120-250 ms)."""
 """What the browser already holds: drawn in the page before the server's run."""
 LINKED_VIEW = {QUERY_PICK: lambda scenario: ("query", str(scenario.query)),
                HEAD_SWITCH: lambda scenario: ("head", "1")}
@@ -496,15 +505,53 @@ window.__bench = (() => {
 """Injected into every page (app and floor): ``window.__bench.check(expected, minRuns,
 tol)`` and ``window.__bench.sizes(keys)``."""
 
+SCRIPT_FINISHED_FIELD = ForwardMsg.DESCRIPTOR.fields_by_name["script_finished"].number
 RUN_COUNTER_JS = """
+// Count the server's script_finished messages: the field of a ForwardMsg (the
+// protobuf on Streamlit's websocket), found by scanning its top-level fields.
+// Counting the page's 'running' state would miss a quick run whose messages
+// React applies in one commit (the attribute never reads 'running').
 window.__runs = 0;
-new MutationObserver(records => {
-  for (const r of records)
-    if (r.target.getAttribute('data-test-script-state') === 'running') window.__runs++;
-}).observe(document, {attributes: true, subtree: true,
-              attributeFilter: ['data-test-script-state']});
-"""
-"""Counts Streamlit script runs, so that a wait ends after the run an action started."""
+(() => {
+  const FIELD = %d;
+  const finished = (data) => {
+    if (!(data instanceof ArrayBuffer)) return false;
+    const b = new Uint8Array(data);
+    let i = 0;
+    const varint = () => {
+      let value = 0, shift = 0, byte;
+      do { byte = b[i++]; value += (byte & 0x7f) * 2 ** shift; shift += 7; } while (byte & 0x80);
+      return value;
+    };
+    while (i < b.length) {
+      const key = varint();
+      if (Math.floor(key / 8) === FIELD) return true;
+      const wire = key & 7;
+      if (wire === 0) varint();
+      else if (wire === 2) { const length = varint(); i += length; } // not i += varint()
+      else if (wire === 1) i += 8; else if (wire === 5) i += 4; else return false;
+    }
+    return false;
+  };
+  const add = WebSocket.prototype.addEventListener;
+  WebSocket.prototype.addEventListener = function (type, listener, ...rest) {
+    if (type === 'message') {
+      add.call(this, 'message', (event) => { if (finished(event.data)) window.__runs++; });
+    }
+    return add.call(this, type, listener, ...rest);
+  };
+  const onmessage = Object.getOwnPropertyDescriptor(WebSocket.prototype, 'onmessage');
+  Object.defineProperty(WebSocket.prototype, 'onmessage', {
+    set(listener) {
+      add.call(this, 'message', (event) => { if (finished(event.data)) window.__runs++; });
+      onmessage.set.call(this, listener);
+    },
+    get() { return onmessage.get.call(this); },
+  });
+})();
+""" % SCRIPT_FINISHED_FIELD
+"""Counts the Streamlit script runs the server finished, so that a wait ends after
+the run an action started."""
 
 INSTANT_JS = """
 window.__instant = (() => {
@@ -959,6 +1006,7 @@ def app_run(browser: Browser, server: Server, scenario: Scenario, run: int) -> d
                 runs = page.evaluate("window.__runs") if index else 0
                 local = measure in LOCAL_MEASURES
                 if local:
+                    time.sleep(THINK_S)
                     label = (explain_cell(scenario.edited, CLICKED_STEP, *CLICKED_CELL,
                                           previous.head).cell if measure == CELL_CLICK else None)
                     page.evaluate("(label) => window.__instant.arm(label)", label)
@@ -972,7 +1020,6 @@ def app_run(browser: Browser, server: Server, scenario: Scenario, run: int) -> d
                     page.wait_for_function(
                         "([name, value]) => new URL(location.href).searchParams.get(name)"
                         " === value", arg=[name, value], timeout=TIMEOUT_MS)
-                    runs -= 1  # its run may be too quick to show as "running"
                 wait_until_shown(page, want, runs + 1)
                 seconds = time.perf_counter() - start
                 instant = page.evaluate("window.__instant.result()") if local else None
@@ -1006,6 +1053,8 @@ def floor_run(browser: Browser, floor: Floor, scenario: Scenario) -> tuple[dict[
     try:
         for index, measure in enumerate(scenario.measures):
             try:
+                if measure in LOCAL_MEASURES:
+                    time.sleep(THINK_S)
                 instant = _floor_frame(page) if measure in LOCAL_MEASURES else None
                 start = time.perf_counter()
                 if index == 0:

@@ -396,8 +396,8 @@ function listenForClicks(gd) {
 
 // ---------------------------------------------------------------------------
 // Every head at hand. A per-head chart that carries every head's matrix draws
-// the heads it does not show into plots of their own, off-screen, one per idle
-// moment after it is drawn (a new heatmap costs Plotly ~15-25 ms; a page shows
+// the heads it does not show into plots of their own, off-screen, one per task
+// once the page's charts are drawn (a new heatmap costs Plotly ~15-25 ms; a page shows
 // several). A head switch then swaps the plot on screen for the spare of the
 // new head (a frame), moving outlines if the view changed since. A redraw (new
 // numbers, new width) discards the spares; a switch before they are ready
@@ -423,31 +423,59 @@ function discardSpares(parent) {
   spares.byHead.clear();
 }
 
+// The charts (by their Streamlit element) that still lack a spare head, and the
+// timer of the next spare's drawing. Spares are drawn one per task, the chart
+// nearest the window first, SPARE_DELAY_MS after the last request: so that they
+// never hold up the charts of a run still arriving, and are ready soon after
+// (idle callbacks came too rarely on a Streamlit page: 21 spares took > 5 s).
+const SPARE_JOBS = new Set();
+const SPARE_DELAY_MS = 50;
+let spareTimer = null;
+
 function predrawHeads(div) {
   const { header } = div.__explorerState;
   const heads = header.heads;
   const m = header.figure.data[0]?.matrix;
   if (!heads || heads.length < 2 || !m || m.rows * m.cols * heads.length > PREDRAW_CELLS) return;
-  addPickerStyle(); // .explorer-offscreen
-  const parent = div.parentElement;
-  const spares = sparesOf(parent);
-  const generation = spares.generation;
-  const idle = window.requestIdleCallback ?? ((f) => setTimeout(f, 50));
-  const next = () => idle(async () => {
+  addPickerStyle(); // .explorer-spare
+  SPARE_JOBS.add(div.parentElement);
+  clearTimeout(spareTimer);
+  spareTimer = setTimeout(drawOneSpare, SPARE_DELAY_MS);
+}
+
+// The first head `main` shows no spare of yet, or -1.
+function missingHead(main) {
+  const heads = main.__explorerState?.header.heads ?? [];
+  const { byHead } = sparesOf(main.parentElement);
+  return heads.findIndex((_, h) => h !== main.__explorerDrawn.head && !byHead.has(h));
+}
+
+async function drawOneSpare() {
+  spareTimer = null;
+  let best = null;
+  for (const parent of SPARE_JOBS) {
     const main = parent.querySelector(":scope > .explorer-chart");
-    if (spares.generation !== generation || !main?.__explorerDrawn || !main.isConnected) return;
-    const head = heads.findIndex((_, h) => h !== main.__explorerDrawn.head
-                                           && !spares.byHead.has(h));
-    if (head < 0) return;
+    if (!parent.isConnected || !main?.__explorerDrawn || missingHead(main) < 0) {
+      SPARE_JOBS.delete(parent);
+    } else if (!main.dataset.drawing) {
+      const distance = distanceFromView(main);
+      if (!best || distance < best.distance) best = { main, distance };
+    }
+  }
+  if (best) {
+    const { main } = best;
+    const head = missingHead(main);
     const gd = document.createElement("div");
-    gd.className = "explorer-spare explorer-offscreen";
+    gd.className = "explorer-spare";
+    gd.setAttribute("aria-hidden", "true");
     gd.style.width = `${main.clientWidth}px`;
-    parent.appendChild(gd);
-    spares.byHead.set(head, gd);
-    await drawHead(gd, main, head);
-    if (spares.generation === generation) next();
-  }, { timeout: 2000 });
-  next();
+    main.parentElement.insertBefore(gd, main);
+    sparesOf(main.parentElement).byHead.set(head, gd);
+    await drawHead(gd, main, head).catch(() => gd.remove());
+  }
+  if (SPARE_JOBS.size && spareTimer === null) {
+    spareTimer = setTimeout(drawOneSpare, best ? 0 : SPARE_DELAY_MS); // else: wait for draws
+  }
 }
 
 // Draw into `gd` the chart `main` shows, as it looks for `head` (the layout
@@ -490,13 +518,15 @@ function swapIn(div, head) {
   Object.assign(spare.dataset, div.dataset);
   spare.__explorerMarks = chartMarks;
   Object.assign(drawn, { head, layout, config, marks });
-  parent.insertBefore(spare, div);
-  // classList, not className: Plotly's own class (js-plotly-plot) scopes its CSS.
-  spare.classList.remove("explorer-spare", "explorer-offscreen");
-  spare.classList.add("explorer-chart");
+  // No node moves, no visibility change: only the two plots' own classes and
+  // positions change, so the browser restyles two elements, not two subtrees
+  // (moving them cost ~90 ms of style recalculation for 7 charts). classList,
+  // not className: Plotly's own class (js-plotly-plot) scopes its CSS.
+  spare.classList.replace("explorer-spare", "explorer-chart");
+  spare.removeAttribute("aria-hidden");
   spare.style.width = "";
-  div.classList.remove("explorer-chart");
-  div.classList.add("explorer-spare", "explorer-offscreen");
+  div.classList.replace("explorer-chart", "explorer-spare");
+  div.setAttribute("aria-hidden", "true");
   div.style.width = `${width}px`;
   spares.byHead.delete(head);
   spares.byHead.set(div.__explorerHead.head, div);
@@ -871,6 +901,7 @@ const PICKER_STYLE = `
 .explorer-picker button:last-child { border-radius: 0 0.5rem 0.5rem 0; }
 .explorer-offscreen { position: absolute !important; left: -100000px; top: 0;
   visibility: hidden; }
+.explorer-spare { position: absolute !important; left: -100000px; top: 0; }
 .explorer-lines-toggle { display: flex; align-items: center; gap: 0.4rem; font-size: 14px;
   margin: 0.25rem 0 0.5rem; cursor: pointer; color: rgb(49, 51, 63); }
 .explorer-lines-toggle input { accent-color: #ff4b4b; width: 1rem; height: 1rem; }
