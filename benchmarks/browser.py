@@ -905,7 +905,10 @@ def _click_cell(page: Page) -> tuple[Callable[[], None], str]:
     if not hit:
         raise MeasurementError(f"the point ({x:.1f}, {y:.1f}) of cell {CLICKED_CELL} is "
                                "covered by another element")
-    return (lambda: page.mouse.click(x, y)), note
+    # A learner's pointer rests on the cell (its tooltip shown) before the click:
+    # the move is unmeasured, the press and release are the action.
+    page.mouse.move(x, y)
+    return (lambda: (page.mouse.down(), page.mouse.up())), note
 
 
 CELL_TARGET_JS = """

@@ -12,11 +12,13 @@
 //   - follow the page's view at once, before the server confirms it: the query
 //     token's row and the explained cell are outlined in every chart, the head
 //     picked is shown by every per-head chart that carries every head's matrix
-//     (`header.heads`): each keeps the other heads drawn off-screen once the page
-//     is idle (`predrawHeads`), so that a switch only swaps which one is on screen;
-//     and the weights are drawn as lines below their heatmap (`header.lines`). The view is one object for the page (`PAGE.view`): a
-//     click, a picker (`mountPicker`) or a payload from the server changes it,
-//     and every chart redraws only what the change touches (`follow`).
+//     (`header.heads`): each keeps the other heads drawn off-screen once the
+//     page's charts are drawn (`predrawHeads`), so that a switch only swaps
+//     which plot is on screen; and the weights are drawn as lines below their
+//     heatmap (`header.lines`). The view is one object for the page
+//     (`PAGE.view`): a click, a picker (`mountPicker`) or a payload from the
+//     server changes it, and every chart redraws only what the change touches
+//     (`follow`).
 // The same `draw` serves the Streamlit component and the standalone report
 // (both through the default export, `mountChart`) and the benchmark's floor page.
 //
@@ -397,8 +399,8 @@ function listenForClicks(gd) {
 // ---------------------------------------------------------------------------
 // Every head at hand. A per-head chart that carries every head's matrix draws
 // the heads it does not show into plots of their own, off-screen, one per task
-// once the page's charts are drawn (a new heatmap costs Plotly ~15-25 ms; a page shows
-// several). A head switch then swaps the plot on screen for the spare of the
+// once the page's charts are drawn (a new heatmap costs Plotly ~15-25 ms; a
+// page shows several). A head switch then swaps the plot on screen for the spare of the
 // new head (a frame), moving outlines if the view changed since. A redraw (new
 // numbers, new width) discards the spares; a switch before they are ready
 // redraws in place, as before. Charts with more than PREDRAW_CELLS cells over
