@@ -427,9 +427,10 @@ function discardSpares(parent) {
 
 // The charts (by their Streamlit element) that still lack a spare head, and the
 // timer of the next spare's drawing. Spares are drawn one per task, the chart
-// nearest the window first, SPARE_DELAY_MS after the last request: so that they
-// never hold up the charts of a run still arriving, and are ready soon after
-// (idle callbacks came too rarely on a Streamlit page: 21 spares took > 5 s).
+// nearest the window first, once the page is not busy (`pageBusy`) for
+// SPARE_DELAY_MS: so that they never hold up the charts of a run still
+// arriving, and are ready soon after (idle callbacks came too rarely on a
+// Streamlit page: 21 spares took > 5 s).
 const SPARE_JOBS = new Set();
 const SPARE_DELAY_MS = 50;
 let spareTimer = null;
@@ -452,8 +453,20 @@ function missingHead(main) {
   return heads.findIndex((_, h) => h !== main.__explorerDrawn.head && !byHead.has(h));
 }
 
+// Whether the page is still at work on a run: Streamlit's script running or a
+// chart drawing. Spares wait for it, so that they never delay a run's charts.
+function pageBusy() {
+  const app = document.querySelector("[data-testid='stApp']");
+  return app?.dataset.testScriptState === "running"
+    || [...PAGE.charts].some((div) => div.dataset.drawing);
+}
+
 async function drawOneSpare() {
   spareTimer = null;
+  if (pageBusy()) {
+    spareTimer = setTimeout(drawOneSpare, SPARE_DELAY_MS);
+    return;
+  }
   let best = null;
   for (const parent of SPARE_JOBS) {
     const main = parent.querySelector(":scope > .explorer-chart");
