@@ -496,21 +496,32 @@ async function drawOneSpare() {
 // Draw into `gd` the chart `main` shows, as it looks for `head` (the layout
 // `main` has measured, the variant's matrix, title and outlines for the view).
 async function drawHead(gd, main, head) {
-  const { header, matrices } = main.__explorerState;
-  const drawn = main.__explorerDrawn;
+  const { header } = main.__explorerState;
   const shown = figureFor(header, { ...PAGE.view, head });
-  const layout = { ...drawn.layout, shapes: shown.figure.layout.shapes,
-                   title: { ...drawn.layout.title, text: shown.figure.layout.title.text } };
-  const traces = shown.figure.data.map((spec) => (spec.matrix
-    ? traceWithMatrix(spec, matrices, plotArea(main, layout), header.columns ?? 1).trace
-    : spec));
-  const config = { ...drawn.config, toImageButtonOptions: {
-    ...drawn.config.toImageButtonOptions, filename: shown.filename } };
+  const { traces, layout, config } = headPicture(main, shown);
   const Plotly = await loadPlotly(header.plotly);
   await Plotly.react(gd, traces, layout, config);
   gd.__explorerHead = { head, layout, config, marks: JSON.stringify(layout.shapes ?? []),
                         chartMarks: shown.marks };
   listenForClicks(gd);
+}
+
+// The traces, layout and config of `shown` (figureFor a view) drawn in the
+// layout `main` has measured (its size, margins and title font), with the
+// shown head's matrix, title, outlines and download name: the picture of a
+// spare, or of a head switch drawn in place. Every head's matrix has the same
+// shape, so nothing needs measuring again.
+function headPicture(main, shown) {
+  const { header, matrices } = main.__explorerState;
+  const drawn = main.__explorerDrawn;
+  const layout = { ...drawn.layout, shapes: shown.figure.layout.shapes,
+                   title: { ...drawn.layout.title, text: shown.figure.layout.title.text } };
+  const area = plotArea(main, layout);
+  const traces = shown.figure.data.map((spec) => (spec.matrix
+    ? traceWithMatrix(spec, matrices, area, header.columns ?? 1).trace : spec));
+  const config = { ...drawn.config, toImageButtonOptions: {
+    ...drawn.config.toImageButtonOptions, filename: shown.filename } };
+  return { traces, layout, config };
 }
 
 // Put the spare of `head` on screen in place of `div`, which becomes the spare
@@ -716,7 +727,7 @@ async function followChart(div) {
   const state = div.__explorerState;
   const drawn = div.__explorerDrawn;
   if (!state || !drawn || div.dataset.drawing) return { drew: false, main: div };
-  const { header, matrices } = state;
+  const { header } = state;
   const Plotly = await loadPlotly(header.plotly);
   const shown = figureFor(header, PAGE.view);
   const swapped = shown.head !== drawn.head && swapIn(div, shown.head);
@@ -726,13 +737,10 @@ async function followChart(div) {
     return { drew: true, main: swapped };
   }
   if (shown.head !== drawn.head) {
-    const layout = { ...drawn.layout, shapes: shown.figure.layout.shapes,
-                     title: { ...drawn.layout.title, text: shown.figure.layout.title.text } };
-    const area = plotArea(div, layout);
-    const traces = shown.figure.data.map((spec) => (spec.matrix
-      ? traceWithMatrix(spec, matrices, area, header.columns ?? 1).trace : spec));
-    await Plotly.react(div, traces, layout, drawn.config);
-    Object.assign(drawn, { head: shown.head, layout, marks: JSON.stringify(layout.shapes) });
+    const { traces, layout, config } = headPicture(div, shown);
+    await Plotly.react(div, traces, layout, config);
+    Object.assign(drawn, { head: shown.head, layout, config,
+                           marks: JSON.stringify(layout.shapes) });
     div.__explorerMarks = shown.marks;
     painted(div);
     return { drew: true, main: div };
