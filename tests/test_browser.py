@@ -5,6 +5,7 @@ from __future__ import annotations
 import urllib.parse
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Locator, Page, expect
 
 from explorer.presets import PRESETS
@@ -37,6 +38,23 @@ def settle(page: Page, timeout: float = RUN_TIMEOUT_MS) -> None:
     action that reruns the script, or after opening a page."""
     page.wait_for_function(SETTLED, timeout=timeout)
     page.evaluate("window.__settledRuns = window.__runsDone")
+
+
+def choose_option(page: Page, selectbox: Locator, option: str, tries: int = 5) -> None:
+    """Open ``selectbox`` and click its ``option``, as a person would, opening it
+    again if the list closed under the pointer. The list is a react-aria popover
+    that closes when its scroll parent scrolls; a sidebar still settling from an
+    expander that just opened scrolls a moment after the list appears (seen under
+    CPU load: the options went from 5 to 0 with no rerun)."""
+    for attempt in range(tries):
+        selectbox.click()
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=5_000)
+            return
+        except PlaywrightError:
+            if attempt == tries - 1:
+                raise
+            page.keyboard.press("Escape")
 
 
 def chart_count(page: Page) -> int:

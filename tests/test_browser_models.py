@@ -9,7 +9,7 @@ from playwright.sync_api import Page, expect
 
 from explorer.models import download_command
 from explorer.ui.real_model import DEFAULT_MODEL
-from tests.test_browser import chart_count, page_url, settle
+from tests.test_browser import chart_count, choose_option, page_url, settle
 from tests.tiny_models import save_tiny_gpt2
 
 pytestmark = pytest.mark.browser
@@ -38,8 +38,8 @@ def open_folder(page: Page, server, folder) -> None:
     page.goto(page_url(server, "Real_model", sentence=SENTENCE))
     settle(page)
     sidebar = page.get_by_test_id("stSidebar")
-    sidebar.get_by_test_id("stSelectbox").filter(has_text="Model").click()
-    page.get_by_role("option", name="a local folder…").click()
+    choose_option(page, sidebar.get_by_test_id("stSelectbox").filter(has_text="Model"),
+                  "a local folder…")
     settle(page)
     box = sidebar.get_by_role("textbox", name="Folder")
     box.fill(str(folder))

@@ -18,7 +18,7 @@ from explorer.ui.matrices import parse_csv_matrix
 from explorer.ui.navigation import PAGES
 from tests.conftest import RUN_COUNTER, _serve, url_path
 from tests.test_app import all_charts
-from tests.test_browser import chart_count, page_url, settle
+from tests.test_browser import chart_count, choose_option, page_url, settle
 from tests.test_state import ATTENTION_PAGES, link_of, open_random
 from tests.tiny_models import plant_in_hub_cache, save_tiny_gpt2
 
@@ -149,8 +149,7 @@ def test_given_weights_start_from_the_book_weights_on_screen(shared_server, brow
     assert round(before["chart-context"][2][0][0][0], 4) == 0.2996  # §3.4.1's context[0, 0]
     sidebar = page.get_by_test_id("stSidebar")
     sidebar.get_by_text("Advanced: the recipes").click()
-    sidebar.get_by_test_id("stSelectbox").filter(has_text="weight_init").click()
-    page.get_by_role("option", name="given", exact=True).click()
+    choose_option(page, sidebar.get_by_test_id("stSelectbox").filter(has_text="weight_init"), "given")
     settle(page)
     expect(page.get_by_text("W_query: 3×2.")).to_be_visible()
     after = browser_charts(page)

@@ -45,6 +45,7 @@ from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, PAGES
 from explorer.ui.state import ENTRIES
 from tests.conftest import RUN_TIMEOUT_MS, url_path
 from tests.soak import Settings, finished_run
+from tests.test_browser import choose_option
 
 pytestmark = pytest.mark.browser
 
@@ -312,8 +313,8 @@ def open_folder(watch: Watch, folder: str) -> None:
     page, sidebar = watch.page, watch.page.get_by_test_id("stSidebar")
     box = sidebar.get_by_role("textbox", name="Folder")
     if not box.count():
-        watch.rerun(lambda: (sidebar.get_by_test_id("stSelectbox").filter(has_text="Model")
-                             .click(), page.get_by_role("option", name="a local folder…").click()))
+        watch.rerun(lambda: choose_option(
+            page, sidebar.get_by_test_id("stSelectbox").filter(has_text="Model"), "a local folder…"))
     watch.rerun(lambda: (box.fill(folder), box.press("Enter")))
 
 
