@@ -27,11 +27,13 @@ pytestmark = pytest.mark.browser
 class HeldServer:
     """The page's websocket to the server, through Playwright: the page's
     messages always go through; the server's are held while `held` is set
-    and delivered, in order, by `release`."""
+    and delivered, in order, by `release`. ``seen`` lists every message
+    the server sent, in order."""
 
     def __init__(self, page: Page) -> None:
         self.held = False
         self.queue: list[tuple[WebSocketRoute, str | bytes]] = []
+        self.seen: list[str | bytes] = []
         self.lock = threading.Lock()
         page.route_web_socket("**/_stcore/stream", self._route)
 
@@ -42,6 +44,7 @@ class HeldServer:
 
     def _from_server(self, ws: WebSocketRoute, message: str | bytes) -> None:
         with self.lock:
+            self.seen.append(message)
             if self.held:
                 self.queue.append((ws, message))
                 return
@@ -92,6 +95,13 @@ def click_cell(page: Page, key: str, row: int, col: int, rows: int, cols: int) -
                      area["y"] + area["height"] * (row + 0.5) / rows)
 
 
+def open_charts(page: Page, server, name: str, **params: str) -> None:
+    """Open page ``name`` with the link ``params`` and wait until its charts are drawn."""
+    page.goto(page_url(server, name, **params))
+    settle(page)
+    chart_count(page)
+
+
 def link(page: Page) -> dict[str, str]:
     sidebar = page.get_by_test_id("stSidebar")
     sidebar.get_by_text("Link to this view").click()
@@ -102,9 +112,7 @@ def link(page: Page) -> dict[str, str]:
 
 def test_a_clicked_cell_is_outlined_before_the_server_answers(shared_server, page: Page,
                                                               held: HeldServer):
-    page.goto(page_url(shared_server, "Causal_and_multi_head"))
-    settle(page)
-    chart_count(page)
+    open_charts(page, shared_server, "Causal_and_multi_head")
     trace = compute_trace(AttentionConfig(causal=True, n_heads=2))
     held.hold()
     click_cell(page, "chart-attn_scores", 3, 1, 6, 6)  # ω_0["eat", "is"]
@@ -124,11 +132,43 @@ def test_a_clicked_cell_is_outlined_before_the_server_answers(shared_server, pag
                                                                   (3, 1))
 
 
+def test_a_click_is_explained_by_its_chart_before_the_page_follows(shared_server, page: Page,
+                                                                  held: HeldServer):
+    open_charts(page, shared_server, "Causal_and_multi_head")
+    trace = compute_trace(AttentionConfig(causal=True, n_heads=2))
+
+    def first_message_with(text: str) -> int | None:
+        """The index in `held.seen` of the server's first message holding ``text``,
+        waiting up to 30 s for it."""
+        for _ in range(300):
+            found = [i for i, m in enumerate(list(held.seen)) if text.encode() in m]
+            if found:
+                return found[0]
+            page.wait_for_timeout(100)
+        return None
+
+    held.seen.clear()
+    click_cell(page, "chart-attn_scores", 3, 1, 6, 6)
+    scores = explain_cell(trace, "attn_scores", 3, 1, 0)
+    # The chart reran alone and sent its explanation; then the whole page
+    # followed, writing the link (a page's run draws the sidebar first).
+    explained, linked = first_message_with(scores.written()), first_message_with(
+        "cell=attn_scores:3,1")
+    assert explained is not None and linked is not None
+    assert explained < linked
+    settle(page)
+    expect(page.get_by_text(scores.written())).to_be_visible()
+    click_cell(page, "chart-attn_weights", 2, 1, 6, 6)
+    # The page followed: one explanation, the new cell's, and the link is of it.
+    weights = explain_cell(trace, "attn_weights", 2, 1, 0)
+    expect(page.get_by_text(weights.written())).to_be_visible()
+    expect(page.get_by_text(scores.written())).to_have_count(0)
+    assert link(page)["cell"] == "attn_weights:2,1"
+
+
 def test_a_head_and_a_query_picked_show_before_the_server_answers(shared_server, page: Page,
                                                                   held: HeldServer):
-    page.goto(page_url(shared_server, "Causal_and_multi_head", d_k="4", d_v="4"))
-    settle(page)
-    chart_count(page)
+    open_charts(page, shared_server, "Causal_and_multi_head", d_k="4", d_v="4")
     trace = compute_trace(AttentionConfig(causal=True, n_heads=2, d_k=4, d_v=4))
     weights = ".st-key-chart-attn_weights .explorer-chart"
     held.hold()
@@ -165,9 +205,7 @@ LINES = """(selector) => {
 def test_the_lines_show_before_the_server_answers_and_follow_the_head(shared_server,
                                                                        page: Page,
                                                                        held: HeldServer):
-    page.goto(page_url(shared_server, "Causal_and_multi_head"))
-    settle(page)
-    chart_count(page)
+    open_charts(page, shared_server, "Causal_and_multi_head")
     held.hold()
     page.get_by_role("switch", name="Show as lines").click()
     box = ".st-key-chart-attn_weights .explorer-lines"
@@ -185,10 +223,8 @@ def test_the_lines_show_before_the_server_answers_and_follow_the_head(shared_ser
 
 def test_long_sentences_draw_only_the_heavier_lines(shared_server, page: Page):
     sentence = " ".join(f"w{i}" for i in range(40))
-    page.goto(page_url(shared_server, "Self_attention", sentence=sentence, d_in="4", d_k="4",
-                       lines="true"))
-    settle(page)
-    chart_count(page)
+    open_charts(page, shared_server, "Self_attention", sentence=sentence, d_in="4", d_k="4",
+                lines="true")
     box = ".st-key-chart-attn_weights .explorer-lines"
     page.wait_for_function(f"() => ({LINES})('{box}') !== null")
     drawn = page.evaluate(LINES, box)
@@ -198,9 +234,7 @@ def test_long_sentences_draw_only_the_heavier_lines(shared_server, page: Page):
 
 
 def test_the_server_confirms_a_view_without_drawing_again(shared_server, page: Page):
-    page.goto(page_url(shared_server, "Causal_and_multi_head"))
-    settle(page)
-    chart_count(page)
+    open_charts(page, shared_server, "Causal_and_multi_head")
     drawn = ("() => [...document.querySelectorAll(\"[class*='st-key-chart-'] .explorer-chart\")]"
              ".map((d) => d.dataset.drawn)")
     before = page.evaluate(drawn)
@@ -235,9 +269,7 @@ def spares_ready(page: Page, names: list[str]) -> dict[str, int]:
 
 def test_a_head_switch_swaps_in_the_heads_drawn_while_idle(shared_server, page: Page,
                                                            held: HeldServer):
-    page.goto(page_url(shared_server, "Causal_and_multi_head", d_k="4", d_v="4"))
-    settle(page)
-    chart_count(page)
+    open_charts(page, shared_server, "Causal_and_multi_head", d_k="4", d_v="4")
     per_head = ["queries", "keys", "values", "attn_scores", "attn_weights"]
     spares = spares_ready(page, per_head)
     assert all(spares.get(f"chart-{name}") == 1 for name in per_head), spares  # 2 heads

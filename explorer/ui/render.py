@@ -4,15 +4,20 @@ picker, tables and the page header. Everything reads the page's
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
 import streamlit as st
 
 from explorer import explain, figures, literal
+from explorer.config import ConfigError
 from explorer.steps import STEPS, TOKENS, Step, chart_caption, layout_rows, shows_colour_bar
 from explorer.tokenizer import token_labels
+from explorer.trace import Trace
 from explorer.ui import chart, state, widgets
+from explorer.ui.cache import cached_trace
 from explorer.ui.state import View
 
 
@@ -36,6 +41,7 @@ def _follow_click(step: Step, head: int, cell: dict[str, int], col_offset: int =
     if step.rows.labels == TOKENS:
         state.put("query", cell["row"])
     state.changed()
+    state.page_follows()
 
 
 # ---------------------------------------------------------------------------
@@ -43,6 +49,8 @@ def _follow_click(step: Step, head: int, cell: dict[str, int], col_offset: int =
 # ---------------------------------------------------------------------------
 BIG_MATRIX_CELLS = 64 * 64
 """Above this many cells a cell is a pixel or two: a picker explains one by number."""
+CLICK_VALUES = ("query", "cell", "lines")
+"""The view values a click on a chart sets (`_follow_click`, `_pick`)."""
 LINE_VIEW_STEPS = ("attn_weights",)
 """Steps whose chart offers "Show as lines" under its heatmap (BertViz's head
 view), drawn by chart.js from the matrix it holds (`figures.lines_spec`)."""
@@ -57,8 +65,37 @@ def step_chart(view: View, name: str, head: int = 0, columns: int = 1, colorbar:
     ``columns`` charts share the page's row; ``colorbar=False`` leaves the
     colour bar to a neighbour on the same scale. ``head_slice`` draws only head
     ``head``'s columns of a step such as W_query (`figures.head_columns`); its
-    cells are still explained and linked by their column in the whole step."""
-    trace, step = view.trace, STEPS[name]
+    cells are still explained and linked by their column in the whole step.
+
+    The chart is a fragment: a click reruns it alone, so its explanation comes
+    without waiting for the whole page, which then follows (`state.page_follows`;
+    the browser has already moved the other charts' outlines)."""
+    token = _PAGE_TRACE.set(view.trace)
+    try:
+        _step_fragment(view.without_trace(), name, head, columns, colorbar, head_slice)
+    finally:
+        _PAGE_TRACE.reset(token)
+
+
+_PAGE_TRACE: ContextVar[Trace | None] = ContextVar("page_trace", default=None)
+"""The page's trace while the whole page draws a chart; unset when a chart reruns alone."""
+
+
+@st.fragment
+def _step_fragment(light: View, name: str, head: int, columns: int, colorbar: bool,
+                   head_slice: bool) -> None:
+    """`step_chart` of ``light`` (a view without its trace, `View.without_trace`),
+    whose view values are read again here: on a rerun of the chart alone they
+    are the click's."""
+    trace = _PAGE_TRACE.get()
+    if trace is None:  # the chart reruns alone
+        try:
+            trace = cached_trace(light.config)
+        except ConfigError:  # the server is too busy now: the whole page says so
+            st.rerun()
+    view = replace(light, trace=trace, values={**light.values, **state.resolve(
+        light.page, state.Context(trace, light.config), CLICK_VALUES)})
+    step = STEPS[name]
     st.latex(step.latex(trace.config))
     n_rows, n_cols = figures.step_matrix(trace, name, head, dtype=np.float32).shape
     shown = figures.head_columns(trace, name, head) if head_slice else range(n_cols)
@@ -84,6 +121,7 @@ def step_chart(view: View, name: str, head: int = 0, columns: int = 1, colorbar:
         _cell_picker(key, step, n_rows, shown, head)
     if cell is not None:
         cell_explanation(view, name, *cell, head=head)
+    state.follow_page()
 
 
 def _cell_picker(key: str, step: Step, n_rows: int, cols: range, head: int) -> None:
@@ -186,3 +224,4 @@ def _pick(name: str, value: int | bool | None) -> None:
     switch): into the state."""
     state.put(name, value)
     state.changed()
+    state.page_follows()
