@@ -4,6 +4,8 @@ random GPT-2 saved to a folder and opened through the sidebar, as a visitor woul
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -82,6 +84,19 @@ def test_a_folder_model_draws_every_chart_opens_a_head_and_draws_lines(
     weights = page.locator(".explorer-chart .gtitle", has_text="Attention weights: α")
     expect(weights.first).to_contain_text("head 1")
     assert "layer=1" in page.url and "head=1" in page.url
+
+    # A click on a weight explains it; the chart reruns alone and, a real model's
+    # layer not being in the trace cache, asks the whole page to draw it.
+    main = page.get_by_test_id("stMain")
+    codes = main.get_by_test_id("stCode").count()
+    plot = page.locator(".st-key-chart-attn_weights .explorer-chart")
+    plot.scroll_into_view_if_needed()
+    area = plot.locator(".nsewdrag").bounding_box()
+    page.mouse.click(area["x"] + 5, area["y"] + 5)  # the first row's first weight
+    settle(page)
+    expect(main.get_by_test_id("stCode")).to_have_count(codes + 1)
+    expect(page).to_have_url(re.compile(r"cell=attn_weights(:|%3A)0(,|%2C)0"))
+    no_error(page)
 
     # "Show as lines" draws the weights as lines from query to key tokens.
     page.get_by_role("switch", name="Show as lines").click()

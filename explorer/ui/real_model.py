@@ -17,7 +17,7 @@ within the memory budget (`explorer.ui.cache.cached_model`, `cached_model_result
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -58,6 +58,12 @@ class ModelView(View):
     @property
     def layer(self) -> int:
         return self.trace.config.layer
+
+    def without_trace(self) -> ModelView:
+        """Without the trace and the model either, which the byte-bounded caches
+        hold; a chart of this view that reruns alone reruns the whole page
+        (`explorer.ui.render.step_chart`)."""
+        return replace(self, trace=None, model=None)
 
 
 # ---------------------------------------------------------------------------

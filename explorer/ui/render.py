@@ -12,7 +12,7 @@ import numpy as np
 import streamlit as st
 
 from explorer import explain, figures, literal
-from explorer.config import ConfigError
+from explorer.config import AttentionConfig, ConfigError
 from explorer.steps import STEPS, TOKENS, Step, chart_caption, layout_rows, shows_colour_bar
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
@@ -89,6 +89,8 @@ def _step_fragment(light: View, name: str, head: int, columns: int, colorbar: bo
     are the click's."""
     trace = _PAGE_TRACE.get()
     if trace is None:  # the chart reruns alone
+        if not isinstance(light.config, AttentionConfig):  # a real model's layer: not cached
+            st.rerun()                                     # by config; the whole page draws it
         try:
             trace = cached_trace(light.config)
         except ConfigError:  # the server is too busy now: the whole page says so
