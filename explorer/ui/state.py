@@ -959,7 +959,7 @@ class View:
         """The explained cell, ``(step, row, col, head)``."""
         return self.values.get("cell")
 
-    def without_trace(self) -> "View":
+    def without_trace(self) -> View:
         """This view without its trace: what a chart keeps for its own reruns
         (`explorer.ui.render.step_chart`), so that no session holds a trace
         outside the byte-bounded cache."""
