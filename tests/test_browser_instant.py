@@ -35,6 +35,7 @@ class HeldServer:
         self.queue: list[tuple[WebSocketRoute, str | bytes]] = []
         self.seen: list[str | bytes] = []
         self.lock = threading.Lock()
+        self.page = page
         page.route_web_socket("**/_stcore/stream", self._route)
 
     def _route(self, ws: WebSocketRoute) -> None:
@@ -55,7 +56,14 @@ class HeldServer:
             self.held = True
 
     def release(self) -> int:
-        """Deliver what was held; returns how many messages that was."""
+        """Deliver what was held, once the server has answered (waiting up to
+        30 s for its first message: under load the page can follow an input
+        before the server says anything); returns how many messages that was."""
+        for _ in range(300):
+            with self.lock:
+                if self.queue:
+                    break
+            self.page.wait_for_timeout(100)  # Playwright hands over messages while it waits
         with self.lock:
             self.held = False
             queue, self.queue = self.queue, []
