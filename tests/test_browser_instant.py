@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import threading
 import urllib.parse
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -55,15 +57,28 @@ class HeldServer:
         with self.lock:
             self.held = True
 
+    def wait_for(self, found: Callable[[], Any]) -> Any:
+        """Poll ``found()`` (under the lock) until it is truthy, up to 30 s;
+        returns its last value. Playwright hands over messages while it waits."""
+        for _ in range(300):
+            with self.lock:
+                value = found()
+            if value:
+                return value
+            self.page.wait_for_timeout(100)
+        return value
+
+    def first_seen(self, text: str) -> int | None:
+        """The index in `seen` of the server's first message holding ``text``,
+        waiting up to 30 s for it."""
+        found = self.wait_for(lambda: [i for i, m in enumerate(self.seen) if text.encode() in m])
+        return found[0] if found else None
+
     def release(self) -> int:
         """Deliver what was held, once the server has answered (waiting up to
         30 s for its first message: under load the page can follow an input
         before the server says anything); returns how many messages that was."""
-        for _ in range(300):
-            with self.lock:
-                if self.queue:
-                    break
-            self.page.wait_for_timeout(100)  # Playwright hands over messages while it waits
+        self.wait_for(lambda: self.queue)
         with self.lock:
             self.held = False
             queue, self.queue = self.queue, []
@@ -145,22 +160,12 @@ def test_a_click_is_explained_by_its_chart_before_the_page_follows(shared_server
     open_charts(page, shared_server, "Causal_and_multi_head")
     trace = compute_trace(AttentionConfig(causal=True, n_heads=2))
 
-    def first_message_with(text: str) -> int | None:
-        """The index in `held.seen` of the server's first message holding ``text``,
-        waiting up to 30 s for it."""
-        for _ in range(300):
-            found = [i for i, m in enumerate(list(held.seen)) if text.encode() in m]
-            if found:
-                return found[0]
-            page.wait_for_timeout(100)
-        return None
-
     held.seen.clear()
     click_cell(page, "chart-attn_scores", 3, 1, 6, 6)
     scores = explain_cell(trace, "attn_scores", 3, 1, 0)
     # The chart reran alone and sent its explanation; then the whole page
     # followed, writing the link (a page's run draws the sidebar first).
-    explained, linked = first_message_with(scores.written()), first_message_with(
+    explained, linked = held.first_seen(scores.written()), held.first_seen(
         "cell=attn_scores:3,1")
     assert explained is not None and linked is not None
     assert explained < linked
