@@ -133,6 +133,24 @@ def _given(matrix) -> Tensor:
     return matrix.tensor()
 
 
+def with_embeddings(trace: Trace, embeddings: Tensor) -> AttentionConfig:
+    """``trace``'s config with X replaced by ``embeddings`` (n_tokens, d_in) and
+    the weights it drew kept: W_query, W_key and W_value are passed in as typed
+    ("given"), so that they are not drawn again. A config whose X is "given"
+    draws its weights first from the seeded generator, which the table or the
+    uniform X drew from before: those would be other weights.
+
+    Kept too: the scaling, mask, normalisation and the dropout mask (its own
+    seed). Not kept: ``out_proj``'s weight and bias, drawn again after the
+    given weights (steps before ``output`` are the page's). Used by the
+    overflow lesson (X × c). Raises `ConfigError` when a cell of
+    ``embeddings`` is beyond `explorer.config.MAX_ABS_GIVEN`.
+    """
+    return trace.config.replace(
+        embedding="given", embeddings=embeddings, weight_init="given",
+        **{name: trace[name] for name in ("W_query", "W_key", "W_value")})
+
+
 def embed(config: AttentionConfig, embedding_table: EmbeddingTable = recipes.embedding_table
           ) -> tuple[Tensor, torch.Generator]:
     """Step 1, the embeddings X of ``config``'s tokens: (n_tokens, d_in).

@@ -6,10 +6,11 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from explorer import figures
-from explorer.config import OPTION_HELP
+from explorer import figures, literal
+from explorer.config import OPTION_HELP, ConfigError
 from explorer.ui import chart, widgets
 from explorer.ui.cache import cached_trace
+from explorer.trace import with_embeddings
 from explorer.ui.render import number_table
 from explorer.ui.state import View
 
@@ -42,10 +43,13 @@ def softmax_overflow(view: View) -> None:
             "number (the factor exp(−m) cancels), but every exponent is now ≤ 0, so "
             "nothing overflows. Multiply the embeddings X by c: the scores grow like c².")
         factor = widgets.draw("overflow_c")
-        scaled_x = trace["embeddings"] * factor
-        base = trace.config.replace(embedding="given", embeddings=scaled_x)
-        naive = cached_trace(base.replace(normalization="naive_softmax"))
-        stable = cached_trace(base.replace(normalization="softmax"))
+        try:
+            base = with_embeddings(trace, trace["embeddings"] * factor)  # the page's weights
+            naive = cached_trace(base.replace(normalization="naive_softmax"))
+            stable = cached_trace(base.replace(normalization="softmax"))
+        except ConfigError as error:  # typed-in X beyond the typed range, or a busy server
+            st.error(literal.markdown(f"X × {factor} cannot be computed: {error}"))
+            return
         largest = float(naive["scaled_scores"].abs().max())
         st.markdown(f"Largest |score| after scaling: **{largest:,.1f}**")
         left, right = st.columns(2)
