@@ -125,23 +125,29 @@ def colour_range(trace: Trace, name: str, head: int = 0,
 
 def shared_range(step: Step, *matrices: np.ndarray) -> tuple[float, float]:
     """One colour range for ``matrices`` drawn as ``step``: [0, 1] for masks;
-    for weights from 0 to 1 (higher after dropout); else ±the largest finite
-    |value| of them all, centred at 0, or from 0 when none of them holds a
-    negative value (`_signed_range`)."""
+    for weights from 0 to 1 (higher after dropout, or ``normalization="sum"``),
+    and centred at 0 like a signed step's when one is negative (``"sum"``
+    makes weights of −1.01); else ±the largest finite |value| of them all,
+    centred at 0, or from 0 when none of them holds a negative value
+    (`_signed_range`)."""
     if step.colour == MASK:
         return 0.0, 1.0
-    if step.colour == WEIGHTS or step.name == "dropped_weights":
-        return 0.0, max(1.0, _bound(*matrices))
-    return _signed_range(*matrices)
+    low, high = _signed_range(*matrices)
+    if (step.colour == WEIGHTS or step.name == "dropped_weights") and low == 0:
+        return 0.0, max(1.0, high)
+    return low, high
 
 
 def _colours(step: Step, zrange: tuple[float, float], colorbar: bool) -> dict:
-    """The colour scale of ``step`` over ``zrange``: a signed step whose range
-    starts at 0 (no negative value) on `POSITIVE_SCALE`."""
+    """The colour scale of ``step`` over ``zrange``: any range below 0 (weights
+    too) on the diverging `SIGNED_SCALE`; from 0, a signed step on
+    `POSITIVE_SCALE` and weights on `WEIGHTS_SCALE`."""
     signed = SIGNED_SCALE if zrange[0] < 0 else POSITIVE_SCALE
     scale = {WEIGHTS: WEIGHTS_SCALE, MASK: MASK_SCALE}.get(step.colour, signed)
     if step.name == "dropped_weights":
         scale = WEIGHTS_SCALE
+    if zrange[0] < 0 and step.colour != MASK:
+        scale = SIGNED_SCALE
     return {"colorscale": scale, "zmin": zrange[0], "zmax": zrange[1],
             "showscale": colorbar and step.colour != MASK,
             "colorbar": {"thickness": 10, "len": 0.9, "y": 0, "yanchor": "bottom",
@@ -156,7 +162,8 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
                  title: str, *, zrange: tuple[float, float] | None = None,
                  highlight_row: int | None = None, marked_cell: tuple[int, int] | None = None,
                  marked_cells: Sequence[Sequence[int]] = (), colorbar: bool = True,
-                 columns: int = 1, filename: str = "matrix") -> Chart:
+                 columns: int = 1, filename: str = "matrix",
+                 decimals: Sequence[int] | None = None) -> Chart:
     """A heatmap of any 2-D ``values`` drawn as ``step`` (axes, colours, text).
 
     ``zrange`` fixes the colour scale (default: `colour_range`'s rule on
@@ -166,18 +173,20 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
     `explorer.check_view`). ``columns`` is how many
     charts share the page's row (narrower charts: smaller title). Non-finite
     values are gaps labelled −∞ / +∞ / NaN. Hover gives the row, the column and
-    the value to 4 decimals.
+    the value to 4 decimals. ``decimals``: the cell texts the browser may
+    print, most first (default 4, else 2; chart.js prints the first that fits).
     """
     n_rows, n_cols = values.shape
     if zrange is None:
-        zrange = (0.0, 1.0) if step.colour in (WEIGHTS, MASK) else _signed_range(values)
+        zrange = shared_range(step, values)
     where = (f"{literal.plotly(step.rows.title)}: %{{y}}<br>"
              f"{literal.plotly(step.cols.title)}: %{{x}}<br>")
     trace = {"type": "heatmap", "x": [literal.plotly(s) for s in col_labels],
              "y": [literal.plotly(s) for s in row_labels], "xgap": 0, "ygap": 0,
              "hoverongaps": True, **_colours(step, zrange, colorbar),
              "matrix": {"block": 0, "rows": n_rows, "cols": n_cols, "hover": where,
-                        "words": list(step.cell_text) if step.cell_text else None}}
+                        "words": list(step.cell_text) if step.cell_text else None,
+                        **({"decimals": list(decimals)} if decimals else {})}}
     shapes = []
     if highlight_row is not None and 0 <= highlight_row < n_rows:
         shapes.append(query_shape(highlight_row))
@@ -495,7 +504,8 @@ def heads_grid_chart(trace: Trace, name: str = "attn_weights", columns: int = 4,
     values = (values if values.dim() == 3 else values[None]).to(torch.float64).numpy()
     n_heads, n, _ = values.shape
     labels = [literal.plotly(s) for s in token_labels(trace.tokens)]
-    zrange = colour_range(trace, name) if step.colour != WEIGHTS else (0.0, 1.0)
+    zrange = (colour_range(trace, name) if step.colour != WEIGHTS
+              else shared_range(step, *values))  # every head's weights on one scale
     cols = min(columns, n_heads)
     grid, size = _heads_grid_layout(n_heads, cols, n, labels, titles)
     layout: dict = {"title": {"text": f"{step.label} of every head ({n}×{n} each)",
@@ -723,15 +733,16 @@ def figure_chart(fig: go.Figure, filename: str) -> Chart:
 
 
 def labelled_chart(values, trace: Trace, like: str, title: str, columns: int = 1,
-                   zrange: tuple[float, float] | None = None, colorbar: bool = True) -> Chart:
+                   zrange: tuple[float, float] | None = None, colorbar: bool = True,
+                   decimals: Sequence[int] | None = None) -> Chart:
     """Any (n, n) or (n, d) matrix drawn like step ``like`` (labels, colours).
     ``colorbar=False`` gives its width to the cells (a narrow panel whose numbers
-    are printed in them)."""
+    are printed in them); ``decimals`` as `matrix_chart`'s."""
     step = STEPS[like]
     values = np.asarray(torch.as_tensor(values).to(torch.float64))
     return matrix_chart(values, axis_labels(trace, step.rows, values.shape[0]),
                         axis_labels(trace, step.cols, values.shape[1]), step, title,
-                        zrange=zrange, columns=columns, colorbar=colorbar,
+                        zrange=zrange, columns=columns, colorbar=colorbar, decimals=decimals,
                         filename=chart_filename(trace, _slug(title, 30)))
 
 

@@ -166,3 +166,37 @@ def test_big_matrices_explain_a_cell_picked_by_number():
     assert written == [explain_cell(trace, "attn_scores", 3, 65).written()]
     value = float(trace["attn_scores"][3, 65])
     assert written[0].endswith(f"{abs(value):.4f}" + (")" if value < 0 else ""))
+
+
+def _covers(spec: dict) -> None:
+    """The chart's colour scale covers every finite value it shows, and a scale
+    with negative values is the diverging one (white at 0)."""
+    from explorer.figures import SIGNED_SCALE
+
+    heat = spec["data"][0]
+    values = z_values(spec)
+    finite = values[np.isfinite(values)]
+    assert heat["zmin"] <= finite.min() and heat["zmax"] >= finite.max(), (
+        heat["zmin"], heat["zmax"], finite.min(), finite.max())
+    if finite.min() < 0:
+        assert heat["colorscale"] == SIGNED_SCALE and heat["zmin"] == -heat["zmax"]
+
+
+def test_compare_with_sum_normalisation_scales_colours_to_the_values_shown():
+    """Issue 31, point 5: with B = sum the weights run from −23 to 34; the
+    panels' scale stayed 0–1."""
+    at = open_tab("Compare two configurations", {"b_normalization": "sum"})
+    assert not at.exception and errors(at) == []
+    b = z_values(chart(at, "exp-compare-attn_weights-b"))
+    assert b.min() < -1 and b.max() > 1  # the issue's case: far outside 0–1
+    for key, spec in all_charts(at).items():
+        if key.startswith("exp-compare-"):
+            _covers(spec)
+
+
+def test_the_self_attention_pages_sum_weights_get_a_diverging_scale():
+    at = open_link(PAGES[SELF_ATTENTION_PAGE][0], {"normalization": "sum"})
+    assert not at.exception and errors(at) == []
+    spec = all_charts(at)["chart-attn_weights"]
+    assert z_values(spec).min() < -1  # −1.01 was drawn white, as 0.04
+    _covers(spec)

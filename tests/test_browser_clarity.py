@@ -132,3 +132,32 @@ def test_the_toolbar_shows_on_hover_beside_the_title_and_not_on_touch_screens(
     phone.locator(".st-key-chart-attn_weights .explorer-chart").tap()
     expect(phone.locator(".st-key-chart-attn_weights .modebar")).to_have_count(0)
     touch.close()
+
+
+def _cell_texts(page: Page, locator: str) -> dict:
+    """One chart's printed cell numbers (their boxes) and its cell size."""
+    return page.locator(locator).evaluate(f"(gd) => ({CELL_TEXTS})().find((c) => "
+                                          "c.title === gd.layout.title.text)")
+
+
+def test_compare_with_sum_normalisation_prints_numbers_on_a_scale_that_covers_them(
+        shared_server, browser: Browser):
+    """Issue 31, point 5: B = sum gave weights from −1 to 1.6 on a 0–1 scale, and
+    no numbers (two decimals did not fit the narrow panels; one does)."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(RUN_COUNTER)
+    page = context.new_page()
+    page.goto(page_url(shared_server, "Experiments", experiment="compare",
+                       b_normalization="sum"))
+    settle(page)
+    chart_count(page)
+    for part in ("a", "b", "diff"):
+        for name in ("attn_weights", "context"):
+            locator = f".st-key-exp-compare-{name}-{part} .explorer-chart"
+            chart = _cell_texts(page, locator)
+            assert len(chart["texts"]) == (36 if name == "attn_weights" else 24), (part, name)
+            scale = page.locator(locator).evaluate(
+                "(gd) => { const z = gd.data[0].z.flat().filter(Number.isFinite);"
+                " return [gd.data[0].zmin, gd.data[0].zmax, Math.min(...z), Math.max(...z)]; }")
+            assert scale[0] <= scale[2] and scale[1] >= scale[3], (part, name, scale)
+    context.close()

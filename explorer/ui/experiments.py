@@ -163,6 +163,11 @@ def _side(label: str, base: AttentionConfig, side: str) -> AttentionConfig | Non
         return None
 
 
+COMPARE_DECIMALS = (4, 2, 1)
+"""A third of the page is narrow: weights of ``normalization="sum"`` (−1.01)
+print with one decimal where two do not fit (hover gives four)."""
+
+
 def compare(view: View) -> None:
     """5. Two configurations side by side: A, B and where they differ, B − A."""
     st.markdown("Same sentence and sizes, two settings. Each row shows A, B and B − A "
@@ -187,7 +192,8 @@ def compare(view: View) -> None:
             matrix = matrix[0] if matrix.dim() == 3 else matrix
             with column:
                 chart.show(figures.labelled_chart(matrix, source, like, title, columns=3,
-                                                  colorbar=part != "diff"),
+                                                  colorbar=part != "diff",
+                                                  decimals=COMPARE_DECIMALS),
                            key=f"exp-compare-{name}-{part}")
 
 
