@@ -225,6 +225,10 @@ def _scaled_scores_remark(trace, head: int) -> str:
     spread = float(finite.std())
     low, high = float(finite.min()), float(finite.max())
     text = f"Here their standard deviation is {_n(spread)} (from {_n(low)} to {_n(high)})"
+    if trace.config.scale and "keys" in trace and trace.head("keys", head).shape[-1] == 1:
+        text = ("Here head_dim is 1: √1 = 1, so dividing changes nothing and these are the "
+                f"raw scores. Their standard deviation is {_n(spread)} "
+                f"(from {_n(low)} to {_n(high)})")
     weights = trace.head("attn_weights", head)
     if trace.config.normalization != "softmax" or weights.shape[-1] < 2:
         return text + "."
@@ -232,10 +236,13 @@ def _scaled_scores_remark(trace, head: int) -> str:
     rows = weights[1:] if trace.config.causal else weights
     saturated = int((rows.amax(dim=-1) >= SATURATED).sum())
     if saturated:
-        return (text + f": {_rows(saturated, rows.shape[0])} "
-                f"{_verb(saturated, 'gives', 'give')} {SATURATED:g} or more of "
-                "their weight to one key, so the softmax saturates"
-                + (" all the same." if spread <= SPREAD_NEAR_ONE else "."))
+        counted = (f"{saturated} of the {rows.shape[0]} rows after the first"
+                   if trace.config.causal else _rows(saturated, rows.shape[0]))
+        return (text + f": {counted} {_verb(saturated, 'gives', 'give')} {SATURATED:g} or "
+                f"more of {_verb(saturated, 'its', 'their')} weight to one key, so the softmax "
+                "saturates" + (" all the same" if spread <= SPREAD_NEAR_ONE else "")
+                + (" (the first row has one key, whose weight is 1 whatever the scores)."
+                   if trace.config.causal else "."))
     return text + (f" and no row gives {SATURATED:g} of its weight to one key."
                    if spread <= SPREAD_NEAR_ONE else
                    f", yet no row gives {SATURATED:g} of its weight to one key.")

@@ -152,3 +152,29 @@ def test_the_worked_examples_differ_in_their_first_words():
 
     starts = [" ".join(preset.title.split()[:3]) for preset in PRESETS.values()]
     assert len(set(starts)) == len(starts), starts
+
+
+def _scaled_caption(at) -> str:
+    return next(c.value for c in at.caption if c.value.startswith(
+        STEPS["scaled_scores"].explain[:20]))
+
+
+def test_the_multi_head_pages_scaled_scores_caption_is_true_of_its_numbers():
+    """Issue 31, point 10: at the page's defaults head_dim is 1, so √1 changes
+    nothing; and a causal chart of 6 rows leaves its first row out of the count,
+    which the caption must say."""
+    from explorer.ui.navigation import PAGES
+    from tests.test_app import charts, open_link, z_values
+
+    at = open_link(PAGES["Causal & multi-head attention"][0])
+    assert not at.exception
+    shown = charts(at)
+    assert (z_values(shown["scaled_scores"]) == z_values(shown["attn_scores"])).all()  # ÷ √1
+    caption = _scaled_caption(at)
+    assert "head_dim is 1: √1 = 1, so dividing changes nothing" in caption, caption
+    assert re.search(r"\b1 of the 5 rows after the first gives 0.99 or more of its weight",
+                     caption), caption
+    assert "the first row has one key, whose weight is 1 whatever the scores" in caption
+    # Wider heads: the division does something, and the caption does not deny it.
+    wide = open_link(PAGES["Causal & multi-head attention"][0], {"d_k": "8", "d_in": "8"})
+    assert "changes nothing" not in _scaled_caption(wide)
