@@ -86,18 +86,23 @@ class ConfigPoint:
     entropy_scaled: float
     max_weight: float
     max_weight_scaled: float
+    n_keys: int
+    """Keys per query of the sentence (its tokens): the stars' own, whatever
+    the curves' ``n_keys``."""
 
 
 def config_point(trace: Trace) -> ConfigPoint:
     """The current trace's score variance and softmax statistics (per head,
-    averaged), unscaled and scaled, whatever its own ``scale`` setting."""
+    averaged), unscaled and scaled, whatever its own ``scale`` setting, over
+    all of its ``n_tokens`` keys (no causal mask)."""
     scores = trace["attn_scores"].to(torch.float64)
     head_dim = trace.config.head_dim
     raw, scaled = att.softmax(scores), att.softmax(scores / math.sqrt(head_dim))
     return ConfigPoint(
         head_dim, float(scores.var()) if scores.numel() > 1 else 0.0,
         float(row_entropy(raw).mean()), float(row_entropy(scaled).mean()),
-        float(raw.max(dim=-1).values.mean()), float(scaled.max(dim=-1).values.mean()))
+        float(raw.max(dim=-1).values.mean()), float(scaled.max(dim=-1).values.mean()),
+        trace.n_tokens)
 
 
 def with_temperature(scores: Tensor, temperature: float) -> Tensor:

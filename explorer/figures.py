@@ -665,10 +665,23 @@ def _scatter(fig: go.Figure, name: str, x, y, **style) -> None:
     fig.add_scatter(x=list(x), y=list(y), name=name, **style)
 
 
-def _your_point(fig: go.Figure, name: str, x, y) -> None:
-    """The learner's own configuration: orange stars."""
-    _scatter(fig, name, x, y, mode="markers",
-             marker={"size": 14, "symbol": "star", "color": HIGHLIGHT_COLOUR})
+YOUR_POINT_COLOURS = (HIGHLIGHT_COLOUR, "#CC79A7")
+"""The learner's own stars: unscaled (orange), scaled (reddish purple)."""
+
+
+def _your_point(fig: go.Figure, point, y: float, label: str, scaled: bool = False) -> None:
+    """The learner's own configuration as a star at (d_k, ``y``): one per
+    series, told apart by colour, outline and name, which say the sentence's
+    keys per query; hover gives ``label`` and the value."""
+    keys = f"{point.n_keys} {'key' if point.n_keys == 1 else 'keys'}"
+    name = (f"your sentence: q·k / √d_k ({keys})" if scaled
+            else f"your sentence: q·k ({keys})")
+    colour = YOUR_POINT_COLOURS[scaled]
+    _scatter(fig, name, [point.d_k], [y], mode="markers",
+             marker={"size": 14, "symbol": "star-diamond" if scaled else "star",
+                     "color": colour, "line": {"color": SERIES_COLOURS[scaled], "width": 1.5}},
+             hovertemplate=(f"{literal.plotly(name)}<br>d_k = %{{x}}<br>{label}: %{{y:.4f}}"
+                            "<extra></extra>"))
 
 
 def scaling_variance_figure(curves, point) -> go.Figure:
@@ -686,7 +699,7 @@ def scaling_variance_figure(curves, point) -> go.Figure:
                                      REFERENCE_COLOURS):
         _scatter(fig, name, curves.dims, exact, mode="lines",
                  line={"dash": "dot", "color": colour, "width": 1.5})
-    _your_point(fig, "your scores (unscaled)", [point.d_k], [max(point.variance, 1e-3)])
+    _your_point(fig, point, max(point.variance, 1e-3), "variance")
     _plain_layout(fig, 400)
     fig.update_layout(xaxis=_log2_axis(curves.dims),
                       yaxis=_log2_axis((0.25, 1, 4, 16, 64, 256, 1024)))
@@ -707,7 +720,8 @@ def scaling_softmax_figure(curves, point, measure: str = "entropy") -> go.Figure
                          "entropy" else "Without scaling, one key takes all the weight"))
     mine = ((point.entropy, point.entropy_scaled) if measure == "entropy"
             else (point.max_weight, point.max_weight_scaled))
-    _your_point(fig, "your config (unscaled, scaled)", [point.d_k, point.d_k], mine)
+    _your_point(fig, point, mine[0], label)
+    _your_point(fig, point, mine[1], label, scaled=True)
     if measure == "entropy":
         fig.add_hline(y=math.log(curves.n_keys), line_dash="dot",
                       annotation_text=f"uniform over {curves.n_keys} keys: log {curves.n_keys}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 import torch
 
 from explorer import AttentionConfig, compute_trace
@@ -200,3 +201,27 @@ def test_the_self_attention_pages_sum_weights_get_a_diverging_scale():
     spec = all_charts(at)["chart-attn_weights"]
     assert z_values(spec).min() < -1  # −1.01 was drawn white, as 0.04
     _covers(spec)
+
+
+def test_the_scaling_stars_are_told_apart_and_say_where_they_come_from():
+    """Issue 31, point 9: two identical gold stars "your config (unscaled,
+    scaled)" with no hover text; at 256 keys per query the stars still came
+    from the sentence's 6 keys, and nothing said so."""
+    trace = compute_trace(AttentionConfig())
+    point = ex.config_point(trace)
+    at = open_page(PAGE)
+    for key, values in (("exp-entropy", (point.entropy, point.entropy_scaled)),
+                        ("exp-max", (point.max_weight, point.max_weight_scaled))):
+        stars = [s for s in chart(at, key)["data"] if "star" in str(s.get("marker", {}))]
+        assert len(stars) == 2, key
+        names = [s["name"] for s in stars]
+        assert len(set(names)) == 2 and "√d_k" in names[1] and "√d_k" not in names[0], names
+        assert "6 keys" in names[0] and "6 keys" in names[1], names
+        assert stars[0]["marker"] != stars[1]["marker"]
+        for star, value in zip(stars, values):
+            assert star["hovertemplate"].count("%{y:.4f}") == 1, star
+            assert y_values({"data": [star]}) == pytest.approx([value])
+    at.select_slider(key="n_keys").set_value(256).run()
+    note = " ".join(c.value for c in at.caption)
+    assert "The stars are your sentence's own scores: 6 keys per query" in note, note
+    assert "the curves use 256" in note, note

@@ -30,8 +30,8 @@ def why_scale(view: View) -> None:
         "one-hot row: one key gets nearly all the weight and the gradients of the others "
         "vanish. Dividing by √d_k brings the variance back to 1, whatever d_k. The solid "
         "lines are measured on 4,096 random query–key pairs per d_k, the dotted ones are the "
-        "exact values; the star is your own configuration (its query/key width, unscaled "
-        "and scaled).")
+        "exact values. The stars are your sentence's own scores at its query/key width: "
+        "q·k (orange star) and q·k / √d_k (purple).")
     trace = view.trace
     n_keys = widgets.draw("n_keys", options=sorted({*SCALING_KEYS, trace.n_tokens,
                                                     view["n_keys"]}),
@@ -47,6 +47,10 @@ def why_scale(view: View) -> None:
     with right:
         chart.show(figures.figure_chart(figures.scaling_softmax_figure(curves, point, "max"),
                                         "largest_weight"), key="exp-max")
+    if n_keys != point.n_keys:  # entropy and the largest weight depend on the keys
+        st.caption(f"The stars are your sentence's own scores: {point.n_keys} keys per query "
+                   f"(its tokens), while the curves use {n_keys}. Set keys per query to "
+                   f"{point.n_keys} to compare like with like.")
 
 
 def temperature(view: View) -> None:
