@@ -650,9 +650,14 @@ def _chart_div(trace: Trace, name: str, head: int | None, columns: int, colorbar
 
 
 def _row(cells: Sequence[str]) -> str:
-    """Charts side by side, in equal columns."""
-    return (f'<div class="row" style="grid-template-columns: repeat({len(cells)}, '
-            f'minmax(0, 1fr))">{"".join(cells)}</div>')
+    """Charts side by side, in equal columns; one under the other on a narrow
+    screen (``.row`` in `_STYLE`)."""
+    return f'<div class="row" style="--columns: {len(cells)}">{"".join(cells)}</div>'
+
+
+NARROW_SCREEN_PX = 640
+"""Below this window width the report's rows hold one chart each, as
+Streamlit's ``st.columns`` stack below 640 px."""
 
 
 def _head_charts(trace: Trace, names: list[str], heads: Sequence[int] | None
@@ -727,11 +732,12 @@ body { font-family: system-ui, sans-serif; max-width: 1150px; margin: 2em auto; 
        color: #31333f; }
 table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
 th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left; vertical-align: top; }
-.row { display: grid; gap: 1rem; margin: 1.5em 0; }
+.row { display: grid; gap: 1rem; margin: 1.5em 0;
+       grid-template-columns: repeat(var(--columns, 1), minmax(0, 1fr)); }
 .step { min-width: 0; }
 a, code, td { overflow-wrap: anywhere; }
 .caption { color: #555; font-size: 0.9em; margin: 0.3em 0; }
-"""
+""" + f"@media (max-width: {NARROW_SCREEN_PX - 1}px) {{ .row {{ grid-template-columns: minmax(0, 1fr); }} }}\n"
 
 
 def html_report(trace: Trace, link: str | None = None, steps: list[str] | None = None,

@@ -100,3 +100,69 @@ def test_the_report_fits_the_window_with_a_long_link(browser: Browser, tmp_path,
         page.locator("div.chart[data-chart]").count(), timeout=30_000)
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     context.close()
+
+
+REPORT_LAYOUT = """() => {
+  const box = (e) => { const b = e.getBoundingClientRect();
+                       return {x0: b.left, x1: b.right, y0: b.top, y1: b.bottom}; };
+  const visible = (e) => e.textContent.trim() && box(e).x1 > box(e).x0;
+  const rows = [...document.querySelectorAll('.row')].map((row) =>
+    [...row.children].map((step) => box(step)));
+  const charts = [...document.querySelectorAll('.explorer-chart')].map((gd) => ({
+    title: gd.layout.title.text, chart: box(gd),
+    ticks: [...gd.querySelectorAll('.xtick text, .ytick text')].filter(visible).map(box),
+    titles: [...gd.querySelectorAll('.xtitle, .ytitle, [class^="xtitle"], [class^="ytitle"]')]
+      .filter(visible).map(box),
+    colorbars: [...gd.querySelectorAll('.colorbar')].map((bar) =>
+      [...bar.querySelectorAll('.cbaxis text, text.ytick, .ytick text')].filter(visible).length),
+    heads: [...gd.querySelectorAll('.annotation-text, .shapelayer text, .layer-above text')]
+      .filter((t) => /^head \\d+$/.test(t.textContent.trim())).map(box),
+  }));
+  return {rows, charts, width: document.documentElement.scrollWidth};
+}"""
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > 0.5 and \
+        min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > 0.5
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+def test_the_report_reflows_on_a_phone_as_the_app_does(browser: Browser, tmp_path, width):
+    """Issue 31, point 6: at 390 px the report kept 3 charts a row: token labels
+    clipped, axis titles over the ticks, "head 0" over "head 1", colour bars
+    without numbers. On a phone it shows one chart a row, as the app does."""
+    trace = compute_trace(AttentionConfig(
+        sentence="we saw extraordinarily unbelievable cats today", n_heads=2, d_k=4, d_v=4,
+        causal=True))
+    report = tmp_path / "report.html"
+    report.write_text(html_report(trace), encoding="utf-8")
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto(report.as_uri())
+    expect(page.locator(".explorer-chart:has(.main-svg)")).to_have_count(
+        page.locator("div.chart[data-chart]").count(), timeout=30_000)
+    page.wait_for_timeout(500)
+    seen = page.evaluate(REPORT_LAYOUT)
+    assert seen["width"] <= width
+    wide_rows = [row for row in seen["rows"] if len(row) > 1]
+    assert wide_rows
+    for row in wide_rows:
+        lefts, tops = {round(s["x0"]) for s in row}, {round(s["y0"]) for s in row}
+        if width < 640:  # one chart a row, one under the other
+            assert len(lefts) == 1 and len(tops) == len(row), row
+        else:
+            assert len(tops) == 1 and len(lefts) == len(row), row
+    for chart in seen["charts"]:
+        inside = chart["chart"]
+        for tick in chart["ticks"]:  # no token label cut at the chart's edge
+            assert tick["x0"] >= inside["x0"] - 0.5 and tick["x1"] <= inside["x1"] + 0.5, \
+                (chart["title"], tick, inside)
+        for title in chart["titles"]:
+            assert not any(_overlap(title, tick) for tick in chart["ticks"]), chart["title"]
+        assert all(count >= 2 for count in chart["colorbars"]), (chart["title"],
+                                                                chart["colorbars"])
+        heads = chart["heads"]
+        assert not any(_overlap(a, b) for i, a in enumerate(heads) for b in heads[i + 1:]), \
+            chart["title"]
+    context.close()
