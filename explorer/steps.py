@@ -115,8 +115,9 @@ _NORM_EXPR = {"softmax": "softmax({})", "naive_softmax": "naive_softmax({})",
 _NORM_LATEX = {
     "softmax": r"\alpha_{{ij}} = \operatorname{{softmax}}_j({s})"
                r" = \frac{{e^{{{s}_{{ij}} - \max_k {s}_{{ik}}}}}}{{\sum_k e^{{{s}_{{ik}} - \max_k {s}_{{ik}}}}}}",
-    "naive_softmax": r"\alpha_{{ij}} = \frac{{e^{{{s}_{{ij}}}}}}{{\sum_k e^{{{s}_{{ik}}}}}}"
-                     r"\quad\text{{(no max shift: may overflow)}}",
+    "naive_softmax": r"\begin{{gathered}}\alpha_{{ij}} = \frac{{e^{{{s}_{{ij}}}}}}"
+                     r"{{\sum_k e^{{{s}_{{ik}}}}}} \\ \text{{(no max shift: may overflow)}}"
+                     r"\end{{gathered}}",  # the note on its own line: a phone's width
     "sum": r"\alpha_{{ij}} = \frac{{{s}_{{ij}}}}{{\sum_k {s}_{{ik}}}}",
 }
 
@@ -144,8 +145,11 @@ def _context_expr(c: AttentionConfig) -> str:
 def _context_latex(c: AttentionConfig) -> str:
     a = r"\alpha'" if c.dropout > 0 else r"\alpha"
     v = "X" if _simple(c) else "V"
-    heads = r"\quad\text{(heads concatenated)}" if c.n_heads > 1 else ""
-    return rf"Z = {a} {v}, \quad z_i = \sum_j {a}_{{ij}}\, {v.lower()}_j" + heads
+    formula = rf"Z = {a} {v}, \quad z_i = \sum_j {a}_{{ij}}\, {v.lower()}_j"
+    if c.n_heads == 1:
+        return formula
+    # The note on its own line: on one, it ran 52 px past a phone's width.
+    return rf"\begin{{gathered}}{formula} \\ \text{{(heads concatenated)}}\end{{gathered}}"
 
 
 def _bias(c: AttentionConfig) -> bool:

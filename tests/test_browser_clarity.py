@@ -161,3 +161,27 @@ def test_compare_with_sum_normalisation_prints_numbers_on_a_scale_that_covers_th
                 " return [gd.data[0].zmin, gd.data[0].zmax, Math.min(...z), Math.max(...z)]; }")
             assert scale[0] <= scale[2] and scale[1] >= scale[3], (part, name, scale)
     context.close()
+
+
+FORMULAS_WIDER_THAN_THEIR_BOX = """() => [...document.querySelectorAll('.katex-display')]
+  .filter((e) => e.scrollWidth > e.clientWidth + 4)
+  .map((e) => [e.querySelector('annotation')?.textContent, e.scrollWidth, e.clientWidth])"""
+
+
+@pytest.mark.parametrize("page_name, query", [
+    ("Causal_and_multi_head", {}),  # Z = αV ... (heads concatenated)
+    ("Causal_and_multi_head", {"dropout": "0.1"}),
+    ("Self_attention", {"normalization": "naive_softmax"}),  # (no max shift: may overflow)
+])
+def test_no_formula_is_cut_on_a_phone(shared_server, browser: Browser, page_name, query):
+    """Issue 31, point 7: at 390 px "Z = αV, z_i = Σ α_ij v_j (heads concatenated)"
+    ran 52 px past its box and was cut (the multi-head and Real model pages)."""
+    context = browser.new_context(viewport={"width": 390, "height": 900})
+    context.add_init_script(RUN_COUNTER)
+    page = context.new_page()
+    page.goto(page_url(shared_server, page_name, **query))
+    settle(page)
+    chart_count(page)
+    assert page.locator(".katex-display").count() > 5
+    assert page.evaluate(FORMULAS_WIDER_THAN_THEIR_BOX) == []
+    context.close()
