@@ -682,3 +682,50 @@ def test_block_size_is_context_length_and_an_unknown_argument_says_what_to_pass(
     assert str(caught.value).startswith("CausalAttention.__init__ needs p_drop, which the "
                                         "check does not know")
     assert "pass it as --name VALUE" in str(caught.value)
+
+
+LOOPS_FOREVER = ("import torch.nn as nn\nclass MultiHeadAttention(nn.Module):\n"
+                 "    def __init__(self, d_in, d_out):\n        super().__init__()\n"
+                 "        while True:\n            pass\n")
+
+
+def test_the_command_line_stops_an_endless_loop_and_a_huge_allocation_with_exit_2(tmp_path):
+    start = time.monotonic()
+    looped = run_cli(tmp_path, LOOPS_FOREVER, "my_attention.py:MultiHeadAttention",
+                     "--timeout", "3")
+    assert time.monotonic() - start < 60  # torch's import and the 3 s, under load
+    assert looped.returncode == 2, looped.stderr
+    assert looped.stderr.startswith("error: your code ran for more than 3 s and was stopped: "
+                                    "does a loop never end? (--timeout S changes the limit)")
+    assert "Traceback" not in looped.stderr
+    huge = run_cli(tmp_path, "import torch\nblock = torch.ones(5 * 2**30)\n",
+                   "my_attention.py:A")
+    assert huge.returncode == 2, huge.stderr
+    assert huge.stderr.startswith("error: your code needed more than 1,024 MB of memory and "
+                                  "was stopped (--memory_mb MB changes the limit)"), huge.stderr
+
+
+def test_ctrl_c_ends_the_command_line_with_one_line(tmp_path):
+    (tmp_path / "my_attention.py").write_text(LOOPS_FOREVER)
+    child = subprocess.Popen([sys.executable, "-m", "explorer", "check",
+                              "my_attention.py:MultiHeadAttention"], cwd=tmp_path,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # inside the loop (importing torch takes a few seconds)
+    child.send_signal(2)  # SIGINT, as Ctrl-C
+    out, err = child.communicate(timeout=60)
+    assert (child.returncode, err, out) == (130, "stopped (Ctrl-C)\n", "")
+
+
+def test_check_module_stops_an_endless_forward_within_its_timeout():
+    class Endless(L.CausalAttention):
+        def forward(self, x):
+            while True:
+                pass
+
+    start = time.monotonic()
+    with pytest.raises(CheckError) as caught:
+        check_module(build(Endless, 3, 4, 6, 0.0), timeout=1)
+    assert time.monotonic() - start < 10
+    assert caught.value.field == "timeout"
+    assert str(caught.value).endswith("(timeout=… changes the limit)")
