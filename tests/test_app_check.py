@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from explorer import sandbox
+from explorer import literal, sandbox
 from explorer.listings import MULTI_HEAD_ATTENTION
 from explorer.ui.navigation import CHECK_PAGE, PAGES
 from tests.test_app import all_charts, errors, open_link
@@ -63,8 +63,9 @@ def test_a_pasted_class_with_a_classic_mistake_is_caught_at_its_step(code_allowe
     table = at.dataframe[0].value
     assert table.loc["attn_scores", "result"] == "✓"
     assert table.loc["attn_weights", "result"] == "✗"
-    shown = " ".join(m.value.replace("\\", "") for m in at.markdown)
-    assert "softmax over the wrong dim" in shown
+    shown = [t.value for t in at.text]
+    assert any(t.startswith("Diagnosis: softmax over the wrong dim") for t in shown), shown
+    assert not any(literal.WORD_JOINER in t for t in shown)  # copied as written
     assert {"check-difference-0", "check-difference-1"} <= set(all_charts(at))
     # The same request again comes from the cache: no button press needed.
     at.run()
@@ -134,5 +135,4 @@ def test_the_enabled_page_says_above_the_editor_that_the_code_runs_here(code_all
 def test_the_default_sizes_see_a_missing_scaling(code_allowed):
     at = check(MULTI_HEAD_ATTENTION.replace(" / keys.shape[-1]**0.5", ""))
     assert errors(at)[0].startswith("✗ Differs"), errors(at)
-    shown = " ".join(m.value.replace("\\", "") for m in at.markdown)
-    assert "the scores are not scaled" in shown
+    assert any(t.value.startswith("Diagnosis: the scores are not scaled") for t in at.text)

@@ -171,19 +171,35 @@ def result(request: Request) -> CheckReport | CheckFailure | None:
     return outcome
 
 
+FAILURES = {"syntax": "a syntax error", "source": "an error running the file",
+            "__init__": "an error building the class", "forward": "an error in forward",
+            "module": "its weights were not found", "inputs": "the inputs do not fit",
+            "sentence": "the sentence does not fit", "timeout": "it ran out of time",
+            "memory": "it ran out of memory", "crash": "the check crashed"}
+"""Why a check could not run, by `explorer.check.CheckFailure.kind`, for the headline."""
+
+
 def report(outcome: CheckReport | CheckFailure) -> None:
     """The report: the verdict, the table of steps, what was found and, for the
     first difference, our matrix beside yours with the differing cells outlined;
-    or why the code could not be checked."""
+    or why the code could not be checked.
+
+    The verdict is the explorer's own text; everything that may quote the
+    learner's code (messages, findings) is drawn with ``st.text``, which reads
+    no Markdown, so it is shown and copied as written (no escapes, no invisible
+    word joiners)."""
     if isinstance(outcome, CheckFailure):
-        st.error(literal.markdown(outcome.message))
+        st.error(f"✗ Your code could not be checked: "
+                 f"{FAILURES.get(outcome.kind, outcome.kind)} ({outcome.kind}).")
+        st.text(outcome.message)
         if outcome.details:
             st.code(outcome.details, language=None)
         return
-    (st.success if outcome.ok else st.error)(literal.markdown(outcome.summary()))
+    # The summary holds only step names and numbers: no Markdown in it, no escaping needed
+    (st.success if outcome.ok else st.error)(outcome.summary())
     st.dataframe(pd.DataFrame(outcome.rows()).set_index("step"), width="content")
     for label, text in outcome.findings():
-        st.markdown(f"**{literal.markdown(label)}**: {literal.markdown(text)}")
+        st.text(f"{label}: {text}")
     if outcome.first_difference is None:
         return
     from explorer.check_view import difference_charts
