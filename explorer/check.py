@@ -566,11 +566,12 @@ def _batch_outcome(module: nn.Module, weights: LearnerWeights, error: CheckError
         if error.reversed_shapes else ""
     if weights.causal or weights.n_heads > 1:
         return True, (f"{name} works on one sentence, {tuple(x.shape)}, but not on the book's "
-                      f"batch of two, torch.stack((inputs, inputs)) of shape {pair}: {error}."
+                      f"batch of two, torch.stack((inputs, inputs)) of shape {pair}: "
+                      f"{str(error).rstrip('.')}."
                       f"{cause}")
     return False, (f"forward raised on the book's batch of two, {pair}, so it was checked on "
                    f"one sentence, {tuple(x.shape)}, as the book runs SelfAttention_v1 and v2: "
-                   f"{error}.{cause}")
+                   f"{str(error).rstrip('.')}.{cause}")
 
 
 def spell(interface: str, **values: Any) -> str:
@@ -672,7 +673,11 @@ def _found_biases(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours:
             break
 
 
-def _settings(weights: LearnerWeights, x: Tensor, tokens: list[str], where: str) -> list[str]:
+_STACKED = " (the book's batch of two, torch.stack((inputs, inputs)))"
+
+
+def _settings(weights: LearnerWeights, x: Tensor, tokens: list[str], where: str,
+              stacked: bool = False) -> list[str]:
     sizes = (f"d_in={weights.d_in}, d_k={weights.d_k}, d_v={weights.d_v}, "
              f"n_heads={weights.n_heads}" +
              (f" (head_dim {weights.head_dim})" if weights.n_heads > 1 else "") +
@@ -680,7 +685,8 @@ def _settings(weights: LearnerWeights, x: Tensor, tokens: list[str], where: str)
                                                        else ""))
     return [sizes, "read: " + "; ".join(weights.found),
             f"inputs: {' '.join(tokens)!r} ({len(tokens)} tokens), {where}",
-            f"ran on a tensor of shape {tuple(x.shape)}, "
+            f"ran on a tensor of shape {tuple(x.shape)}"
+            f"{_STACKED if stacked else ''}, "
             f"{'train()' if weights.training else 'eval()'} mode"]
 
 
@@ -967,7 +973,9 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     return CheckReport(
         module=type(module).__name__, ok=ok, steps=results, first_difference=first_difference,
         diagnosis=diagnosis or None, mistake=slug, tokens=tokens,
-        settings=_settings(weights, x_run, tokens, where), notes=notes + recording.notes,
+        settings=_settings(weights, x_run, tokens, where, stacked=inputs is None
+                           and x_run.dim() == 3 and x_run.shape[0] == BATCH),
+        notes=notes + recording.notes,
         warnings=hidden_steps(module, weights, n, interface),
         n_values=n_values, max_difference=worst[0], worst_step=worst[1])
 
