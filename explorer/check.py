@@ -57,7 +57,8 @@ from torch import Tensor, nn
 from explorer import attention as att
 from explorer import recipes
 from explorer.config import MAX_ATTENTION_CELLS, AttentionConfig
-from explorer.learner import CheckError, LearnerWeights, Recording, read_weights, run_forward
+from explorer.learner import (MEMORY_MB, TIMEOUT_S, CheckError, LearnerWeights, Recording,
+                              read_weights, run_forward)
 from explorer.literal import format_value
 from explorer.mistakes import (DROPOUT_ACTIVE, MISTAKES, Sizes, dropout_diagnosis,
                                dropout_keep_mask, mistaken_steps)
@@ -81,6 +82,8 @@ MAX_OUTLINED = 512
 """At most this many differing cells are listed (and outlined in the charts)."""
 NO_DIAGNOSIS = ("none of the classic mistakes explains it; compare the two matrices of the "
                 "first difference")
+NO_BATCH = "no_batch"
+"""The slug of a module that runs on one sentence but not on the book's batch."""
 _CONCATENATED = ("queries", "keys", "values")
 """Steps also recognised with the heads side by side, (b, n, d_out), as X·W gives them."""
 
@@ -159,7 +162,8 @@ class CheckReport:
     (None when none does); ``mistake``: its slug (`explorer.mistakes.MISTAKES`,
     or ``"dropout_active"``). ``module``: the class name; ``settings``: what was
     read and run, one line each; ``notes``: anything else to know (dropout
-    mode, batch axis); ``tokens``: the row labels; ``n_values``,
+    mode, batch axis); ``warnings``: the steps these sizes cannot see
+    (`hidden_steps`: head_dim = 1 hides the scaling ...); ``tokens``: the row labels; ``n_values``,
     ``max_difference``, ``worst_step``: how many numbers matched, and the
     largest difference among them, in which step.
     """
@@ -173,6 +177,7 @@ class CheckReport:
     tokens: list[str]
     settings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     n_values: int = 0
     max_difference: float = 0.0
     worst_step: str = ""
@@ -192,6 +197,9 @@ class CheckReport:
             return (f"✓ Matches the reference computed from your weights: {matched} steps, "
                     f"{self.n_values} numbers, largest difference {self.max_difference:.1e} "
                     f"(in {self.worst_step}).")
+        if self.first_difference is None:  # every step matched, on one sentence only
+            return ("✗ Raises on the book's batch of two; on one sentence every step matches "
+                    "the reference computed from your weights.")
         return f"✗ Differs from the reference computed from your weights at {self.first_step}."
 
     @property
@@ -227,13 +235,14 @@ class CheckReport:
 
     def findings(self) -> list[tuple[str, str]]:
         """What follows the summary, as (label, text): ``"First difference"``,
-        ``"Diagnosis"`` (when it differs) and each ``"Note"``."""
+        ``"Diagnosis"`` (when it differs), each ``"Warning"`` and each ``"Note"``."""
         out = []
         if self.first_difference is not None:
             out.append(("First difference", str(self.first_difference)))
         if self.diagnosis or not self.ok:
             out.append(("Diagnosis", self.diagnosis or NO_DIAGNOSIS))
-        return out + [("Note", note) for note in self.notes]
+        return (out + [("Warning", text) for text in self.warnings]
+                + [("Note", note) for note in self.notes])
 
     __str__ = text
 
@@ -500,25 +509,120 @@ def _validate(weights: LearnerWeights, x: Tensor, tokens: list[str]) -> None:
                                    "batch items or tokens")
 
 
-def _record(module: nn.Module, x: Tensor, weights: LearnerWeights, keep_masks: Tensor | None,
-            try_batch: bool) -> tuple[Recording, Tensor, str]:
-    """Run the forward on X (n, d_in); if it raises and ``try_batch``, on a batch
-    of one, (1, n, d_in), as the book's CausalAttention needs. When both raise,
-    the error of the run that got further is raised."""
-    try:
-        return run_forward(module, x, weights, keep_masks), x, ""
-    except CheckError as unbatched:
-        if not try_batch or x.dim() != 2:
-            raise
+BATCH = 2
+"""The book runs chapter 3's classes on a batch of two, ``torch.stack((inputs, inputs))``."""
+
+
+def _record(module: nn.Module, x: Tensor, weights: LearnerWeights, masks,
+            given: bool) -> tuple[Recording, Tensor, str, CheckError | None]:
+    """Run the forward, and say on what: (recording, X it ran on, a note, the
+    error of the book's batch when only one sentence worked).
+
+    ``masks(b)``: the dropout keep-masks for a batch of b (or None). Inputs the
+    caller ``given`` run as given, and (n, d_in) that raises as a batch of one.
+    Else first on the book's batch of two, ``torch.stack((X, X))`` (b = 2, as
+    chapter 3 does), then on X (n, d_in), then on a batch of one; when all
+    raise, the error of the run that got furthest is raised.
+    """
+    def run(inputs: Tensor) -> Recording:
+        return run_forward(module, inputs, weights, masks(inputs.shape[0] if inputs.dim() == 3
+                                                          else 1))
+
+    if x.dim() == 3:
+        tries = [x]
+    else:
+        tries = [x, x[None]] if given else [torch.stack((x,) * BATCH), x, x[None]]
+    errors: list[CheckError] = []
+    for inputs in tries:
         try:
-            return (run_forward(module, x[None], weights, keep_masks), x[None],
-                    f"forward needs a batch axis: it ran on a batch of one, "
-                    f"{tuple(x[None].shape)}")
-        except CheckError as batched:
-            raise batched if batched.progress >= unbatched.progress else unbatched from None
+            recording = run(inputs)
+        except CheckError as error:
+            errors.append(error)
+            continue
+        batch_error = errors[0] if errors and not given else None
+        note = "" if inputs.dim() == 2 or not errors else \
+            f"forward needs a batch axis: it ran on a batch of one, {tuple(inputs.shape)}"
+        return recording, inputs, note, batch_error
+    raise max(errors, key=lambda error: error.progress)  # the first, among equals
 
 
-def _dropout_note(weights: LearnerWeights, dropout_seed: int | None, dropout_on: bool) -> str:
+def _reversed_text(shapes: list[tuple[int, ...]]) -> str:
+    """What ``.T`` on a tensor of 3 or more dims did, and the fix."""
+    shape = shapes[0]
+    return (f".T on a tensor of {len(shape)} dims, {shape}, reverses all its axes (to "
+            f"{shape[::-1]}), not just the last two: write keys.transpose(-2, -1), as the "
+            "book's CausalAttention writes keys.transpose(1, 2)")
+
+
+def _batch_outcome(module: nn.Module, weights: LearnerWeights, error: CheckError,
+                   x: Tensor) -> tuple[bool, str]:
+    """When the module raised on the book's batch of two but ran on X (n, d_in):
+    (whether that is a mistake, what to say). The book runs CausalAttention,
+    the wrapper and MultiHeadAttention on batches (a mask or heads), and
+    SelfAttention_v1 and v2 on one sentence."""
+    name = type(module).__name__
+    pair = (BATCH, *x.shape)
+    cause = f" The cause: {_reversed_text(error.reversed_shapes)}." \
+        if error.reversed_shapes else ""
+    if weights.causal or weights.n_heads > 1:
+        return True, (f"{name} works on one sentence, {tuple(x.shape)}, but not on the book's "
+                      f"batch of two, torch.stack((inputs, inputs)) of shape {pair}: "
+                      f"{str(error).rstrip('.')}."
+                      f"{cause}")
+    return False, (f"forward raised on the book's batch of two, {pair}, so it was checked on "
+                   f"one sentence, {tuple(x.shape)}, as the book runs SelfAttention_v1 and v2: "
+                   f"{str(error).rstrip('.')}.{cause}")
+
+
+def spell(interface: str, **values: Any) -> str:
+    """How to set ``values`` where the check runs: ``dropout=0.1, dropout_seed=1``
+    in Python (``"api"``), ``--dropout 0.1 --dropout_seed 1`` on the command line
+    (``"cli"``); on the page (``"app"``), d_out and num_heads are sidebar fields,
+    the rest are set in Python or on the command line."""
+    if interface == "cli":
+        return " ".join(f"--{name} {value}" for name, value in values.items())
+    python = ", ".join(f"{name}={value}" for name, value in values.items())
+    if interface != "app":
+        return python
+    if set(values) <= {"d_in", "d_out", "num_heads", "sentence", "seed"}:
+        return " and ".join(f"{name} = {value}" for name, value in values.items()) + \
+            " in the sidebar"
+    return (f"{python} in a notebook, or "
+            f"{' '.join(f'--{name} {value}' for name, value in values.items())} on the "
+            "command line (this page builds your class with dropout 0)")
+
+
+def _has_dropout(module: nn.Module, weights: LearnerWeights) -> bool:
+    return (weights.inner_mha is not None or weights.torch_mha is not None
+            or isinstance(getattr(module, "dropout", None), (int, float))
+            or any(isinstance(m, nn.Dropout) for m in module.modules()))
+
+
+def hidden_steps(module: nn.Module, weights: LearnerWeights, n_tokens: int,
+                 interface: str = "api") -> list[str]:
+    """The steps these sizes cannot see, one sentence each: head_dim = 1 hides
+    the scaling (√1 = 1), one token the causal mask and softmax's axis, and
+    dropout p = 0 in a module with dropout hides dropout."""
+    out = []
+    if weights.head_dim == 1:
+        size = f"head_dim = {weights.d_k} / {weights.n_heads} = 1" if weights.n_heads > 1 \
+            else "d_k = 1"
+        out.append(f"{size}: dividing the scores "
+                   "by √head_dim = √1 changes nothing, so these sizes cannot show a missing "
+                   "or wrong scaling; check with head_dim 2 or more ("
+                   f"{spell(interface, d_out=2 * weights.n_heads, num_heads=weights.n_heads)})")
+    if n_tokens == 1:
+        out.append("one token: it attends only to itself, so the causal mask and softmax's "
+                   "axis change nothing; check a sentence of two or more tokens")
+    if weights.dropout == 0 and _has_dropout(module, weights):
+        out.append("dropout p = 0: dropout changes nothing, so a dropout mistake (left on in "
+                   "eval() mode, applied to the scores) cannot show; check it with "
+                   f"{spell(interface, dropout=0.1, dropout_seed=1)}")
+    return out
+
+
+def _dropout_note(weights: LearnerWeights, dropout_seed: int | None, dropout_on: bool,
+                  interface: str = "api") -> str:
     """What the report says about dropout: the module's mode, and whether the
     comparison has dropout on."""
     p, mode = weights.dropout, "train()" if weights.training else "eval()"
@@ -531,13 +635,49 @@ def _dropout_note(weights: LearnerWeights, dropout_seed: int | None, dropout_on:
                 f"calls and the reference both using the keep-masks of "
                 f"torch.Generator().manual_seed({dropout_seed})")
     how = ("torch.nn.MultiheadAttention draws its masks inside one function, where no "
-           "dropout_seed can reach: call .eval()" if weights.torch_mha is not None else
-           "pass dropout_seed=… to compare with dropout on")
+           "dropout_seed can reach: call .eval()"
+           if weights.torch_mha is not None or weights.inner_mha is not None else
+           f"pass {spell(interface, dropout_seed=1)} to compare with dropout on")
     return (f"{mode} mode with dropout p = {p:g}: compared with dropout off, since dropout "
             f"masks are random and differ between machines ({how})")
 
 
-def _settings(weights: LearnerWeights, x: Tensor, tokens: list[str], where: str) -> list[str]:
+def _found_biases(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours: _Yours) -> None:
+    """Biases the module adds on its own, found in what its forward computed.
+
+    For each of W_query, W_key, W_value read without a bias: a tensor of the
+    learner's equal to X·W + c for one nonzero vector c (the same for every
+    token and batch item; laid out with or without heads), as
+    ``Q = einsum(...); Q += self.bias_q`` makes. c becomes the bias (written
+    into ``weights``, and named in ``weights.found``). Only when X has two
+    different rows at least: with one, any tensor is X·W plus a constant."""
+    if not bool((xb != xb[:, :1]).any()):
+        return
+    for step, w_name, b_name in (("queries", "W_query", "b_query"), ("keys", "W_key", "b_key"),
+                                 ("values", "W_value", "b_value")):
+        if getattr(weights, b_name) is not None:
+            continue
+        plain = att.split_heads(att.project(xb, getattr(weights, w_name)), weights.n_heads)
+        whole, _ = yours.candidates(step, tuple(plain.shape))
+        for _, tensor in whole:
+            shift = (tensor - plain)[:1, :, :1, :]  # (1, h, 1, head_dim): token 0 of item 0
+            if not bool(torch.isfinite(shift).all()) or \
+                    float(shift.abs().max()) <= TOLERANCE["atol"] or not close(plain + shift, tensor):
+                continue
+            bias = att.combine_heads(shift)[0, 0]  # (d,)
+            named = [name for name, p in module.named_parameters()
+                     if p.shape == bias.shape and close(p.detach().float(), bias)]
+            setattr(weights, b_name, bias)
+            weights.found.append(f"{named[0] if named else 'a bias'} added to X·{w_name} "
+                                 "(found in what forward computes)")
+            break
+
+
+_STACKED = " (the book's batch of two, torch.stack((inputs, inputs)))"
+
+
+def _settings(weights: LearnerWeights, x: Tensor, tokens: list[str], where: str,
+              stacked: bool = False) -> list[str]:
     sizes = (f"d_in={weights.d_in}, d_k={weights.d_k}, d_v={weights.d_v}, "
              f"n_heads={weights.n_heads}" +
              (f" (head_dim {weights.head_dim})" if weights.n_heads > 1 else "") +
@@ -545,7 +685,8 @@ def _settings(weights: LearnerWeights, x: Tensor, tokens: list[str], where: str)
                                                        else ""))
     return [sizes, "read: " + "; ".join(weights.found),
             f"inputs: {' '.join(tokens)!r} ({len(tokens)} tokens), {where}",
-            f"ran on a tensor of shape {tuple(x.shape)}, "
+            f"ran on a tensor of shape {tuple(x.shape)}"
+            f"{_STACKED if stacked else ''}, "
             f"{'train()' if weights.training else 'eval()'} mode"]
 
 
@@ -580,12 +721,13 @@ def _difference_at(step: str, ours: Tensor, yours: Tensor | None, tokens: list[s
                       float(theirs[row, col]), mine.tolist(), theirs.tolist(), cells, labels, cols)
 
 
-def _sizes(weights: LearnerWeights, n_tokens: int) -> Sizes:
+def _sizes(weights: LearnerWeights, n_tokens: int, pipeline: dict) -> Sizes:
     return Sizes(d_in=weights.d_in, d_k=weights.d_k, head_dim=weights.head_dim,
                  n_heads=weights.n_heads, n_tokens=n_tokens, causal=weights.causal,
                  out_proj=weights.W_out is not None,
                  square=any(w.shape[0] == w.shape[1]
-                            for w in (weights.W_query, weights.W_key, weights.W_value)))
+                            for w in (weights.W_query, weights.W_key, weights.W_value)),
+                 dropout=pipeline["dropout"], keep_mask=pipeline["keep_mask"])
 
 
 class _Variant(NamedTuple):
@@ -597,7 +739,7 @@ class _Variant(NamedTuple):
 
 
 def _variants(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dict,
-              yours: _Yours) -> list[_Variant]:
+              yours: _Yours, interface: str = "api") -> list[_Variant]:
     """Each classic mistake that changes the output, computed from the same X and weights.
 
     Dropout left on comes first, recognised in the learner's tensors
@@ -615,8 +757,9 @@ def _variants(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dic
                                                               "keep_mask": keep})
             zeroed = int(((keep == 0) & (weights_ > 0)).sum())
             out.append(_Variant(DROPOUT_ACTIVE, dropout_diagnosis(
-                p, zeroed, int((weights_ > 0).sum()), weights.training), steps))
-    sizes = _sizes(weights, x.shape[-2])
+                p, zeroed, int((weights_ > 0).sum()), weights.training,
+                spell(interface, dropout_seed=1)), steps))
+    sizes = _sizes(weights, x.shape[-2], pipeline)
     for mistake in MISTAKES.values():
         if not mistake.applies(sizes):
             continue
@@ -720,8 +863,9 @@ def _locate(names: list[str], reference: dict[str, Tensor], found: dict[str, Ten
 
 
 def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any = None,
-                 seed: int = 123, causal: bool | None = None, dropout_seed: int | None = None
-                 ) -> CheckReport:
+                 seed: int = 123, causal: bool | None = None, dropout_seed: int | None = None,
+                 timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
+                 interface: str = "api") -> CheckReport:
     """Compare a learner's attention module with the reference, step by step.
 
     ``module``: an ``nn.Module`` with the book's names (see
@@ -731,7 +875,14 @@ def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any 
     ``sentence`` (default "Your journey starts with one step") embedded as the
     app does with ``seed`` (embedding="table"), or for the journey sentence with
     d_in = 3 the book's hand-picked vectors, as the book uses them. The forward
-    gets X (n, d_in), or if that raises, a batch of one (1, n, d_in).
+    gets the book's batch of two, ``torch.stack((X, X))`` (2, n, d_in); if that
+    raises, X (n, d_in), then a batch of one. A module with a mask or heads that
+    runs only without the batch is a difference (``mistake="no_batch"``, with
+    the ``.T`` on a 3-D tensor named when that is the cause); SelfAttention_v1
+    and v2, which the book runs on one sentence, get a note. ``interface``
+    (``"api"``, ``"cli"``, ``"app"``): how the advice spells settings (`spell`).
+    ``timeout`` (s) and ``memory_mb``: `explorer.sandbox.limits` around the
+    check (None: no limit).
     ``causal``: override the mask buffer's say (for ``nn.MultiheadAttention``:
     pass the causal mask). ``dropout_seed``: compare with dropout on, in
     train() mode (see the module docstring).
@@ -743,25 +894,41 @@ def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any 
     (with the last lines of its traceback), and `ConfigError` for sizes beyond
     the explorer's limits.
     """
+    from explorer.sandbox import limits  # sandbox imports this module
+
+    with limits(timeout, memory_mb, interface):
+        return _check(module, sentence, inputs, seed, causal, dropout_seed, interface)
+
+
+def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
+           causal: bool | None, dropout_seed: int | None, interface: str) -> CheckReport:
+    """`check_module` without its limits."""
     weights = read_weights(module, causal)
     x, tokens, where = _inputs(weights.d_in, sentence, inputs, seed)
-    _validate(weights, x, tokens)
     h, n = weights.n_heads, x.shape[-2]
-    batch = x.shape[0] if x.dim() == 3 else 1
     # nn.MultiheadAttention draws its dropout inside one function: no masks can be handed in
     dropout_on = weights.training and weights.dropout > 0 and dropout_seed is not None \
-        and weights.torch_mha is None
-    keep_masks = recipes.dropout_mask((batch, h, n, n), weights.dropout, dropout_seed) \
-        if dropout_on else None
-    recording, x_run, how = _record(module, x, weights, keep_masks, try_batch=inputs is None)
+        and weights.torch_mha is None and weights.inner_mha is None
+
+    def masks(batch: int) -> Tensor | None:
+        return recipes.dropout_mask((batch, h, n, n), weights.dropout, dropout_seed) \
+            if dropout_on else None
+
+    _validate(weights, x if inputs is not None or x.dim() == 3 else torch.stack((x,) * BATCH),
+              tokens)
+    recording, x_run, how, batch_error = _record(module, x, weights, masks,
+                                                 given=inputs is not None)
     xb = x_run if x_run.dim() == 3 else x_run[None]  # the reference always has a batch axis
+    batch = xb.shape[0]
+    keep_masks = masks(batch)
+    yours = _Yours(recording.tensors, batch, h)
+    _found_biases(module, weights, xb, yours)
 
     pipeline = {"n_heads": h, "causal": weights.causal,
                 "dropout": weights.dropout if dropout_on else 0.0, "keep_mask": keep_masks}
     reference = attention_steps(xb, weights.params(), **pipeline)
     names = [s for s in COMPARED if s in reference]
     final = names[-1]
-    yours = _Yours(recording.tensors, batch, h)
     returned = _Yours([recording.output], batch, h)
 
     def lookup(step: str) -> _Yours:
@@ -774,7 +941,7 @@ def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any 
     first = theirs = mistake = None
     diagnosis = ""
     if not ok:
-        variants = _variants(weights, xb, pipeline, reference, yours)
+        variants = _variants(weights, xb, pipeline, reference, yours, interface)
         first, theirs, mistake, diagnosis = _locate(names, reference, found, variants, lookup)
 
     results, n_values, worst = [], 0, (0.0, "")
@@ -794,11 +961,22 @@ def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any 
                                       else difference(reference[s], nearest)))
     first_difference = None if first is None else _difference_at(
         first, reference[first], theirs, tokens, recording.output if first == final else None)
-    notes = [note for note in (how, _dropout_note(weights, dropout_seed, dropout_on)) if note]
+    notes = [note for note in (how, _dropout_note(weights, dropout_seed, dropout_on, interface))
+             if note]
+    slug = mistake.slug if mistake else None
+    if batch_error is not None:
+        wrong, text = _batch_outcome(module, weights, batch_error, x_run)
+        if wrong and ok:
+            ok, slug, diagnosis = False, NO_BATCH, text
+        else:
+            notes.insert(0, text)
     return CheckReport(
         module=type(module).__name__, ok=ok, steps=results, first_difference=first_difference,
-        diagnosis=diagnosis or None, mistake=mistake.slug if mistake else None, tokens=tokens,
-        settings=_settings(weights, x_run, tokens, where), notes=notes + recording.notes,
+        diagnosis=diagnosis or None, mistake=slug, tokens=tokens,
+        settings=_settings(weights, x_run, tokens, where, stacked=inputs is None
+                           and x_run.dim() == 3 and x_run.shape[0] == BATCH),
+        notes=notes + recording.notes,
+        warnings=hidden_steps(module, weights, n, interface),
         n_values=n_values, max_difference=worst[0], worst_step=worst[1])
 
 

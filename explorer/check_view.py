@@ -9,8 +9,10 @@ difference's two matrices side by side, with the app's own chart code.
   ``CheckReport._repr_html_`` shows in a notebook): the table as plain HTML, and
   the charts drawn by ``explorer/chart.js`` with Plotly.js inlined, as
   `explorer.export.html_report` does (`chart_div`, `plotly_script`,
-  `mount_script`), so it works offline. With charts it carries Plotly.js
-  (about 4.6 MB); ``charts=False`` leaves them out.
+  `mount_script`), so it works offline. Plotly.js (about 4.6 MB) comes with
+  the first report that has charts in this Python process, once per notebook
+  as Plotly's own notebook renderer does (``init_notebook_mode``); the later
+  reports use that ``window.Plotly``. ``charts=False`` leaves the charts out.
 
 Every piece of the learner's text (tokens, class name, messages) passes
 through `explorer.literal.html` or `explorer.literal.plotly`.
@@ -18,6 +20,7 @@ through `explorer.literal.html` or `explorer.literal.plotly`.
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import numpy as np
@@ -88,12 +91,23 @@ def _plotly_for_notebooks() -> str:
             "<script>window.define = window.__explorerDefine;</script>")
 
 
-def report_html(report: CheckReport, charts: bool = True) -> str:
+_plotly_sent = False
+"""Whether a report of this process has carried Plotly.js (`report_html`)."""
+_NO_PLOTLY = ("<script>if (!window.Plotly) document.getElementById({scope}).insertAdjacentText("
+              "'beforeend', 'Plotly.js comes with the first report of this notebook, whose "
+              "output is gone: show this one with IPython.display.HTML(explorer.check_view."
+              "report_html(report, plotly=True))');</script>")
+
+
+def report_html(report: CheckReport, charts: bool = True, plotly: bool | None = None) -> str:
     """The report as an HTML fragment: the verdict, what was read, the table of
     steps (✓ ✗ — and the largest difference), the first difference and the
     diagnosis, the notes, and (``charts``, when it differs) `difference_charts`
     drawn by the app's chart.js. The fragment mounts only its own charts, so a
-    notebook may show several."""
+    notebook may show several. ``plotly``: carry Plotly.js (True), or not
+    (False); None: only the first fragment with charts of this process does,
+    as a notebook needs it once."""
+    global _plotly_sent
     colour = _COLOURS[MATCH if report.ok else DIFFERS]
     parts = [f'<p style="color: {colour}; font-weight: bold">{literal.html(report.summary())}</p>',
              f"<p><b>{literal.html(report.module)}</b>: "
@@ -106,7 +120,10 @@ def report_html(report: CheckReport, charts: bool = True) -> str:
     scope = f"explorer-check-{uuid.uuid4().hex}"
     if drawn:
         cells = "".join(chart_div(chart, f"{scope}-{i}") for i, chart in enumerate(drawn))
+        carry = not _plotly_sent if plotly is None else plotly
+        _plotly_sent = _plotly_sent or carry
         parts += [f'<div style="display: grid; gap: 1rem; grid-template-columns: '
                   f'repeat({len(drawn)}, minmax(0, 1fr))">{cells}</div>',
-                  _plotly_for_notebooks(), mount_script(scope)]
+                  _plotly_for_notebooks() if carry else
+                  _NO_PLOTLY.format(scope=json.dumps(scope)), mount_script(scope)]
     return f'<div class="explorer-check" id="{scope}">{"".join(parts)}</div>'

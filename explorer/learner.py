@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import inspect
 import linecache
+import sys
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +37,12 @@ from explorer.config import ConfigError
 MAX_RECORDED_BYTES = 256 * 2**20
 """The tensors one forward pass may leave for comparison; past this the rest
 are not kept (the report says so)."""
+TIMEOUT_S = 20.0
+"""Default wall-clock limit of a check (`explorer.sandbox.limits`, and
+`explorer.sandbox.check_source`'s child, importing torch included)."""
+MEMORY_MB = 1024
+"""Default memory limit of a check: address space it may add beyond what the
+process holds when it starts (MB = 2²⁰ bytes)."""
 TRACEBACK_LINES = 12
 """How many lines of the learner's traceback an error message keeps (the last)."""
 
@@ -49,10 +57,12 @@ class CheckError(ConfigError):
     the UI shows it like any other bad input.
     """
 
-    def __init__(self, field: str, message: str, details: str = "", progress: int = 0):
+    def __init__(self, field: str, message: str, details: str = "", progress: int = 0,
+                 reversed_shapes: list[tuple[int, ...]] = ()):
         super().__init__(field, message)
         self.details = details
         self.progress = progress  # tensors the forward made before it raised
+        self.reversed_shapes = list(reversed_shapes)  # x.T on tensors of these shapes
 
 
 # ---------------------------------------------------------------------------
@@ -67,8 +77,9 @@ class LearnerWeights:
     the module has an ``out_proj``. ``n_heads``; ``causal`` (it has a ``mask``
     buffer); ``dropout``: its p; ``training``: ``module.training``;
     ``torch_mha``: the module when it is a ``torch.nn.MultiheadAttention``
-    (called as self-attention). ``found`` lists what was read, in words, for
-    the report.
+    (called as self-attention); ``inner_mha``: the one it wraps, when it
+    wraps one (its dropout draws inside one function). ``found`` lists what
+    was read, in words, for the report.
     """
 
     W_query: Tensor
@@ -84,6 +95,7 @@ class LearnerWeights:
     dropout: float = 0.0
     training: bool = False
     torch_mha: nn.MultiheadAttention | None = None
+    inner_mha: nn.MultiheadAttention | None = None
     found: list[str] = field(default_factory=list)
 
     @property
@@ -113,10 +125,16 @@ class LearnerWeights:
 
 
 _PROJECTIONS = ("W_query", "W_key", "W_value")
-EXPECTED = ("W_query, W_key and W_value (each an nn.Linear(d_in, d_out) or an "
-            "nn.Parameter of shape (d_in, d_out)), as in SelfAttention_v1, SelfAttention_v2, "
-            "CausalAttention and MultiHeadAttention; or heads, a list of such modules, as in "
-            "MultiHeadAttentionWrapper; or a torch.nn.MultiheadAttention")
+EXPECTED = ("W_query, W_key and W_value, each an nn.Linear(d_in, d_out) or an nn.Parameter of "
+            "shape (d_in, d_out) (SelfAttention_v1 and v2, CausalAttention, "
+            "MultiHeadAttention), with any bias added after them; or one fused "
+            "nn.Linear(d_in, 3 * d_out) holding the query, key and value rows in that order "
+            "(self.qkv as in the notebook's MultiHeadAttentionCombinedQKV, GPT-2's c_attn); "
+            "or heads, a list of such modules (MultiHeadAttentionWrapper); or a "
+            "torch.nn.MultiheadAttention, or a module that holds one; and the output "
+            "projection as out_proj, or the one other nn.Linear(d_out, ...)")
+EXAMPLE = ("For example: self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias), the same for "
+           "W_key and W_value, and in forward queries = self.W_query(x)")
 """What `read_weights` accepts, in the words of its error message."""
 
 
@@ -153,9 +171,8 @@ def _missing_names(module: nn.Module) -> CheckError:
     have = [p for p in _PROJECTIONS if _projection(module, p) is not None]
     has = f"has {' and '.join(have)} but not the rest" if have else \
         f"holds {_parameters_text(module)}"
-    return CheckError("module", f"check_module reads the weights by the book's names: "
-                                f"{EXPECTED}. {name} {has}. Rename its weights to "
-                                f"W_query, W_key and W_value.")
+    return CheckError("module", f"the check finds the projections in one of these forms: "
+                                f"{EXPECTED}. {name} {has}. {EXAMPLE}.")
 
 
 def _read_torch_mha(mha: nn.MultiheadAttention, causal: bool) -> LearnerWeights:
@@ -181,6 +198,69 @@ def _read_torch_mha(mha: nn.MultiheadAttention, causal: bool) -> LearnerWeights:
                "W_value" + (", in_proj_bias" if biases[0] is not None else ""), "out_proj"])
 
 
+_FUSED = ("qkv", "c_attn", "in_proj", "W_qkv", "qkv_proj", "to_qkv")
+"""The names a fused query-key-value nn.Linear goes by, tried first."""
+_OUT = ("out_proj", "proj", "c_proj", "o_proj", "W_o", "W_out", "out")
+"""The names an output projection goes by, tried first."""
+
+
+def _linears(module: nn.Module, used: set[str] = frozenset()) -> dict[str, nn.Linear]:
+    return {name: child for name, child in module.named_children()
+            if isinstance(child, nn.Linear) and name not in used}
+
+
+def _fused(module: nn.Module) -> tuple[str, nn.Linear] | None:
+    """A fused query-key-value layer: an ``nn.Linear(d_in, 3 * d_out)`` by one
+    of the `_FUSED` names, or the module's only nn.Linear whose width divides by 3."""
+    layers = {name: layer for name, layer in _linears(module).items()
+              if layer.out_features % 3 == 0}
+    named = [name for name in _FUSED if name in layers]
+    if named:
+        return named[0], layers[named[0]]
+    return next(iter(layers.items())) if len(layers) == 1 else None
+
+
+def _read_fused(module: nn.Module, name: str, layer: nn.Linear, causal: bool | None
+                ) -> LearnerWeights:
+    """``module.<name>``, an ``nn.Linear(d_in, 3 * d_out)``: its weight's rows
+    are W_query, W_key, W_value (as ``qkv.view(b, n, 3, num_heads, head_dim)``
+    and ``qkv.split(d_out, dim=-1)`` read them), each transposed to (d_in, d_out)."""
+    weights = [_float(w).T for w in layer.weight.chunk(3)]
+    biases = [None] * 3 if layer.bias is None else [_float(b) for b in layer.bias.chunk(3)]
+    return _assemble(module, weights, biases, causal, [
+        f"W_query, W_key, W_value as the rows of the fused {name} = nn.Linear("
+        f"{layer.in_features}, {layer.out_features}"
+        f"{', bias' if layer.bias is not None else ', bias=False'}), in that order"], {name})
+
+
+def _wrapped_mha(module: nn.Module) -> tuple[str, nn.MultiheadAttention] | None:
+    held = [(name, child) for name, child in module.named_children()
+            if isinstance(child, nn.MultiheadAttention)]
+    return held[0] if len(held) == 1 else None
+
+
+def _read_wrapped_mha(module: nn.Module, name: str, mha: nn.MultiheadAttention,
+                      causal: bool | None) -> LearnerWeights:
+    """A module holding a ``torch.nn.MultiheadAttention`` (the notebook's
+    MHAPyTorchClass): its weights, causal when the module has a ``mask``
+    buffer, and any nn.Linear the module applies after it composed with the
+    MHA's own out_proj: (c·W_o + b_o)·W_p + b_p = c·(W_o·W_p) + (b_o·W_p + b_p)."""
+    mask = getattr(module, "mask", None)
+    weights = _read_torch_mha(mha, isinstance(mask, Tensor) if causal is None else causal)
+    weights.torch_mha, weights.inner_mha = None, mha
+    weights.training = module.training
+    weights.found[0] = f"{name}: " + weights.found[0]
+    after = _out_layer(module, mha.embed_dim, set())
+    if after is not None:
+        after_name, (w_p, b_p) = after[0], after[1][:2]
+        b_p = torch.zeros(w_p.shape[1]) if b_p is None else b_p
+        weights.W_out, weights.b_out = weights.W_out @ w_p, weights.b_out @ w_p + b_p
+        weights.found.append(f"then {after_name}, composed with out_proj into one projection")
+    if isinstance(mask, Tensor):
+        weights.found.append(f"the mask buffer {tuple(mask.shape)}")
+    return weights
+
+
 def _read_heads(module: nn.Module, heads, causal: bool | None) -> LearnerWeights:
     """``MultiHeadAttentionWrapper``: each head's W side by side, head h in
     columns ``h*head_dim:(h+1)*head_dim`` (as ``torch.cat(..., dim=-1)`` lays them out)."""
@@ -204,19 +284,61 @@ def _read_heads(module: nn.Module, heads, causal: bool | None) -> LearnerWeights
         training=module.training,
         found=[f"heads: {len(read)} × {type(heads[0]).__name__}, each with "
                + ", ".join(first.found), "their weights side by side, as torch.cat(..., dim=-1)"])
-    _read_out_proj(module, weights)
+    _read_out_proj(module, weights, {"heads"})
     return weights
 
 
-def _read_out_proj(module: nn.Module, weights: LearnerWeights) -> None:
-    """``module.out_proj`` (an nn.Linear(d_v, d_out)) into ``weights``: W_out
-    (d_v, d_out), its weight transposed, and b_out (d_out,), zeros without a bias."""
-    out = _projection(module, "out_proj")
+def _out_layer(module: nn.Module, d_v: int, used: set[str]
+               ) -> tuple[str, tuple[Tensor, Tensor | None, str]] | None:
+    """The output projection: ``out_proj`` (an nn.Linear or a (d_v, d_out)
+    tensor), another of the `_OUT` names, or the one nn.Linear left that
+    takes d_v inputs; (its name, (W (d_v, d_out), bias, how)) or None."""
+    for name in _OUT:
+        found = _projection(module, name) if name not in used else None
+        if found is not None and found[0].shape[0] == d_v:
+            return name, found
+    left = [name for name, layer in _linears(module, used).items() if layer.in_features == d_v]
+    return (left[0], _projection(module, left[0])) if len(left) == 1 else None
+
+
+def _read_out_proj(module: nn.Module, weights: LearnerWeights, used: set[str]) -> None:
+    """The output projection (`_out_layer`) into ``weights``: W_out (d_v,
+    d_out), an nn.Linear's weight transposed, and b_out (d_out,), zeros without
+    a bias. ``used``: the names already read as projections."""
+    out = _out_layer(module, weights.d_v, used)
     if out is not None:
-        w_out, b_out, _ = out
+        name, (w_out, b_out, _) = out
         weights.W_out = w_out
         weights.b_out = torch.zeros(w_out.shape[1]) if b_out is None else b_out
-        weights.found.append("out_proj")
+        weights.found.append("out_proj" if name == "out_proj" else f"{name} as out_proj")
+
+
+def _assemble(module: nn.Module, w: list[Tensor], b: list[Tensor | None], causal: bool | None,
+              found: list[str], used: set[str]) -> LearnerWeights:
+    """W_query, W_key, W_value (d_in, d_out) and their biases, with the
+    module's ``num_heads`` (or ``n_heads``), mask buffer, dropout and output
+    projection, checked to fit together."""
+    (w_q, w_k, w_v), name = w, type(module).__name__
+    if not (w_q.shape[0] == w_k.shape[0] == w_v.shape[0]) or w_q.shape[1] != w_k.shape[1]:
+        raise CheckError("module", f"{name}'s W_query {tuple(w_q.shape)}, W_key "
+                                   f"{tuple(w_k.shape)} and W_value {tuple(w_v.shape)} (as "
+                                   "(d_in, d_out)) must share d_in, and W_query and W_key d_out")
+    n_heads = getattr(module, "num_heads", getattr(module, "n_heads", 1))
+    if not isinstance(n_heads, int) or n_heads < 1 or w_q.shape[1] % n_heads \
+            or w_v.shape[1] % n_heads:
+        raise CheckError("module", f"{name}.num_heads must be a whole number that divides "
+                                   f"d_out = {w_q.shape[1]} (got {n_heads!r})")
+    mask = getattr(module, "mask", None)
+    weights = LearnerWeights(
+        w_q, w_k, w_v, *b, n_heads=n_heads,
+        causal=isinstance(mask, Tensor) if causal is None else causal,
+        dropout=_dropout_p(module), training=module.training, found=found)
+    if n_heads > 1:
+        weights.found.append(f"num_heads = {n_heads} (head_dim {weights.head_dim})")
+    _read_out_proj(module, weights, used)
+    if isinstance(mask, Tensor):
+        weights.found.append(f"the mask buffer {tuple(mask.shape)}")
+    return weights
 
 
 def read_weights(module: nn.Module, causal: bool | None = None) -> LearnerWeights:
@@ -228,11 +350,18 @@ def read_weights(module: nn.Module, causal: bool | None = None) -> LearnerWeight
       ``x @ W`` (``SelfAttention_v1``, Listing 3.1).
     - ``heads``: a list of such single-head modules (``MultiHeadAttentionWrapper``,
       Listing 3.4), whose weights are laid side by side.
-    - ``num_heads`` (default 1), ``out_proj`` (``nn.Linear``), a ``mask`` buffer
-      (then the attention is causal, unless ``causal`` says otherwise), and
-      ``dropout`` (``nn.Dropout`` or a float p).
+    - or one fused ``nn.Linear(d_in, 3 * d_out)`` (`_FUSED` names: ``qkv``,
+      GPT-2's ``c_attn`` ...), its rows W_query, W_key, W_value in that order.
+    - ``num_heads`` (or ``n_heads``; default 1), the output projection
+      (``out_proj``, another `_OUT` name, or the one nn.Linear left that takes
+      d_out inputs), a ``mask`` buffer (then the attention is causal, unless
+      ``causal`` says otherwise), and ``dropout`` (``nn.Dropout`` or a float p).
     - a ``torch.nn.MultiheadAttention``: its ``in_proj_weight`` / ``in_proj_bias``
-      and ``out_proj``; causal only when ``causal=True``.
+      and ``out_proj``; causal only when ``causal=True``; or a module holding
+      one (`_read_wrapped_mha`).
+
+    Biases a module adds on its own (``Q += self.bias_q`` after an einsum) are
+    not read here: `explorer.check` finds them in what the forward computes.
 
     Raises `CheckError` (field ``"module"``) naming what was expected and what
     the module holds instead, or when the sizes do not fit together.
@@ -245,30 +374,17 @@ def read_weights(module: nn.Module, causal: bool | None = None) -> LearnerWeight
         return _read_heads(module, heads, causal)
     read = [_projection(module, name) for name in _PROJECTIONS]
     if any(r is None for r in read):
+        if all(r is None for r in read):
+            wrapped = _wrapped_mha(module)
+            if wrapped is not None:
+                return _read_wrapped_mha(module, *wrapped, causal)
+            fused = _fused(module)
+            if fused is not None:
+                return _read_fused(module, *fused, causal)
         raise _missing_names(module)
     (w_q, b_q, how), (w_k, b_k, _), (w_v, b_v, _) = read
-    name = type(module).__name__
-    if not (w_q.shape[0] == w_k.shape[0] == w_v.shape[0]) or w_q.shape[1] != w_k.shape[1]:
-        raise CheckError("module", f"{name}'s W_query {tuple(w_q.shape)}, W_key "
-                                   f"{tuple(w_k.shape)} and W_value {tuple(w_v.shape)} (as "
-                                   "(d_in, d_out)) must share d_in, and W_query and W_key d_out")
-    n_heads = getattr(module, "num_heads", 1)
-    if not isinstance(n_heads, int) or n_heads < 1 or w_q.shape[1] % n_heads \
-            or w_v.shape[1] % n_heads:
-        raise CheckError("module", f"{name}.num_heads must be a whole number that divides "
-                                   f"d_out = {w_q.shape[1]} (got {n_heads!r})")
-    mask = getattr(module, "mask", None)
-    weights = LearnerWeights(
-        w_q, w_k, w_v, b_q, b_k, b_v, n_heads=n_heads,
-        causal=isinstance(mask, Tensor) if causal is None else causal,
-        dropout=_dropout_p(module), training=module.training,
-        found=[f"W_query, W_key, W_value as {how}"])
-    if n_heads > 1:
-        weights.found.append(f"num_heads = {n_heads} (head_dim {weights.head_dim})")
-    _read_out_proj(module, weights)
-    if isinstance(mask, Tensor):
-        weights.found.append(f"the mask buffer {tuple(mask.shape)}")
-    return weights
+    return _assemble(module, [w_q, w_k, w_v], [b_q, b_k, b_v], causal,
+                     [f"W_query, W_key, W_value as {how}"], set(_PROJECTIONS))
 
 
 # ---------------------------------------------------------------------------
@@ -303,6 +419,7 @@ class _Recorder(TorchFunctionMode):
         self.n_heads = n_heads
         self.dropout_calls = 0
         self.notes: list[str] = []
+        self.reversed_shapes: list[tuple[int, ...]] = []  # x.T on a tensor of 3+ dims
 
     def _keep(self, value) -> None:
         if isinstance(value, (tuple, list)):
@@ -337,15 +454,68 @@ class _Recorder(TorchFunctionMode):
         self.dropout_calls += 1
         return att.apply_dropout(x, keep.to(x.dtype), float(p))
 
+    def _attention_forward(self, func, args, kwargs):
+        """``F.multi_head_attention_forward`` (inside ``nn.MultiheadAttention``),
+        run asking for each head's weights, so that they are recorded; it
+        returns what the caller asked for (None, or the weights averaged)."""
+        try:
+            out, per_head = func(*args, **{**kwargs, "need_weights": True,
+                                           "average_attn_weights": False})
+        except Exception:  # noqa: BLE001 - a call that needs its own settings
+            return func(*args, **kwargs)
+        self._keep(per_head)
+        if not kwargs.get("need_weights", True):
+            return out, None
+        return out, per_head.mean(dim=-3) if kwargs.get("average_attn_weights", True) \
+            else per_head
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        out = self._dropout(args, kwargs) if func in _DROPOUTS else None
-        if out is None:
-            out = func(*args, **kwargs)
+        if getattr(func, "__self__", None) is _TRANSPOSE_ALL and args \
+                and isinstance(args[0], Tensor) and args[0].dim() > 2:
+            self.reversed_shapes.append(tuple(args[0].shape))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = self._dropout(args, kwargs) if func in _DROPOUTS else None
+            if out is None:
+                out = self._attention_forward(func, args, kwargs) \
+                    if func is _MHA_FORWARD else func(*args, **kwargs)
+        _warn_at_their_line(caught)
         self._keep(out)
         if out is None and args and isinstance(args[0], Tensor):  # in place: x[mask] = ...
             self._keep(args[0])
         return out
+
+
+_TRANSPOSE_ALL = torch._C.TensorBase.T
+"""The ``.T`` attribute (its ``__get__`` is what a torch function mode sees)."""
+_MHA_FORWARD = torch.nn.functional.multi_head_attention_forward
+_OURS = (str(Path(torch.__file__).parent), str(Path(__file__).parent))
+"""Where frames are torch's or the explorer's, not the learner's."""
+
+
+def _their_frame():
+    """The innermost frame of the learner's code on the stack (None when none)."""
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename.startswith(_OURS)
+                                 or "importlib" in frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
+def _warn_at_their_line(caught: list[warnings.WarningMessage]) -> None:
+    """Warn again with each warning a torch function gave, at the line of the
+    learner's code that called it (not at the recorder's own call)."""
+    frame = _their_frame() if caught else None
+    for warning in caught:
+        if frame is None:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                   warning.lineno)
+        else:
+            warnings.warn_explicit(warning.message, warning.category,
+                                   frame.f_code.co_filename, frame.f_lineno,
+                                   module=frame.f_globals.get("__name__"),
+                                   registry=frame.f_globals.setdefault("__warningregistry__", {}))
 
 
 def _call(module: nn.Module, x: Tensor, weights: LearnerWeights) -> Tensor:
@@ -367,9 +537,8 @@ def _call(module: nn.Module, x: Tensor, weights: LearnerWeights) -> Tensor:
 def their_traceback(error: BaseException, limit: int = TRACEBACK_LINES) -> str:
     """The last ``limit`` lines of ``error``'s traceback, keeping only the frames
     of the learner's code (not torch's nor the explorer's), and the error line."""
-    skip = (str(Path(torch.__file__).parent), str(Path(__file__).parent))
     frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not f.filename.startswith(skip) and "importlib" not in f.filename]
+              if not f.filename.startswith(_OURS) and "importlib" not in f.filename]
     lines = "".join(traceback.format_list(frames) + traceback.format_exception_only(error))
     return "\n".join(lines.rstrip().splitlines()[-limit:])
 
@@ -395,7 +564,8 @@ def run_forward(module: nn.Module, x: Tensor, weights: LearnerWeights,
         raise CheckError("forward", f"{type(module).__name__}.forward raised "
                                     f"{type(error).__name__} on inputs of shape "
                                     f"{tuple(x.shape)}: {error}",
-                         their_traceback(error), len(recorder.tensors)) from error
+                         their_traceback(error), len(recorder.tensors),
+                         recorder.reversed_shapes) from error
     if not isinstance(output, Tensor):
         raise CheckError("forward", f"{type(module).__name__}.forward returned "
                                     f"{type(output).__name__}, not a tensor")
@@ -443,29 +613,58 @@ def load_class(source: str, filename: str, class_name: str) -> type[nn.Module]:
     return cls
 
 
+ALIASES = {"block_size": "context_length", "n_heads": "num_heads", "drop_rate": "dropout"}
+"""Other names of the book's constructor arguments: ``block_size`` is
+``context_length``'s older name (the book repository's first chapter-3 code)."""
+HOW_TO_SET = {
+    "api": "pass it as {name}=… (check_code, check_source)",
+    "cli": "pass it as --{name} VALUE",
+    "app": "set it in the sidebar (this page sets d_in, d_out, num_heads and qkv_bias; "
+           "context_length is the sentence's number of tokens, dropout 0)",
+}
+"""How to set a constructor argument, by where the check runs: ``{name}``
+is the argument."""
+
+
 def build_module(cls: type[nn.Module], *, d_in: int, d_out: int, context_length: int,
                  num_heads: int = 1, dropout: float = 0.0, qkv_bias: bool = False,
-                 seed: int = 123) -> nn.Module:
+                 seed: int = 123, interface: str = "api") -> nn.Module:
     """``cls(d_in=..., d_out=..., ...)`` with the book's constructor arguments,
     after ``torch.manual_seed(seed)`` as the book does, inside ``fork_rng``.
 
     ``d_in`` and ``d_out`` always; ``context_length``, ``dropout``,
     ``num_heads`` and ``qkv_bias`` only where ``cls.__init__`` takes them (by
-    name, or through ``**kwargs``). Raises `CheckError` (field ``"__init__"``)
-    when it does not take d_in and d_out, or raises (with the traceback).
+    name, by an `ALIASES` name such as ``block_size``, or through
+    ``**kwargs``). Raises `CheckError` (field ``"__init__"``) when it does not
+    take d_in and d_out, needs an argument the check does not know (the message
+    says how to set the ones it knows, `HOW_TO_SET` [``interface``]), or raises
+    (with the traceback).
     """
     parameters = inspect.signature(cls.__init__).parameters
     open_ended = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
     offered = {"d_in": d_in, "d_out": d_out, "context_length": context_length,
                "dropout": dropout, "num_heads": num_heads, "qkv_bias": qkv_bias}
+    known = ", ".join(list(offered)[2:])
+    how = HOW_TO_SET.get(interface, HOW_TO_SET["api"]).format(name="name")
     if not {"d_in", "d_out"} <= set(parameters) and not open_ended:
         raise CheckError("__init__", f"{cls.__name__}.__init__ takes "
                                      f"({', '.join(list(parameters)[1:])}); the check passes "
-                                     "d_in and d_out by name (and context_length, dropout, "
-                                     "num_heads, qkv_bias where __init__ takes them), as the "
-                                     "book's classes do")
+                                     f"d_in and d_out by name (and {known} where __init__ "
+                                     "takes them), as the book's classes do")
     kwargs = {k: v for k, v in offered.items() if k in parameters or (
         open_ended and k in ("d_in", "d_out"))}
+    kwargs.update({alias: offered[name] for alias, name in ALIASES.items()
+                   if alias in parameters and name not in parameters})
+    unknown = [name for name, p in list(parameters.items())[1:]
+               if name not in kwargs and p.default is p.empty
+               and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    if unknown:
+        names = ", ".join(unknown)
+        raise CheckError("__init__", f"{cls.__name__}.__init__ needs {names}, which the check "
+                                     f"does not know: it passes d_in, d_out, {known} by name "
+                                     f"(context_length also as block_size). Give {names} a "
+                                     f"default, or rename it to the one it stands for; then "
+                                     f"{how}.")
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)  # the book's torch.manual_seed(123) before building
@@ -477,4 +676,3 @@ def build_module(cls: type[nn.Module], *, d_in: int, d_out: int, context_length:
         raise CheckError("__init__", f"{cls.__name__}({args}) raised "
                                      f"{type(error).__name__}: {error}",
                          their_traceback(error)) from None
-

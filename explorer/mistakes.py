@@ -15,7 +15,7 @@ random): `dropout_keep_mask` recognises it in the learner's tensors instead.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Callable
 
@@ -31,7 +31,8 @@ class Sizes:
     """What the mistakes depend on: ``d_in``, ``d_k`` (all heads), ``head_dim``
     (one head's d_k), ``n_heads``, ``n_tokens``, ``causal``, ``out_proj`` (the
     module has one), ``square`` (some W is (d_in, d_in), so that W.T fits where
-    W does)."""
+    W does); ``dropout`` and ``keep_mask`` (b, n_heads, n, n): the dropout
+    compared on (0.0 and None when it is compared off)."""
 
     d_in: int
     d_k: int
@@ -41,6 +42,8 @@ class Sizes:
     causal: bool
     out_proj: bool
     square: bool
+    dropout: float = 0.0
+    keep_mask: Tensor | None = field(default=None, compare=False)
 
 
 def _sqrt(value: int) -> str:
@@ -81,6 +84,22 @@ def _split_with_view(x: Tensor, n_heads: int) -> Tensor:
 def _transposed_if_square(x: Tensor, weight: Tensor) -> Tensor:
     """``x @ W.T`` where W is square (a non-square W.T would not fit)."""
     return x @ (weight.T if weight.shape[0] == weight.shape[1] else weight)
+
+
+def _combine_without_transpose(x: Tensor) -> Tensor:
+    """(..., n_heads, n, head_dim) -> (..., n, d) by ``.view`` alone: row i of
+    the result holds numbers of several tokens of one head."""
+    *lead, n_heads, n_tokens, head_dim = x.shape
+    return x.reshape(*lead, n_tokens, n_heads * head_dim)
+
+
+def _dropout_on_scores(sizes: Sizes) -> dict[str, object]:
+    """Dropout on the (masked, scaled) scores just before softmax, with the
+    keep-mask compared on, and none on the weights."""
+    def normalise(scores: Tensor) -> Tensor:
+        return att.softmax(att.apply_dropout(scores, sizes.keep_mask, sizes.dropout))
+    return {"NORMALIZERS": {"softmax": normalise},
+            "apply_dropout": lambda weights, keep_mask, p: weights}
 
 
 def _mask_after_softmax(n_tokens: int) -> dict[str, object]:
@@ -159,6 +178,18 @@ MISTAKES: dict[str, Mistake] = {m.slug: m for m in [
                       "mixes tokens and heads; use .view(b, num_tokens, num_heads, head_dim) "
                       "followed by .transpose(1, 2)",
             lambda s: {"split_heads": _split_with_view}, applies=lambda s: s.n_heads > 1),
+    Mistake("no_transpose_back",
+            lambda s: "the heads are combined without the transpose back: .view(b, num_tokens, "
+                      "d_out) straight after attn_weights @ values, shape (b, num_heads, "
+                      "num_tokens, head_dim), mixes tokens and heads; use (attn_weights @ "
+                      "values).transpose(1, 2).contiguous().view(b, num_tokens, d_out)",
+            lambda s: {"combine_heads": _combine_without_transpose},
+            applies=lambda s: s.n_heads > 1),
+    Mistake("dropout_on_scores",
+            lambda s: "dropout is applied to the attention scores, before softmax: a dropped "
+                      "score becomes 0, not a zero weight, and each row still sums to 1; apply "
+                      "self.dropout to the attention weights, after softmax",
+            _dropout_on_scores, applies=lambda s: s.dropout > 0 and s.keep_mask is not None),
     Mistake("weights_transposed",
             lambda s: "W applied transposed: x @ W.T where the book computes x @ W with W of "
                       "shape (d_in, d_out); an nn.Linear keeps its weight as (d_out, d_in), so "
@@ -188,13 +219,16 @@ DROPOUT_ACTIVE = "dropout_active"
 """The slug of dropout left on (recognised by `dropout_keep_mask`)."""
 
 
-def dropout_diagnosis(p: float, dropped: int, total: int, training: bool) -> str:
-    """What to say when the learner's weights went through dropout of rate ``p``."""
+def dropout_diagnosis(p: float, dropped: int, total: int, training: bool,
+                      seed_advice: str = "dropout_seed=…") -> str:
+    """What to say when the learner's weights went through dropout of rate ``p``;
+    ``seed_advice``: how to pass a dropout seed where the check runs
+    (``--dropout_seed 1`` on the command line)."""
     kept_scale = f"1/(1 − p) = {1 / (1 - p):.4g}"
     what = (f"dropout is still active: the module is in train() mode with dropout p = {p:.4g}"
             if training else f"dropout is applied even in eval() mode (p = {p:.4g}; "
                              "F.dropout's training defaults to True)")
-    fix = ("call .eval() before checking, build it with dropout=0.0, or pass dropout_seed=… to "
+    fix = (f"call .eval() before checking, build it with dropout=0.0, or pass {seed_advice} to "
            "compare with dropout on" if training else
            "use self.dropout = nn.Dropout(p), which follows train() and eval()")
     return (f"{what}, so {dropped} of the {total} attention weights were zeroed and the rest "

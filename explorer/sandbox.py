@@ -1,6 +1,9 @@
-"""Check a learner's attention class from its source code.
+"""Check a learner's attention class from its source code, within limits.
 
-- `check_code`: in this process (the command line, ``python -m explorer check``).
+- `limits`: the time and memory limits (`TIMEOUT_S`, `MEMORY_MB`) in this
+  process, for `explorer.check.check_module` in a notebook and the command line.
+- `check_code`: in this process (the command line, ``python -m explorer check``),
+  within `limits`.
 - `check_source`: in a child process with a time limit and a memory limit, for
   a page where visitors paste their code. Whatever their code does (loops
   forever, allocates 100 GB, prints megabytes, calls ``exit()``, crashes),
@@ -22,11 +25,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from explorer.check import CheckFailure, CheckReport, check_module, result_from_json
 from explorer.config import ConfigError
-from explorer.learner import CheckError, build_module, load_class
+from explorer.learner import MEMORY_MB, TIMEOUT_S, CheckError, build_module, load_class
 from explorer.presets import JOURNEY_SENTENCE
 from explorer.tokenizer import tokenize
 
@@ -36,40 +41,127 @@ ENABLED = os.environ.get("EXPLORER_RUN_CODE", "").strip() == "1"
 security boundary). `make run` does not set it."""
 ROOT = Path(__file__).resolve().parents[1]
 """The folder holding the ``explorer`` package (the child imports it from there)."""
-TIMEOUT_S = 20.0
-"""Default wall-clock limit of `check_source`, importing torch included."""
-MEMORY_MB = 1024
-"""Default memory limit of `check_source`: address space the child may add
-beyond what Python, torch and the explorer take at start-up (MB = 2²⁰ bytes)."""
 MAX_OUTPUT_BYTES = 16 * 2**20
 """What the learner's code may print or write to files before it is stopped."""
 FILENAME = "your_code.py"
 """The name the pasted code goes by in tracebacks."""
 
 
-def check_code(source: str, class_name: str, *, d_in: int = 3, d_out: int = 2,
-               num_heads: int = 1, sentence: str | None = None, seed: int = 123,
-               dropout: float = 0.0, qkv_bias: bool = False, context_length: int | None = None,
-               dropout_seed: int | None = None, filename: str = FILENAME) -> CheckReport:
-    """Run ``source``, build its class ``class_name`` as the book builds
-    chapter 3's classes, and `explorer.check.check_module` it, in this process.
+class _TimeUp(BaseException):
+    """Raised by `limits`' timer inside the learner's code (a BaseException, so
+    that no ``except Exception`` of theirs or ours catches it)."""
 
-    The constructor gets ``d_in`` and ``d_out``, and where its ``__init__`` takes
-    them ``context_length`` (default: the sentence's number of tokens),
-    ``dropout``, ``num_heads`` and ``qkv_bias``, after ``torch.manual_seed(seed)``
-    (`explorer.learner.build_module`). ``sentence`` (default the book's "Your
-    journey starts with one step") and ``seed`` give the inputs as in
-    `check_module`. Raises `explorer.learner.CheckError` (a syntax error, an
-    error in the file, in ``__init__`` or ``forward``, weights not found) or
+
+_limited = threading.local()
+LIMIT_FLAGS = {"api": ("timeout=…", "memory_mb=…"), "cli": ("--timeout S", "--memory_mb MB"),
+               "app": ("", "")}
+"""How each interface changes the limits, for the messages."""
+
+
+def _address_space() -> int:
+    """This process's address space in bytes (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+@contextmanager
+def limits(timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
+           interface: str = "api"):
+    """Run the block within ``timeout`` seconds (wall clock) and ``memory_mb``
+    MB of address space beyond what the process holds now, in this process.
+
+    Time: a ``SIGALRM`` timer whose handler raises inside whatever runs
+    (a Python loop stops at once, one long torch call when it returns); only
+    in the main thread, where signals arrive. Memory: ``RLIMIT_AS`` lowered
+    for the block and put back after (Linux). None or 0: no limit. Nested
+    blocks keep the outer limits. Raises `explorer.learner.CheckError` with
+    field ``"timeout"`` or ``"memory"``, saying how to change the limit
+    (`LIMIT_FLAGS`).
+    """
+    if getattr(_limited, "active", False):
+        yield
+        return
+    time_flag, memory_flag = LIMIT_FLAGS.get(interface, LIMIT_FLAGS["api"])
+    timer = bool(timeout) and threading.current_thread() is threading.main_thread()
+    previous_handler = None
+    if timer:
+        def time_up(signum, frame):
+            raise _TimeUp
+
+        previous_handler = signal.signal(signal.SIGALRM, time_up)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    previous_memory = None
+    if memory_mb:
+        import resource
+
+        previous_memory = resource.getrlimit(resource.RLIMIT_AS)
+        wanted = _address_space() + memory_mb * 2**20
+        hard = previous_memory[1]
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (
+                wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
+        except (ValueError, OSError):
+            previous_memory = None
+    _limited.active = True
+    try:
+        yield
+    except _TimeUp:
+        raise CheckError("timeout", f"your code ran for more than {timeout:g} s and was stopped: "
+                                    "does a loop never end?" +
+                         (f" ({time_flag} changes the limit)" if time_flag else "")) from None
+    except (MemoryError, ConfigError, RuntimeError) as error:
+        failure = _failure(error, memory_mb or 0) if memory_mb else None
+        if failure is not None and failure.kind == "memory":
+            raise CheckError("memory", failure.message +
+                             (f" ({memory_flag} changes the limit)" if memory_flag else ""),
+                             failure.details) from None
+        raise
+    finally:
+        _limited.active = False
+        if timer:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous_handler)
+        if previous_memory is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, previous_memory)
+
+
+def check_code(source: str, class_name: str, *, d_in: int = 3, d_out: int = 4,
+               num_heads: int = 2, sentence: str | None = None, seed: int = 123,
+               dropout: float = 0.0, qkv_bias: bool = False, context_length: int | None = None,
+               dropout_seed: int | None = None, filename: str = FILENAME,
+               timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
+               interface: str = "api") -> CheckReport:
+    """Run ``source``, build its class ``class_name`` as the book builds
+    chapter 3's classes, and `explorer.check.check_module` it, in this
+    process, within `limits` (``timeout`` s, ``memory_mb`` MB; None: none).
+
+    The constructor gets ``d_in`` and ``d_out`` (default 4, with 2 heads:
+    head_dim 2, where a missing √head_dim shows), and where its ``__init__``
+    takes them ``context_length`` (default: the sentence's number of tokens;
+    also as ``block_size``), ``dropout``, ``num_heads`` and ``qkv_bias``, after
+    ``torch.manual_seed(seed)`` (`explorer.learner.build_module`). ``sentence``
+    (default the book's "Your journey starts with one step") and ``seed`` give
+    the inputs as in `check_module`; ``interface`` how the advice spells
+    settings. Raises `explorer.learner.CheckError` (a syntax error, an error in
+    the file, in ``__init__`` or ``forward``, weights not found, a limit) or
     `explorer.config.ConfigError` (sizes beyond the limits).
     """
     sentence = JOURNEY_SENTENCE if sentence is None else sentence
-    cls = load_class(source, filename, class_name)
-    n_tokens = len(tokenize(sentence))
-    module = build_module(cls, d_in=d_in, d_out=d_out, num_heads=num_heads, dropout=dropout,
-                          qkv_bias=qkv_bias, seed=seed,
-                          context_length=n_tokens if context_length is None else context_length)
-    return check_module(module, sentence, seed=seed, dropout_seed=dropout_seed)
+    with limits(timeout, memory_mb, interface):
+        cls = load_class(source, filename, class_name)
+        n_tokens = len(tokenize(sentence))
+        module = build_module(cls, d_in=d_in, d_out=d_out, num_heads=num_heads,
+                              dropout=dropout, qkv_bias=qkv_bias, seed=seed,
+                              interface=interface,
+                              context_length=n_tokens if context_length is None
+                              else context_length)
+        return check_module(module, sentence, seed=seed, dropout_seed=dropout_seed,
+                            interface=interface)
 
 
 # ---------------------------------------------------------------------------
@@ -79,11 +171,12 @@ _CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); "
           "from explorer.sandbox import _child_main; _child_main()")
 
 
-def check_source(source: str, class_name: str, *, d_in: int = 3, d_out: int = 2,
-                 num_heads: int = 1, sentence: str | None = None, seed: int = 123,
+def check_source(source: str, class_name: str, *, d_in: int = 3, d_out: int = 4,
+                 num_heads: int = 2, sentence: str | None = None, seed: int = 123,
                  dropout: float = 0.0, qkv_bias: bool = False,
                  dropout_seed: int | None = None, timeout: float = TIMEOUT_S,
-                 memory_mb: int = MEMORY_MB) -> CheckReport | CheckFailure:
+                 memory_mb: int = MEMORY_MB, interface: str = "app"
+                 ) -> CheckReport | CheckFailure:
     """`check_code` in a child process that may use ``timeout`` seconds (wall
     clock, starting Python and torch included) and ``memory_mb`` MB of memory.
 
@@ -104,7 +197,7 @@ def check_source(source: str, class_name: str, *, d_in: int = 3, d_out: int = 2,
         "source": source, "class_name": class_name, "sentence": sentence, "seed": seed,
         "d_in": d_in, "d_out": d_out, "num_heads": num_heads, "dropout": dropout,
         "qkv_bias": qkv_bias, "dropout_seed": dropout_seed, "timeout": timeout,
-        "memory_mb": memory_mb})
+        "memory_mb": memory_mb, "interface": interface})
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "OMP_NUM_THREADS": "1",
            "MKL_NUM_THREADS": "1", "LC_ALL": "C.UTF-8"}
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as printed:
@@ -168,12 +261,7 @@ def _set_limits(timeout: float, memory_mb: int) -> None:
     """The child's own limits (see `check_source`), set after its imports."""
     import resource
 
-    try:
-        with open("/proc/self/statm") as statm:  # address space in pages, Linux
-            start = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        start = 0
-    address_space = start + memory_mb * 2**20
+    address_space = _address_space() + memory_mb * 2**20
     cpu = math.ceil(timeout) + 1
     for limit, value in ((resource.RLIMIT_AS, address_space), (resource.RLIMIT_CPU, cpu),
                          (resource.RLIMIT_FSIZE, MAX_OUTPUT_BYTES), (resource.RLIMIT_CORE, 0)):
@@ -215,7 +303,8 @@ def _child_main() -> None:
                             d_out=request["d_out"], num_heads=request["num_heads"],
                             sentence=request["sentence"], seed=request["seed"],
                             dropout=request["dropout"], qkv_bias=request["qkv_bias"],
-                            dropout_seed=request["dropout_seed"])
+                            dropout_seed=request["dropout_seed"], timeout=None,
+                            memory_mb=None, interface=request["interface"])
     except BaseException as error:  # noqa: BLE001 - everything becomes a failure
         result = _failure(error, request["memory_mb"])
     result_out.write(result.to_json().encode("utf-8"))

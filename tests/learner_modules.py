@@ -258,3 +258,156 @@ class SelfAttention_v1_dim0(SelfAttention_v1):
         keys, queries, values = x @ self.W_key, x @ self.W_query, x @ self.W_value
         attn_weights = torch.softmax(queries @ keys.T / keys.shape[-1]**0.5, dim=0)
         return attn_weights @ values
+
+
+# ---------------------------------------------------------------------------
+# Other ways to write the same attention (issue 28): what the module computes
+# ---------------------------------------------------------------------------
+class MHAEinsum(nn.Module):
+    """The bonus notebook's einsum implementation (mha-implementations.ipynb):
+    raw parameters, and biases kept apart and added after the einsum."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.d_out, self.num_heads, self.head_dim = d_out, num_heads, d_out // num_heads
+        self.W_query = nn.Parameter(torch.randn(d_in, d_out))
+        self.W_key = nn.Parameter(torch.randn(d_in, d_out))
+        self.W_value = nn.Parameter(torch.randn(d_in, d_out))
+        if qkv_bias:
+            self.bias_q = nn.Parameter(torch.randn(d_out))
+            self.bias_k = nn.Parameter(torch.randn(d_out))
+            self.bias_v = nn.Parameter(torch.randn(d_out))
+        else:
+            self.register_parameter("bias_q", None)
+            self.register_parameter("bias_k", None)
+            self.register_parameter("bias_v", None)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length),
+                                                diagonal=1))
+
+    def forward(self, x):
+        b, n, _ = x.shape
+        Q = torch.einsum("bnd,di->bni", x, self.W_query)
+        K = torch.einsum("bnd,di->bni", x, self.W_key)
+        V = torch.einsum("bnd,di->bni", x, self.W_value)
+        if self.bias_q is not None:
+            Q += self.bias_q
+            K += self.bias_k
+            V += self.bias_v
+        Q = Q.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)
+        K = K.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)
+        V = V.view(b, n, self.num_heads, self.head_dim).transpose(1, 2)
+        scores = torch.einsum("bhnd,bhmd->bhnm", Q, K) / (self.head_dim ** 0.5)
+        mask = self.mask[:n, :n].unsqueeze(0).unsqueeze(1).expand(b, self.num_heads, n, n)
+        scores = scores.masked_fill(mask.bool(), -torch.inf)
+        attn_weights = self.dropout(torch.softmax(scores, dim=-1))
+        context_vec = torch.einsum("bhnm,bhmd->bhnd", attn_weights, V)
+        context_vec = context_vec.transpose(1, 2).reshape(b, n, self.d_out)
+        return self.out_proj(context_vec)
+
+
+class MultiHeadAttentionCombinedQKV(nn.Module):
+    """The notebook's combined-QKV variant: one fused nn.Linear(d_in, 3 * d_out),
+    as GPT-2's c_attn, and the output projection called ``proj``."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.num_heads, self.head_dim, self.d_out = num_heads, d_out // num_heads, d_out
+        self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)
+        self.proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length),
+                                                diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, _ = x.shape
+        qkv = self.qkv(x).view(b, num_tokens, 3, self.num_heads, self.head_dim)
+        queries, keys, values = qkv.permute(2, 0, 3, 1, 4)
+        attn_scores = queries @ keys.transpose(-2, -1)
+        attn_scores = attn_scores.masked_fill(
+            self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1))
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        return self.proj(context_vec.contiguous().view(b, num_tokens, self.d_out))
+
+
+class MHAPyTorchClass(nn.Module):
+    """The notebook's class that wraps torch.nn.MultiheadAttention, with its own
+    ``proj`` after it (d_in must equal d_out)."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.multihead_attn = nn.MultiheadAttention(embed_dim=d_out, num_heads=num_heads,
+                                                    dropout=dropout, bias=qkv_bias,
+                                                    batch_first=True)
+        self.proj = nn.Linear(d_out, d_out)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length),
+                                                diagonal=1).bool())
+
+    def forward(self, x):
+        num_tokens = x.shape[1]
+        attn_output, _ = self.multihead_attn(x, x, x, attn_mask=self.mask[:num_tokens, :num_tokens])
+        return self.proj(attn_output)
+
+
+class CausalAttentionKeysT(CausalAttention):
+    """Listing 3.3 with SelfAttention_v2's ``keys.T``: right for one sentence,
+    wrong on the book's batch (it reverses all three axes)."""
+
+    def forward(self, x):
+        num_tokens = x.shape[-2]
+        keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
+        attn_scores = queries @ keys.T
+        attn_scores = attn_scores.masked_fill(
+            self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1))
+        return attn_weights @ values
+
+
+class NoTransposeBack(Tweakable):
+    """The heads combined with ``.view`` straight after ``attn_weights @ values``."""
+
+    def combine(self, context_vec, b, num_tokens):
+        return context_vec.contiguous().view(b, num_tokens, self.d_out)
+
+
+class DropoutOnScores(Tweakable):
+    """Dropout applied to the masked scores, before softmax, not to the weights."""
+
+    def normalise(self, scaled, num_tokens):
+        return torch.softmax(self.dropout(scaled), dim=-1)
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys, queries, values = (self.split(self.project(layer, x), b, num_tokens)
+                                 for layer in (self.W_key, self.W_query, self.W_value))
+        attn_scores = self.mask_scores(queries @ keys.transpose(2, 3), num_tokens)
+        attn_weights = self.normalise(self.scale(attn_scores, keys), num_tokens)
+        return self.project_out(self.combine(attn_weights @ values, b, num_tokens))
+
+
+CAUSAL_ATTENTION_BLOCK_SIZE = '''\
+import torch
+import torch.nn as nn
+
+
+class CausalAttention(nn.Module):  # the book repository's first ch03 code: block_size
+    def __init__(self, d_in, d_out, block_size, dropout, qkv_bias=False):
+        super().__init__()
+        self.d_out = d_out
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(block_size, block_size), diagonal=1))
+
+    def forward(self, x):
+        b, n_tokens, d_in = x.shape
+        keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
+        attn_scores = queries @ keys.transpose(1, 2)
+        attn_scores.masked_fill_(self.mask.bool()[:n_tokens, :n_tokens], -torch.inf)
+        attn_weights = self.dropout(torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1))
+        return attn_weights @ values
+'''
+"""Listing 3.3 as the book repository first had it, with ``block_size``."""

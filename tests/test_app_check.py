@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from explorer import sandbox
+from explorer import literal, sandbox
 from explorer.listings import MULTI_HEAD_ATTENTION
 from explorer.ui.navigation import CHECK_PAGE, PAGES
 from tests.test_app import all_charts, errors, open_link
@@ -22,7 +22,9 @@ def test_off_by_default_it_says_how_to_check_in_a_notebook_or_a_shell():
     assert not at.exception and errors(at) == []
     assert any("does not run visitors' code" in i.value for i in at.info)
     written = [c.value for c in at.code]
-    assert any("check_module(MultiHeadAttention(" in c for c in written)
+    assert any("module = MultiHeadAttention(d_in=3, d_out=4, context_length=6," in c and
+               "check_module(module, 'Your journey starts with one step', seed=123)" in c
+               for c in written)
     assert any(c.startswith("python -m explorer check ") for c in written)
     assert [t.key for t in at.text_area] == []
     assert [b.key for b in at.button] == []
@@ -61,8 +63,9 @@ def test_a_pasted_class_with_a_classic_mistake_is_caught_at_its_step(code_allowe
     table = at.dataframe[0].value
     assert table.loc["attn_scores", "result"] == "✓"
     assert table.loc["attn_weights", "result"] == "✗"
-    shown = " ".join(m.value.replace("\\", "") for m in at.markdown)
-    assert "softmax over the wrong dim" in shown
+    shown = [t.value for t in at.text]
+    assert any(t.startswith("Diagnosis: softmax over the wrong dim") for t in shown), shown
+    assert not any(literal.WORD_JOINER in t for t in shown)  # copied as written
     assert {"check-difference-0", "check-difference-1"} <= set(all_charts(at))
     # The same request again comes from the cache: no button press needed.
     at.run()
@@ -83,7 +86,53 @@ def test_a_bad_seed_is_refused_before_anything_runs(code_allowed):
 
 
 def test_the_class_and_its_sizes_are_in_the_link(code_allowed):
-    at = open_link(PAGE, {"check_class": "CausalAttention", "d_out": "4", "num_heads": "1"})
+    at = open_link(PAGE, {"check_class": "CausalAttention", "d_out": "6", "num_heads": "1"})
     assert at.text_input(key="check_class").value == "CausalAttention"
     link = at.sidebar.code[0].value
-    assert "check_class=CausalAttention" in link and "d_out=4" in link and "num_heads=1" in link
+    assert "check_class=CausalAttention" in link and "d_out=6" in link and "num_heads=1" in link
+
+
+def snippet_texts(at) -> tuple[str, str]:
+    notebook = next(c.value for c in at.code if "check_module(" in c.value)
+    shell = next(c.value for c in at.code if c.value.startswith("python -m explorer check "))
+    return notebook, shell
+
+
+def test_the_snippets_carry_every_sidebar_value():
+    at = open_link(PAGE, {"sentence": "hello big world", "d_in": "5", "d_out": "4",
+                          "num_heads": "1", "seed": "9", "check_class": "CausalAttention",
+                          "qkv_bias": "true"})
+    notebook, shell = snippet_texts(at)
+    assert "torch.manual_seed(9)" in notebook
+    assert "module = CausalAttention(d_in=5, d_out=4, context_length=3,\n    dropout=0.0, " \
+           "num_heads=1, qkv_bias=True)" in notebook
+    assert "report = check_module(module, 'hello big world', seed=9)" in notebook
+    assert shell == ("python -m explorer check my_attention.py:CausalAttention --d_in 5 "
+                     "--d_out 4 --num_heads 1 --qkv_bias --sentence 'hello big world' --seed 9")
+
+
+def test_the_snippets_carry_a_sentence_from_another_page():
+    from explorer.ui.navigation import SELF_ATTENTION_PAGE
+
+    at = open_link(PAGES[SELF_ATTENTION_PAGE][0])
+    at.text_input(key="sentence").set_value("we saw it's cats").run()
+    at.switch_page(PAGE).run()
+    notebook, shell = snippet_texts(at)
+    assert "check_module(module, \"we saw it's cats\", seed=123)" in notebook
+    assert "--sentence 'we saw it'\"'\"'s cats'" in shell
+
+
+def test_the_enabled_page_says_above_the_editor_that_the_code_runs_here(code_allowed):
+    at = open_link(PAGE)
+    warning = at.warning[0].value
+    assert warning.startswith("Your code runs on this server, as the server's user: it can read "
+                              "and write the files that user can, and use its network.")
+    # above the editor: the warning comes first in the main area
+    main = [type(e).__name__ for e in at.main]
+    assert main.index("Warning") < main.index("TextArea")
+
+
+def test_the_default_sizes_see_a_missing_scaling(code_allowed):
+    at = check(MULTI_HEAD_ATTENTION.replace(" / keys.shape[-1]**0.5", ""))
+    assert errors(at)[0].startswith("✗ Differs"), errors(at)
+    assert any(t.value.startswith("Diagnosis: the scores are not scaled") for t in at.text)

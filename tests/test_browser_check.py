@@ -33,3 +33,27 @@ def test_a_pasted_class_is_checked_and_its_mistake_named(code_server, page: Page
     expect(page.get_by_text("Diagnosis: softmax over the wrong dim")).to_be_visible()
     assert chart_count(page) == 2  # our attn_weights beside yours, differing cells outlined
     expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+def test_two_notebook_reports_on_one_page_load_plotly_once_and_both_draw(
+        page: Page, tmp_path, monkeypatch):
+    import torch
+
+    from explorer import check_view
+    from explorer.check import check_module
+    from explorer.figures import PLOTLY_MIN_JS
+    from tests import learner_modules as L
+
+    monkeypatch.setattr(check_view, "_plotly_sent", False)  # a fresh notebook kernel
+    reports = []
+    for cls in (L.SoftmaxOverQueries, L.MaskFilledWithZero):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(123)
+            reports.append(check_module(cls(3, 4, 6, 0.0, num_heads=2))._repr_html_())
+    banner = PLOTLY_MIN_JS.read_text(encoding="utf-8")[:40]  # "/**\n* plotly.js v…"
+    assert [html.count(banner) for html in reports] == [1, 0]
+    notebook = tmp_path / "notebook.html"  # two output cells, one after the other
+    notebook.write_text("<!doctype html><meta charset=utf-8><body>" + "".join(
+        f'<div class="output">{html}</div>' for html in reports) + "</body>", encoding="utf-8")
+    page.goto(notebook.as_uri())
+    assert chart_count(page) == 4  # ours and yours, twice

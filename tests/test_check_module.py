@@ -280,13 +280,13 @@ def test_dropout_left_on_in_train_mode_is_the_difference_and_eval_mode_passes():
     assert report.diagnosis.startswith("dropout is still active: the module is in train() mode "
                                        "with dropout p = 0.5, so ")
     assert report.diagnosis.endswith(
-        " of the 21 attention weights were zeroed and the rest scaled by 1/(1 − p) = 2; dropout "
+        " of the 42 attention weights were zeroed and the rest scaled by 1/(1 − p) = 2; dropout "
         "masks are random and differ between machines: call .eval() before checking, build it "
-        "with dropout=0.0, or pass dropout_seed=… to compare with dropout on")
+        "with dropout=0.0, or pass dropout_seed=1 to compare with dropout on")
     assert zeroed >= 0 and "train() mode with dropout p = 0.5: compared with dropout off" in \
-        report.notes[1]
+        report.notes[0]
     report = check_module(module.eval())
-    assert report.ok and report.notes[1] == "eval() mode: dropout (p = 0.5) is off, and compared off"
+    assert report.ok and report.notes[0] == "eval() mode: dropout (p = 0.5) is off, and compared off"
 
 
 @pytest.mark.parametrize("cls, args, kwargs", [
@@ -317,13 +317,17 @@ def test_a_module_with_other_names_gets_a_message_naming_what_was_expected():
     with pytest.raises(CheckError) as caught:
         check_module(build(L.RenamedAttention, 3, 2))
     assert caught.value.field == "module"
-    assert str(caught.value) == (
-        "check_module reads the weights by the book's names: W_query, W_key and W_value (each "
-        "an nn.Linear(d_in, d_out) or an nn.Parameter of shape (d_in, d_out)), as in "
-        "SelfAttention_v1, SelfAttention_v2, CausalAttention and MultiHeadAttention; or heads, a "
-        "list of such modules, as in MultiHeadAttentionWrapper; or a "
-        "torch.nn.MultiheadAttention. RenamedAttention holds query.weight (2, 3), key.weight "
-        "(2, 3), value.weight (2, 3). Rename its weights to W_query, W_key and W_value.")
+    message = str(caught.value)
+    assert message.startswith("the check finds the projections in one of these forms: W_query, "
+                              "W_key and W_value, each an nn.Linear(d_in, d_out) or an "
+                              "nn.Parameter of shape (d_in, d_out)")
+    for form in ("one fused nn.Linear(d_in, 3 * d_out)", "heads, a list of such modules",
+                 "torch.nn.MultiheadAttention, or a module that holds one"):
+        assert form in message
+    assert message.endswith(
+        "RenamedAttention holds query.weight (2, 3), key.weight (2, 3), value.weight (2, 3). "
+        "For example: self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias), the same for W_key "
+        "and W_value, and in forward queries = self.W_query(x).")
 
 
 def test_inputs_that_do_not_fit_are_refused_with_the_sizes():
@@ -535,7 +539,8 @@ def test_pasted_code_is_checked_in_a_child_process():
                           d_out=4, num_heads=2)
     assert (broken.ok, broken.first_difference.step, broken.mistake) == (
         False, "attn_weights", "softmax_over_queries")
-    in_process = check_module(build(L.SoftmaxOverQueries, 3, 4, 6, 0.0, num_heads=2))
+    in_process = check_module(build(L.SoftmaxOverQueries, 3, 4, 6, 0.0, num_heads=2),
+                              interface="app")
     assert broken == dataclasses.replace(in_process, module="MultiHeadAttention")
 
 
@@ -543,7 +548,7 @@ def test_pasted_code_is_checked_in_a_child_process():
     ("class A(:\n    pass\n", "syntax",
      "your_code.py does not compile: SyntaxError: invalid syntax (line 1)", "^"),
     (LISTING_3_5.replace("keys = self.W_key(x)", "keys = self.W_key(x) @ x"),
-     "forward", "MultiHeadAttention.forward raised RuntimeError on inputs of shape (1, 6, 3)",
+     "forward", "MultiHeadAttention.forward raised RuntimeError on inputs of shape (2, 6, 3)",
      f'your_code.py", line {LISTING_3_5.splitlines().index("        keys = self.W_key(x)") + 1}'
      ', in forward\n    keys = self.W_key(x) @ x'),
     ("import torch.nn as nn\nclass MultiHeadAttention(nn.Module):\n"
@@ -560,3 +565,167 @@ def test_pasted_code_that_fails_comes_back_as_a_clear_failure(source, kind, mess
     assert failure.kind == kind
     assert failure.message.startswith(message), failure.message
     assert detail in failure.details
+
+
+# ---------------------------------------------------------------------------
+# Issue 28: the code learners really write; what the module computes
+# ---------------------------------------------------------------------------
+def book_twin(module: torch.nn.Module, qkv_bias: bool, num_heads: int = 2) -> torch.nn.Module:
+    """The book's MultiHeadAttention holding ``module``'s weights (d_in 3, d_out 4)."""
+    twin = build(L.MultiHeadAttention, 3, 4, 6, 0.0, num_heads=num_heads, qkv_bias=qkv_bias)
+    return twin
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_separate_biases_added_after_an_einsum_are_part_of_the_projections(qkv_bias):
+    module = randomise(build(L.MHAEinsum, 3, 4, 6, 0.0, 2, qkv_bias=qkv_bias), 7)
+    twin = book_twin(module, qkv_bias)
+    with torch.no_grad():  # the same weights in the book's class: the same output
+        for name, bias in (("W_query", "bias_q"), ("W_key", "bias_k"), ("W_value", "bias_v")):
+            getattr(twin, name).weight.copy_(getattr(module, name).T)
+            if qkv_bias:
+                getattr(twin, name).bias.copy_(getattr(module, bias))
+        twin.out_proj.load_state_dict(module.out_proj.state_dict())
+    batch = torch.stack((JOURNEY, JOURNEY))
+    assert torch.allclose(module(batch), twin(batch), atol=1e-5)
+    report = check_module(module)
+    assert report.ok, report.text()
+    assert all(status == MATCH for step, status in statuses(report).items()
+               if step != "scaled_scores")
+    read = report.settings[1]
+    assert ("bias_q added to X·W_query" in read and "bias_v added to X·W_value" in read) \
+        == qkv_bias, read
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_a_fused_qkv_linear_and_a_proj_layer_are_read(qkv_bias):
+    module = randomise(build(L.MultiHeadAttentionCombinedQKV, 3, 4, 6, 0.0, 2,
+                             qkv_bias=qkv_bias), 8)
+    report = check_module(module)
+    assert report.ok, report.text()
+    assert statuses(report) == {**CAUSAL, "output": MATCH}
+    assert "rows of the fused qkv = nn.Linear(3, 12" in report.settings[1]
+    assert "proj as out_proj" in report.settings[1]
+    broken = L.MultiHeadAttentionCombinedQKV(3, 4, 6, 0.0, 2, qkv_bias=qkv_bias)
+    broken.load_state_dict(module.state_dict())
+    broken.forward = lambda x: module.proj(module.qkv(x)[..., :4])  # no attention at all
+    assert not check_module(broken).ok
+
+
+def test_a_class_wrapping_torch_multihead_attention_is_checked_with_its_own_proj():
+    module = randomise(build(L.MHAPyTorchClass, 4, 4, 6, 0.0, 2, qkv_bias=True), 9).eval()
+    report = check_module(module)
+    assert report.ok, report.text()
+    assert statuses(report)["attn_weights"] == MATCH  # each head's weights, recorded
+    assert "then proj, composed with out_proj" in report.settings[1]
+    unmasked = L.MHAPyTorchClass(4, 4, 6, 0.0, 2, qkv_bias=True).eval()
+    unmasked.load_state_dict(module.state_dict())
+    unmasked.mask.zero_()  # the mask buffer still says causal; forward masks nothing
+    report = check_module(unmasked)
+    assert (report.ok, report.mistake) == (False, "mask_not_applied")
+
+
+def test_the_defaults_see_a_missing_scaling_and_warn_when_sizes_hide_it():
+    from explorer.sandbox import check_code
+
+    no_scaling = LISTING_3_5.replace(" / keys.shape[-1]**0.5", "")
+    report = check_code(no_scaling, "MultiHeadAttention")  # the defaults: d_out 4, 2 heads
+    assert (report.ok, report.mistake) == (False, "no_scaling")
+    assert check_code(LISTING_3_5, "MultiHeadAttention").ok
+    hidden = check_module(build(L.MultiHeadAttention, 3, 2, 6, 0.0, num_heads=2))
+    assert hidden.ok and hidden.warnings[0].startswith(
+        "head_dim = 2 / 2 = 1: dividing the scores by √head_dim = √1 changes nothing")
+    assert "Warning: head_dim = 2 / 2 = 1" in hidden.text()
+    one_token = check_module(build(L.CausalAttention, 3, 4, 6, 0.0), "Hello")
+    assert any(w.startswith("one token: ") for w in one_token.warnings)
+    assert any(w.startswith("dropout p = 0: ") for w in one_token.warnings)
+
+
+def test_keys_T_on_the_books_batch_is_named_and_is_no_pass():
+    report = check_module(build(L.CausalAttentionKeysT, 3, 4, 6, 0.0))
+    assert (report.ok, report.mistake) == (False, "no_batch")
+    assert report.summary().startswith("✗ Raises on the book's batch of two")
+    assert "torch.stack((inputs, inputs)) of shape (2, 6, 3)" in report.diagnosis
+    assert ".T on a tensor of 3 dims, (2, 6, 4), reverses all its axes" in report.diagnosis
+    # SelfAttention_v2 writes keys.T too, and the book runs it on one sentence
+    v2 = check_module(build(L.SelfAttention_v2, 3, 2))
+    assert v2.ok and ".T on a tensor of 3 dims" in v2.notes[0]
+    # The book's classes run on the batch: every item checked
+    book = check_module(build(L.CausalAttention, 3, 4, 6, 0.0))
+    assert book.ok and "(2, 6, 3)" in book.settings[-1]
+    assert check_module(build(L.CausalAttention, 3, 4, 6, 0.0),
+                        inputs=torch.stack((JOURNEY, JOURNEY))).ok
+
+
+def test_the_missing_transpose_back_is_named():
+    report = check_module(build(L.NoTransposeBack, 3, 4, 6, 0.0, num_heads=2))
+    assert (report.ok, report.first_step, report.mistake) == (False, "context",
+                                                              "no_transpose_back")
+    assert report.diagnosis.startswith("the heads are combined without the transpose back")
+
+
+def test_dropout_on_the_scores_is_named():
+    report = check_module(build(L.DropoutOnScores, 3, 4, 6, 0.5, num_heads=2), dropout_seed=3)
+    assert (report.ok, report.mistake) == (False, "dropout_on_scores"), report.text()
+    assert report.diagnosis.startswith("dropout is applied to the attention scores")
+    assert check_module(build(L.Tweakable, 3, 4, 6, 0.5, num_heads=2), dropout_seed=3).ok
+
+
+def test_block_size_is_context_length_and_an_unknown_argument_says_what_to_pass():
+    from explorer.sandbox import check_code
+
+    report = check_code(L.CAUSAL_ATTENTION_BLOCK_SIZE, "CausalAttention", num_heads=1)
+    assert report.ok, report.text()
+    unknown = L.CAUSAL_ATTENTION_BLOCK_SIZE.replace("block_size, dropout", "block_size, p_drop")
+    with pytest.raises(CheckError) as caught:
+        check_code(unknown, "CausalAttention", interface="cli")
+    assert str(caught.value).startswith("CausalAttention.__init__ needs p_drop, which the "
+                                        "check does not know")
+    assert "pass it as --name VALUE" in str(caught.value)
+
+
+LOOPS_FOREVER = ("import torch.nn as nn\nclass MultiHeadAttention(nn.Module):\n"
+                 "    def __init__(self, d_in, d_out):\n        super().__init__()\n"
+                 "        while True:\n            pass\n")
+
+
+def test_the_command_line_stops_an_endless_loop_and_a_huge_allocation_with_exit_2(tmp_path):
+    start = time.monotonic()
+    looped = run_cli(tmp_path, LOOPS_FOREVER, "my_attention.py:MultiHeadAttention",
+                     "--timeout", "3")
+    assert time.monotonic() - start < 60  # torch's import and the 3 s, under load
+    assert looped.returncode == 2, looped.stderr
+    assert looped.stderr.startswith("error: your code ran for more than 3 s and was stopped: "
+                                    "does a loop never end? (--timeout S changes the limit)")
+    assert "Traceback" not in looped.stderr
+    huge = run_cli(tmp_path, "import torch\nblock = torch.ones(5 * 2**30)\n",
+                   "my_attention.py:A")
+    assert huge.returncode == 2, huge.stderr
+    assert huge.stderr.startswith("error: your code needed more than 1,024 MB of memory and "
+                                  "was stopped (--memory_mb MB changes the limit)"), huge.stderr
+
+
+def test_ctrl_c_ends_the_command_line_with_one_line(tmp_path):
+    (tmp_path / "my_attention.py").write_text(LOOPS_FOREVER)
+    child = subprocess.Popen([sys.executable, "-m", "explorer", "check",
+                              "my_attention.py:MultiHeadAttention"], cwd=tmp_path,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # inside the loop (importing torch takes a few seconds)
+    child.send_signal(2)  # SIGINT, as Ctrl-C
+    out, err = child.communicate(timeout=60)
+    assert (child.returncode, err, out) == (130, "stopped (Ctrl-C)\n", "")
+
+
+def test_check_module_stops_an_endless_forward_within_its_timeout():
+    class Endless(L.CausalAttention):
+        def forward(self, x):
+            while True:
+                pass
+
+    start = time.monotonic()
+    with pytest.raises(CheckError) as caught:
+        check_module(build(Endless, 3, 4, 6, 0.0), timeout=1)
+    assert time.monotonic() - start < 10
+    assert caught.value.field == "timeout"
+    assert str(caught.value).endswith("(timeout=… changes the limit)")

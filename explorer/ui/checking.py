@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 import threading
 from dataclasses import asdict, dataclass
 
@@ -23,6 +24,8 @@ import streamlit as st
 from explorer import literal, sandbox
 from explorer.check import CheckFailure, CheckReport
 from explorer.config import ConfigError, parse_field
+from explorer.listings import MULTI_HEAD_ATTENTION_CLASS
+from explorer.tokenizer import tokenize
 from explorer.ui import chart, widgets
 from explorer.ui.navigation import CHECK_PAGE
 from explorer.ui.sidebar import Frame
@@ -35,16 +38,42 @@ _results = cachetools.LRUCache(maxsize=RESULT_CACHE_BYTES, getsizeof=lambda item
 _lock = threading.Lock()
 _running = threading.BoundedSemaphore(MAX_RUNNING)
 
-NOTEBOOK = '''\
-from explorer.check import check_module
+RUNS_HERE = ("Your code runs on this server, as the server's user: it can read and write "
+             "the files that user can, and use its network. The limits ({timeout:g} s, "
+             "{memory:,} MB) stop runaway code, nothing more. Paste only code you would run "
+             "yourself on this machine.")
+"""What the enabled page says above the editor."""
 
-report = check_module(MultiHeadAttention(d_in=3, d_out=2, context_length=6,
-                                         dropout=0.0, num_heads=2))
-report          # in a notebook: the table, and your matrix beside ours
-print(report)   # anywhere else: the same as text
-'''
-SHELL = ('python -m explorer check my_attention.py:MultiHeadAttention --d_in 3 --d_out 2 '
-         '--num_heads 2 --sentence "Your journey starts with one step"')
+
+def snippets(values: dict) -> tuple[str, str]:
+    """The same check in a notebook and in a shell, with every sidebar value:
+    the class, d_in, d_out, num_heads, qkv_bias, the sentence and the seed.
+
+    The notebook builds the class as the page does (``torch.manual_seed(seed)``
+    first, context_length = the sentence's tokens); the shell passes each value
+    as its flag (`explorer.__main__`), quoted for a POSIX shell."""
+    cls = values["check_class"].strip() or MULTI_HEAD_ATTENTION_CLASS
+    sentence, seed = values["sentence"], values["seed"].strip()
+    n_tokens = len(tokenize(sentence))
+    seed_python = seed if seed.isdigit() else repr(seed)
+    bias = ", qkv_bias=True" if values["qkv_bias"] else ""
+    notebook = (
+        "import torch\n"
+        "from explorer.check import check_module\n\n"
+        f"torch.manual_seed({seed_python})  # as the page builds your class\n"
+        f"module = {cls}(d_in={values['d_in']}, d_out={values['d_out']}, "
+        f"context_length={n_tokens},\n"
+        f"    dropout=0.0, num_heads={values['num_heads']}{bias})"
+        "  # leave out what your __init__ does not take\n"
+        f"report = check_module(module, {sentence!r}, seed={seed_python})\n"
+        "report          # in a notebook: the table, and your matrix beside ours\n"
+        "print(report)   # anywhere else: the same as text\n")
+    shell = " ".join([
+        "python -m explorer check", shlex.quote(f"my_attention.py:{cls}"),
+        f"--d_in {values['d_in']} --d_out {values['d_out']} --num_heads {values['num_heads']}",
+        *(["--qkv_bias"] if values["qkv_bias"] else []),
+        "--sentence", shlex.quote(sentence), "--seed", shlex.quote(seed)])
+    return notebook, shell
 
 
 @dataclass(frozen=True)
@@ -85,8 +114,10 @@ def settings() -> Request | None:
                    "(an nn.Embedding table from the seed).")
     if not sandbox.ENABLED:
         frame.finish(None, values)
-        _elsewhere()
+        _elsewhere(values)
         return None
+    st.warning(RUNS_HERE.format(timeout=sandbox.TIMEOUT_S, memory=sandbox.MEMORY_MB),
+               icon=":material/warning:")
     values["check_code"] = widgets.draw("check_code", style="area", height=420)
     frame.finish(None, values)
     return Request(values["check_code"], values["check_class"].strip(), values["d_in"],
@@ -94,14 +125,17 @@ def settings() -> Request | None:
                    values["sentence"], values["seed"])
 
 
-def _elsewhere() -> None:
-    """How to run the check where the code lives: a notebook or a shell."""
+def _elsewhere(values: dict) -> None:
+    """How to run the check where the code lives: a notebook or a shell, with
+    the sidebar's values (`snippets`)."""
+    notebook, shell = snippets(values)
     st.info("This server does not run visitors' code, so paste nothing here: run the same "
             "check where your code lives. It prints the same report.")
     st.markdown("**In a notebook**, after defining your class:")
-    st.code(NOTEBOOK, language="python")
-    st.markdown("**In a shell**, from this project's folder (it exits with 1 on a difference):")
-    st.code(SHELL, language="bash")
+    st.code(notebook, language="python")
+    st.markdown("**In a shell**, from this project's folder, with your class in "
+                "my_attention.py (it exits with 1 on a difference):")
+    st.code(shell, language="bash", wrap_lines=True)
     st.caption("To check pasted code on this page, start your own server with "
                "EXPLORER_RUN_CODE=1 (never on a public one: the code runs as the server's "
                "user, in a child process limited only in time and memory).")
@@ -137,19 +171,35 @@ def result(request: Request) -> CheckReport | CheckFailure | None:
     return outcome
 
 
+FAILURES = {"syntax": "a syntax error", "source": "an error running the file",
+            "__init__": "an error building the class", "forward": "an error in forward",
+            "module": "its weights were not found", "inputs": "the inputs do not fit",
+            "sentence": "the sentence does not fit", "timeout": "it ran out of time",
+            "memory": "it ran out of memory", "crash": "the check crashed"}
+"""Why a check could not run, by `explorer.check.CheckFailure.kind`, for the headline."""
+
+
 def report(outcome: CheckReport | CheckFailure) -> None:
     """The report: the verdict, the table of steps, what was found and, for the
     first difference, our matrix beside yours with the differing cells outlined;
-    or why the code could not be checked."""
+    or why the code could not be checked.
+
+    The verdict is the explorer's own text; everything that may quote the
+    learner's code (messages, findings) is drawn with ``st.text``, which reads
+    no Markdown, so it is shown and copied as written (no escapes, no invisible
+    word joiners)."""
     if isinstance(outcome, CheckFailure):
-        st.error(literal.markdown(outcome.message))
+        st.error(f"✗ Your code could not be checked: "
+                 f"{FAILURES.get(outcome.kind, outcome.kind)} ({outcome.kind}).")
+        st.text(outcome.message)
         if outcome.details:
             st.code(outcome.details, language=None)
         return
-    (st.success if outcome.ok else st.error)(literal.markdown(outcome.summary()))
+    # The summary holds only step names and numbers: no Markdown in it, no escaping needed
+    (st.success if outcome.ok else st.error)(outcome.summary())
     st.dataframe(pd.DataFrame(outcome.rows()).set_index("step"), width="content")
     for label, text in outcome.findings():
-        st.markdown(f"**{literal.markdown(label)}**: {literal.markdown(text)}")
+        st.text(f"{label}: {text}")
     if outcome.first_difference is None:
         return
     from explorer.check_view import difference_charts

@@ -501,7 +501,7 @@ _ENTRIES: list[Entry] = [
           default=MULTI_HEAD_ATTENTION_CLASS),
     Entry("d_out", Number("d_k"), ONLY({CHECK_PAGE}), "d_out",
           "Your class's d_out: the width of its queries, keys and values.", group=PAGE_OWN,
-          default=2),
+          default=4),
     Entry("num_heads", Number("n_heads"), ONLY({CHECK_PAGE}), "num_heads",
           "Passed when your __init__ takes num_heads; d_out must divide by it.",
           group=PAGE_OWN, default=2),
