@@ -41,6 +41,9 @@ from explorer.charts import decode
 from explorer.steps import STEPS
 from tests.soak import step_numbers, url_path
 
+WORKED_EXAMPLE = "preset=life-is-short"
+"""The link a teacher gives the class: book notebook 002's example on the
+Self-attention page (`explorer.presets`), the capacity benchmark's first page."""
 RUN_TIMEOUT_S = 120.0
 """Longest wait for one run's messages (a loaded server queues its sessions' runs)."""
 FRAGMENT_GRACE_S = 1.0

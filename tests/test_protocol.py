@@ -9,13 +9,10 @@ from urllib.parse import urlencode
 
 import numpy as np
 
-from benchmarks.protocol import Visitor, wrong_numbers
+from benchmarks.protocol import WORKED_EXAMPLE, Visitor, wrong_numbers
 from explorer import AttentionConfig
 from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from tests.test_seeds import OMEGA_1_002
-
-WORKED_EXAMPLE = "preset=life-is-short"
-"""The link a teacher gives the class: book notebook 002's numbers (seed 123)."""
 
 
 def test_a_visitors_run_holds_compute_traces_numbers(shared_server):
