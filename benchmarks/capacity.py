@@ -451,6 +451,7 @@ def protocol_ramp(counts: tuple[int, ...], seconds: float, profile: bool,
         env = {**os.environ, "EXPLORER_RAMP_COUNTS": ",".join(map(str, counts)),
                "EXPLORER_RAMP_STEP_S": str(seconds), "EXPLORER_RAMP_OUT": str(out),
                "EXPLORER_SERVER_PIDS": ",".join(map(str, server.pids)),
+               **({} if replicas else {"EXPLORER_SERVER_CORE": SERVER_CORE}),
                "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
         started = time.monotonic()
         try:
@@ -489,6 +490,9 @@ def _print_ramp(result: dict) -> None:
               f" {r['p95'] or math.nan:>6.2f} {r['failures']:>5}"
               f" {r['server cpu % of one core']:>7.0f} {r['server cpu ms per edit'] or math.nan:>7.0f}"
               f" {r['peak rss MiB']:>7}")
+        other = r.get("other work on the server's core %", math.nan)
+        print(f"    p95 by kind: {r['p95 by kind']}; other work on the server's core: "
+              f"{other:.0f}% of it")
         for problem in r["problems"]:
             print(f"    {problem[:300]}")
     split = result["server busy time %"]

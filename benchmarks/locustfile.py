@@ -33,6 +33,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 from locust import LoadTestShape, User, between, task
 
 from benchmarks.protocol import WORKED_EXAMPLE, ProtocolError, Visitor, wrong_numbers
@@ -45,13 +46,16 @@ P95_LIMIT_S = 2.0
 RAMP_ENV = {"EXPLORER_RAMP_COUNTS": "visitor counts, comma-separated",
             "EXPLORER_RAMP_STEP_S": "seconds each count is held",
             "EXPLORER_RAMP_OUT": "where the steps' figures are written (JSON)",
-            "EXPLORER_SERVER_PIDS": "the server processes whose CPU and memory are read"}
+            "EXPLORER_SERVER_PIDS": "the server processes whose CPU and memory are read",
+            "EXPLORER_SERVER_CORE": "the core the server is pinned to, if it is"}
 MAX_WORDS = 7
 EDITS = {"seed": 3, "sentence": 3, "d_k": 2, "head": 3, "causal": 2, "n_heads": 1, "page": 2}
 """The edits a learner makes, with their weights; those the page has no control
 for are left out at the time (the head and causal are on the multi-head page)."""
 TICK = os.sysconf("SC_CLK_TCK")
 _numbers = itertools.count(1)
+_edits: list[tuple[str, float]] = []
+"""(kind, seconds) of each edit of the step under way, for its p95 by kind."""
 
 
 class WrongNumbers(AssertionError):
@@ -90,7 +94,8 @@ class Learner(User):
         if self.settings.n_heads == 1 or not on_heads_page:
             kinds = [k for k in kinds if k != "head"]
         kind = random.choices(kinds, [EDITS[k] for k in kinds])[0]
-        self._run("edit", getattr(self, f"_{kind}"))
+        seconds = self._run("edit", getattr(self, f"_{kind}"))
+        _edits.append((kind, seconds))
 
     # -- the edits: each changes the settings and returns the run ------------
     def _seed(self):
@@ -129,23 +134,35 @@ class Learner(User):
         return self.visitor.open(self.page)  # a page link: the settings travel in the session
 
     # -- timing and checking -----------------------------------------------
-    def _run(self, name: str, action) -> None:
+    def _run(self, name: str, action) -> float:
+        """Run ``action``, check its run and report it; returns its seconds."""
         started = time.monotonic()
         try:
             run = action()
         except ProtocolError as error:
             self._report(name, time.monotonic() - started, 0, error)
-            return
+            return time.monotonic() - started
         config = self.settings.config(self.page)
         problems = wrong_numbers(run, config, self.settings.shown_head(self.page))
         error = WrongNumbers(f"visitor {self.number} on {self.page}, {config}: "
                              + "; ".join(problems[:3])) if problems else None
         self._report(name, run.seconds, run.received, error)
+        return run.seconds
 
     def _report(self, name: str, seconds: float, received: int, error) -> None:
         self.environment.events.request.fire(
             request_type="ws", name=name, response_time=1000 * seconds,
             response_length=received, exception=error, context={})
+
+
+def _core_ticks(core: str | None) -> tuple[int, int]:
+    """(busy, all) CPU ticks of ``core`` so far, from /proc/stat ((0, 0) for None)."""
+    if core is None:
+        return 0, 0
+    line = next(row for row in Path("/proc/stat").read_text().splitlines()
+                if row.startswith(f"cpu{core} "))
+    values = [int(v) for v in line.split()[1:]]
+    return sum(values) - values[3] - values[4], sum(values)
 
 
 def _server_ticks(pids: list[int]) -> int:
@@ -169,9 +186,10 @@ class Ramp(LoadTestShape):
         self.step_s = float(os.environ.get("EXPLORER_RAMP_STEP_S", "40"))
         self.out = Path(os.environ.get("EXPLORER_RAMP_OUT", "ramp.json"))
         self.pids = [int(p) for p in os.environ.get("EXPLORER_SERVER_PIDS", "").split(",") if p]
+        self.core = os.environ.get("EXPLORER_SERVER_CORE")
         self.steps: list[dict] = []
         self._step = -1
-        self._started = (0.0, 0)
+        self._started = (0.0, 0, (0, 0))
         self._peak_rss = 0.0
         self._done = False
 
@@ -189,7 +207,8 @@ class Ramp(LoadTestShape):
                 return None
             self._step = step
             self.runner.stats.reset_all()
-            self._started = (time.monotonic(), _server_ticks(self.pids))
+            _edits.clear()
+            self._started = (time.monotonic(), _server_ticks(self.pids), _core_ticks(self.core))
             self._peak_rss = sum(rss_mib(p) for p in self.pids)
         count = self.counts[self._step]
         return count, count
@@ -200,6 +219,10 @@ class Ramp(LoadTestShape):
         edit, opened = stats.get("edit", "ws"), stats.get("open", "ws")
         seconds = time.monotonic() - self._started[0]
         cpu_s = (_server_ticks(self.pids) - self._started[1]) / TICK
+        (busy0, all0), (busy1, all1) = self._started[2], _core_ticks(self.core)
+        by_kind: dict[str, list[float]] = {}
+        for kind, took in _edits:
+            by_kind.setdefault(kind, []).append(took)
         failures = [f"{e.name}: {e.error}"[:400] for e in stats.errors.values()]
         row = {"visitors": self.counts[self._step], "seconds": round(seconds, 1),
                "edits": edit.num_requests, "opens": opened.num_requests,
@@ -209,7 +232,13 @@ class Ramp(LoadTestShape):
                "server cpu % of one core": round(100 * cpu_s / seconds, 1),
                "server cpu ms per edit": round(1000 * cpu_s / edit.num_requests)
                if edit.num_requests else None,
-               "peak rss MiB": round(self._peak_rss)}
+               "peak rss MiB": round(self._peak_rss),
+               "p95 by kind": {k: round(float(np.percentile(v, 95)), 2)
+                               for k, v in sorted(by_kind.items())}}
+        if self.core is not None and all1 > all0:  # what else ran on the server's core
+            row["server core busy %"] = round(100 * (busy1 - busy0) / (all1 - all0), 1)
+            row["other work on the server's core %"] = round(
+                max(0.0, row["server core busy %"] - row["server cpu % of one core"]), 1)
         self.steps.append(row)
         self.out.write_text(json.dumps(self.steps, indent=2))
         print(json.dumps(row), flush=True)
