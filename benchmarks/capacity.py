@@ -35,6 +35,14 @@ machine is shared with other work: the figures are what this machine serves
 with its own clients, a lower bound of what the server alone would serve.
 Each count starts once the machine is quiet, and is measured again (up to
 twice) when other work took more than `OTHER_LIMIT` of a core meanwhile.
+
+``--protocol`` measures the server alone: the visitors are Locust users that
+speak Streamlit's websocket protocol (`benchmarks.locustfile`, no browser, a
+few ms of CPU per edit), opening the worked example's link and editing every
+5–10 s; the server is pinned to one core (``taskset``) and Locust to the other.
+The counts go up (`PROTOCOL_COUNTS`), each held ``--seconds``, until an edit's
+p95 passes `P95_LIMIT_S` or a number is wrong (`protocol_ramp`). With
+``--replicas N`` the replicas are not pinned: they and the load share the cores.
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from benchmarks.browser import RESULTS, write_results
+from benchmarks.protocol import WORKED_EXAMPLE, Visitor
 from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from tests import soak
 from tests.server import Replicas, Server
@@ -401,6 +410,101 @@ def series(counts: tuple[int, ...], seconds: float, url: str | None, pids: tuple
             "date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count()}
 
 
+PROTOCOL_COUNTS = (1, 5, 10, 20, 30, 40, 50, 60, 80, 100)
+"""Visitor counts of the protocol ramp (``--protocol``), each held ``--seconds``."""
+SERVER_CORE, LOAD_CORE = "0", "1"
+"""The cores the server and the protocol visitors are pinned to (``taskset``)."""
+
+
+def _pin(pid: int, core: str) -> None:
+    """Pin every thread of ``pid`` to ``core`` (threads it starts later follow)."""
+    subprocess.run(["taskset", "--all-tasks", "--cpu-list", "--pid", core, str(pid)],
+                   check=True, stdout=subprocess.DEVNULL)
+
+
+def protocol_ramp(counts: tuple[int, ...], seconds: float, profile: bool,
+                  replicas: int = 0) -> dict:
+    """Protocol visitors (`benchmarks.locustfile`, run by Locust in a process of
+    its own) against a fresh server: each count of ``counts`` held ``seconds``,
+    stopping at the first whose edit p95 passes `P95_LIMIT_S` or with a failure.
+    One process is pinned to `SERVER_CORE` and Locust to `LOAD_CORE`; ``replicas``
+    behind nginx are not pinned. ``profile``: py-spy samples the server (the
+    first replica) from after the warm-up to the end. Returns the steps and the
+    capacity: the largest count served."""
+    locustfile = str(Path(__file__).with_name("locustfile.py"))  # not imported: Locust
+    # patches this process's sockets and threads (gevent) on import
+    server = Replicas(replicas) if replicas else Server()
+    spy, out = None, Path(tempfile.mkstemp(suffix=".json")[1])
+    try:
+        if not replicas:
+            _pin(server.pid, SERVER_CORE)
+        with Visitor(server.url) as visitor:  # the first run imports the app's modules
+            visitor.open(SELF_ATTENTION_PAGE, WORKED_EXAMPLE)
+            visitor.open(MULTI_HEAD_PAGE)
+        if profile:
+            spy = start_profile(server.pids[0], 3600)
+        bound_s = len(counts) * seconds + 60
+        command = [sys.executable, "-m", "locust", "-f", locustfile, "--headless",
+                   "--host", server.url, "--only-summary", "--loglevel", "WARNING"]
+        if not replicas:
+            command = ["taskset", "--cpu-list", LOAD_CORE, *command]
+        env = {**os.environ, "EXPLORER_RAMP_COUNTS": ",".join(map(str, counts)),
+               "EXPLORER_RAMP_STEP_S": str(seconds), "EXPLORER_RAMP_OUT": str(out),
+               "EXPLORER_SERVER_PIDS": ",".join(map(str, server.pids)),
+               **({} if replicas else {"EXPLORER_SERVER_CORE": SERVER_CORE}),
+               "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        started = time.monotonic()
+        try:
+            subprocess.run(command, env=env, timeout=bound_s, check=False)
+        except subprocess.TimeoutExpired:
+            print(f"    (Locust stopped after {bound_s:.0f} s)", flush=True)
+        rows = json.loads(out.read_text() or "[]")
+    finally:
+        split = None
+        if spy is not None:
+            process, raw = spy
+            process.send_signal(2)  # SIGINT: py-spy writes what it has
+            process.wait(timeout=30)
+            split = profile_shares(raw.read_text())
+            split["GIL held, % of the time"] = round(
+                100 * split.pop("samples") / (PROFILE_HZ * (time.monotonic() - started)), 1)
+            raw.unlink()
+        log = server.stop()
+        out.unlink(missing_ok=True)
+    served = [r["visitors"] for r in rows
+              if not r["failures"] and r["edits"] and r["p95"] <= P95_LIMIT_S]
+    return {"p95 limit s": P95_LIMIT_S, "seconds per count": seconds,
+            "capacity": max(served, default=0), "rows": rows,
+            "visitors": "Locust users on Streamlit's protocol (benchmarks.locustfile)",
+            "pinned": None if replicas else {"server": SERVER_CORE, "visitors": LOAD_CORE},
+            "replicas": replicas or None, "server busy time %": split,
+            "server logged a traceback": "Traceback" in log,
+            "date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count()}
+
+
+def _print_ramp(result: dict) -> None:
+    print(f"{'visitors':>8} {'edits':>6} {'p50 s':>6} {'p95 s':>6} {'fails':>5}"
+          f" {'server%':>7} {'ms/edit':>7} {'RSS MiB':>7}")
+    for r in result["rows"]:
+        print(f"{r['visitors']:>8} {r['edits']:>6} {r['p50'] or math.nan:>6.2f}"
+              f" {r['p95'] or math.nan:>6.2f} {r['failures']:>5}"
+              f" {r['server cpu % of one core']:>7.0f} {r['server cpu ms per edit'] or math.nan:>7.0f}"
+              f" {r['peak rss MiB']:>7}")
+        other = r.get("other work on the server's core %", math.nan)
+        print(f"    p95 by kind: {r['p95 by kind']}; other work on the server's core: "
+              f"{other:.0f}% of it")
+        for problem in r["problems"]:
+            print(f"    {problem[:300]}")
+    split = result["server busy time %"]
+    if split:
+        print("server: " + ", ".join(f"{k} {v:.0f}%" for k, v in split.items()
+                                     if isinstance(v, float)))
+        for name, frames in split["where"].items():
+            print(f"  {name}: " + ", ".join(f"{f} {v:.0f}%" for f, v in frames.items()))
+    print(f"capacity (edit p95 <= {P95_LIMIT_S:.0f} s, every number right): "
+          f"{result['capacity']} visitors")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Measure, print the table and the details, and write latest.json."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.capacity",
@@ -410,8 +514,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pid", type=int, action="append", default=[],
                         help="with --url: a streamlit process whose CPU and memory to "
                         "measure (repeat for each replica)")
-    parser.add_argument("--counts", default=",".join(map(str, DEFAULT_COUNTS)),
-                        help="visitor counts, in order (default %(default)s)")
+    parser.add_argument("--counts", help="visitor counts, in order (default "
+                        + ",".join(map(str, DEFAULT_COUNTS)) + ")")
     parser.add_argument("--seconds", type=float, default=40,
                         help="edits after each count's warm-up (default 40)")
     parser.add_argument("--all", action="store_true",
@@ -424,15 +528,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=0,
                         help="N fresh streamlit processes behind nginx per count "
                         "(deploy/replicas.sh; needs Debian's nginx), not one process")
+    parser.add_argument("--protocol", action="store_true",
+                        help="visitors that speak Streamlit's protocol (Locust, no browser), "
+                        "server and visitors pinned to a core each; counts default to "
+                        + ",".join(map(str, PROTOCOL_COUNTS)))
     parser.add_argument("--label", help='this run\'s name under "capacity" in latest.json '
                         '(default: "1 process" or "N replicas behind nginx", and '
                         '", not drawing" with --no-draw)')
     args = parser.parse_args(argv)
     if args.replicas and args.url:
         parser.error("--replicas starts its own replicas and nginx: leave out --url")
-    counts = tuple(int(c) for c in args.counts.split(","))
     label = args.label or ((f"{args.replicas} replicas behind nginx" if args.replicas
-                            else "1 process") + (", not drawing" if args.no_draw else ""))
+                            else "1 process") + (", protocol visitors" if args.protocol else "")
+                           + (", not drawing" if args.no_draw else ""))
+    if args.protocol:
+        counts = tuple(int(c) for c in args.counts.split(",")) if args.counts else PROTOCOL_COUNTS
+        result = protocol_ramp(counts, args.seconds, args.profile, args.replicas)
+        _print_ramp(result)
+        _merge(label, result)
+        return 0 if result["rows"] and not result["server logged a traceback"] else 1
+    counts = tuple(int(c) for c in (args.counts or ",".join(map(str, DEFAULT_COUNTS))).split(","))
     result = series(counts, args.seconds, args.url, tuple(args.pid), args.profile, args.all,
                     NOT_DRAWING if args.no_draw else AT_DEFAULTS, args.replicas)
     print(f"capacity (edit p95 <= {P95_LIMIT_S:.0f} s, every number right): "
@@ -446,12 +561,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"      {name}: " + ", ".join(f"{f} {v:.0f}%" for f, v in frames.items()))
         for problem in row.get("problems", []):
             print(f"    {problem[:300]}")
+    _merge(label, result)
+    return 0 if all(r["ok"] for r in result["rows"]) else 1
+
+
+def _merge(label: str, result: dict) -> None:
+    """Write ``result`` under "capacity" → ``label`` in latest.json, keeping the others."""
     try:  # keep the other labels' entries (1 process, replicas)
         capacity = json.loads(RESULTS.read_text()).get("capacity", {})
     except (FileNotFoundError, ValueError):
         capacity = {}
     write_results({"capacity": {**capacity, label: result}})
-    return 0 if all(r["ok"] for r in result["rows"]) else 1
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import cachetools
 import pytest
@@ -268,3 +270,91 @@ def test_a_download_holds_the_config_not_the_trace():
     cache.clear()
     assert gone() is None  # nothing but the cache held it
     assert download() == expected  # computed again on the click
+
+
+def _counted_compute(monkeypatch, started: threading.Event | None = None,
+                     go_on: threading.Event | None = None) -> Counter:
+    """Count `compute_trace`'s calls in `cache.cached_trace` by config; each call
+    sets ``started`` and waits for ``go_on`` (at most 30 s) before computing."""
+    calls: Counter = Counter()
+    real = cache.compute_trace
+
+    def counted(config, **kwargs):
+        calls[config] += 1
+        if started is not None:
+            started.set()
+        if go_on is not None:
+            go_on.wait(timeout=30)
+        return real(config, **kwargs)
+
+    monkeypatch.setattr(cache, "compute_trace", counted)
+    return calls
+
+
+def test_a_class_opening_one_link_at_once_computes_its_trace_once(monkeypatch):
+    """30 sessions ask for one config while it is being computed: one computes it,
+    the others wait for it and get the same trace."""
+    cache.clear()
+    started, go_on = threading.Event(), threading.Event()
+    calls = _counted_compute(monkeypatch, started, go_on)
+    config = AttentionConfig(seed=4242)
+    with ThreadPoolExecutor(max_workers=30) as pool:
+        traces = [pool.submit(cache.cached_trace, config, False) for _ in range(30)]
+        assert started.wait(timeout=30)
+        time.sleep(0.5)  # the 29 others are asking meanwhile
+        go_on.set()
+        traces = [future.result(timeout=60) for future in traces]
+    assert calls == {config: 1}
+    assert all(trace is traces[0] for trace in traces)
+    torch.testing.assert_close(traces[0]["context"], compute_trace(config)["context"])
+
+
+def test_different_configs_are_computed_independently(monkeypatch):
+    """While one config's computation is held, another config is computed and served."""
+    cache.clear()
+    go_on = threading.Event()
+    calls = _counted_compute(monkeypatch)
+    real = cache.compute_trace
+    held = AttentionConfig(seed=1)
+
+    def holding(config, **kwargs):  # the held config waits until the other one is served
+        if config == held:
+            go_on.wait(timeout=30)
+        return real(config, **kwargs)
+
+    monkeypatch.setattr(cache, "compute_trace", holding)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first = pool.submit(cache.cached_trace, held, False)
+        other = cache.cached_trace(AttentionConfig(seed=2), tell=False)
+        assert not first.done()  # served while the held one is still being computed
+        go_on.set()
+        assert first.result(timeout=60)["context"].shape == other["context"].shape
+    assert calls == {held: 1, AttentionConfig(seed=2): 1}
+
+
+def test_when_the_computing_session_fails_a_waiting_one_computes(monkeypatch):
+    cache.clear()
+    started, go_on = threading.Event(), threading.Event()
+    real = cache.compute_trace
+    calls = []
+
+    def failing_once(config, **kwargs):
+        calls.append(config)
+        if len(calls) == 1:
+            started.set()
+            go_on.wait(timeout=30)
+            raise RuntimeError("the first session stopped")
+        return real(config, **kwargs)
+
+    monkeypatch.setattr(cache, "compute_trace", failing_once)
+    config = AttentionConfig(seed=77)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first = pool.submit(cache.cached_trace, config, False)
+        assert started.wait(timeout=30)
+        second = pool.submit(cache.cached_trace, config, False)
+        time.sleep(0.2)
+        go_on.set()
+        with pytest.raises(RuntimeError, match="stopped"):
+            first.result(timeout=60)
+        assert second.result(timeout=60)["context"].shape[0] == 6
+    assert len(calls) == 2 and not cache._computing

@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
+from concurrent.futures import Future
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
@@ -40,6 +41,8 @@ _tables = cachetools.LRUCache(
 _traces = cachetools.LRUCache(maxsize=budget.TRACE_CACHE_BYTES,
                               getsizeof=lambda trace: trace.nbytes)
 _lock = threading.RLock()
+_computing: dict[AttentionConfig, Future] = {}
+"""The configs being computed now, each by one session (`cached_trace`)."""
 
 
 @cachetools.cached(_tables, lock=_lock)
@@ -54,22 +57,44 @@ def cached_trace(config: AttentionConfig, tell: bool = True) -> Trace:
     ``tell``: say on the page when it waits (`waiting_note`); False outside a
     page's run (a download).
 
+    Computed once at a time per config: sessions asking for a config that
+    another is computing (a class opening the teacher's link together) wait
+    for that computation and share its trace, reserving no memory of their
+    own; if it fails or its session stops, one of them computes in turn.
+
     Raises `explorer.budget.BudgetError` (a `ConfigError`) when the trace alone
     needs more than the server's work allowance, or the server stays busy.
     A trace larger than the whole cache is computed but not kept.
     """
-    with _lock:
-        trace = _traces.get(config)
-    if trace is not None:
-        return trace
-    nbytes = budget.trace_bytes(config)
-    with budget.WORK.reserve(int(nbytes * budget.WORK_FACTOR),
-                             on_wait=waiting_note() if tell else None):
-        trace = compute_trace(config, embedding_table=embedding_table)
-    if trace.nbytes <= _traces.maxsize:
+    while True:
         with _lock:
-            _traces[config] = trace
-    return trace
+            trace = _traces.get(config)
+            if trace is not None:
+                return trace
+            pending = _computing.get(config)
+            if pending is None:  # this session computes it
+                pending = _computing[config] = Future()
+                break
+        try:
+            return pending.result()
+        except BaseException:  # noqa: BLE001 - the other session's error or stop: try again
+            continue
+    try:
+        nbytes = budget.trace_bytes(config)
+        with budget.WORK.reserve(int(nbytes * budget.WORK_FACTOR),
+                                 on_wait=waiting_note() if tell else None):
+            trace = compute_trace(config, embedding_table=embedding_table)
+        with _lock:  # cached before the waiting ones are let go: no second computation
+            if trace.nbytes <= _traces.maxsize:
+                _traces[config] = trace
+            del _computing[config]
+        pending.set_result(trace)
+        return trace
+    except BaseException as error:
+        with _lock:
+            _computing.pop(config, None)
+        pending.set_exception(error)
+        raise
 
 
 @contextmanager
