@@ -543,7 +543,13 @@ def _record(module: nn.Module, x: Tensor, weights: LearnerWeights, masks,
         note = "" if inputs.dim() == 2 or not errors else \
             f"forward needs a batch axis: it ran on a batch of one, {tuple(inputs.shape)}"
         return recording, inputs, note, batch_error
-    raise max(errors, key=lambda error: error.progress)  # the first, among equals
+    furthest = max(errors, key=lambda error: error.progress)  # the first, among equals
+    reversed_shapes = [shape for error in errors for shape in error.reversed_shapes]
+    if reversed_shapes:  # name the cause
+        raise CheckError(furthest.field, f"{str(furthest).rstrip('.')}. The cause: "
+                                         f"{_reversed_text(reversed_shapes)}.",
+                         furthest.details, furthest.progress, reversed_shapes)
+    raise furthest
 
 
 def _reversed_text(shapes: list[tuple[int, ...]]) -> str:
