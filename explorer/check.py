@@ -928,14 +928,22 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     batch = xb.shape[0]
     keep_masks = masks(batch)
     yours = _Yours(recording.tensors, batch, h)
-    _found_biases(module, weights, xb, yours)
-
+    returned = _Yours([recording.output], batch, h)
     pipeline = {"n_heads": h, "causal": weights.causal,
                 "dropout": weights.dropout if dropout_on else 0.0, "keep_mask": keep_masks}
-    reference = attention_steps(xb, weights.params(), **pipeline)
+    # The weights as read, then each other reading of them (a fused layer's
+    # per-head layout, square parameters used as x @ W.T): the first whose
+    # queries the forward computed is what it computes.
+    for candidate in (weights, *weights.alternatives):
+        _found_biases(module, candidate, xb, yours)
+        reference = attention_steps(xb, candidate.params(), **pipeline)
+        if yours.find("queries", reference["queries"]) is not None:
+            weights = candidate
+            break
+    else:
+        reference = attention_steps(xb, weights.params(), **pipeline)
     names = [s for s in COMPARED if s in reference]
     final = names[-1]
-    returned = _Yours([recording.output], batch, h)
 
     def lookup(step: str) -> _Yours:
         """Where to look for a step: in every tensor theirs made, but the last

@@ -769,3 +769,21 @@ def test_the_command_lines_dropout_advice_names_its_flag(tmp_path):
     seeded = run_cli(tmp_path, LISTING_3_5, "my_attention.py:MultiHeadAttention",
                      "--dropout", "0.5", "--dropout_seed", "1")
     assert seeded.returncode == 0, seeded.stdout
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_a_fused_layer_read_head_by_head_is_followed(qkv_bias):
+    module = randomise(build(L.FusedPerHead, 3, 4, 6, 0.0, 2, qkv_bias=qkv_bias), 10)
+    report = check_module(module)
+    assert report.ok, report.text()
+    assert "head by head (qkv.view(b, n, num_heads, 3 * head_dim))" in report.settings[1]
+    broken = L.FusedPerHead(3, 4, 6, 0.0, 2, qkv_bias=qkv_bias)
+    broken.load_state_dict(module.state_dict())
+    broken.dropout = torch.nn.Identity()
+    broken.mask.zero_()  # reads the same, forgets the mask
+    assert check_module(broken, causal=True).mistake == "mask_not_applied"
+
+
+def test_square_parameters_used_as_x_times_w_transposed_are_followed():
+    report = check_module(randomise(build(L.SelfAttentionLinearLayout, 3, 3), 11))
+    assert report.ok and "used as x @ W.T" in report.settings[1], report.text()
