@@ -1,7 +1,7 @@
 """Check your own attention code: where does it first differ from the book's?
 
     >>> from explorer.check import check_module
-    >>> report = check_module(MultiHeadAttention(d_in=3, d_out=2, context_length=6,
+    >>> report = check_module(MultiHeadAttention(d_in=3, d_out=4, context_length=6,
     ...                                          dropout=0.0, num_heads=2))
     >>> report.ok, report.first_difference.step, report.mistake
     (False, 'attn_weights', 'softmax_over_queries')
@@ -9,12 +9,17 @@
 
 How it works:
 
-1. `explorer.learner.read_weights` reads the module's weights by the book's
-   names (chapter 3 of "Build a Large Language Model (From Scratch)").
-2. The reference: `explorer.trace.attention_steps` (the explorer's own
+1. `explorer.learner.read_weights` reads the module's projections: by the
+   book's names (chapter 3 of "Build a Large Language Model (From Scratch)"),
+   a fused qkv layer, or a wrapped ``nn.MultiheadAttention``.
+2. `explorer.learner.run_forward` runs the learner's forward once, on the
+   book's batch of two (``torch.stack((X, X))``, else on X), and keeps every
+   tensor it makes; the learner changes nothing in their code. Biases the
+   forward adds on its own are found in those tensors (`_found_biases`), and
+   another reading of the weights is used when the forward computes that one
+   (``LearnerWeights.alternatives``).
+3. The reference: `explorer.trace.attention_steps` (the explorer's own
    attention, one function per step) on the same inputs with those weights.
-3. `explorer.learner.run_forward` runs the learner's forward once and keeps
-   every tensor it makes; the learner changes nothing in their code.
 4. Each reference step, in pipeline order (`COMPARED`), is matched to one of
    those tensors: equal to the tolerance, whatever the layout of the heads
    ((b, num_heads, n, head_dim), (b, n, num_heads, head_dim) or the heads side
@@ -28,6 +33,8 @@ How it works:
    A step without a match that feeds a matching one is right, only never
    computed on its own (masking before scaling skips the scaled scores): "not
    seen", —.
+6. `hidden_steps`: a warning for each step the sizes cannot see (head_dim 1
+   hides the scaling). The check runs within `explorer.sandbox.limits`.
 
 Dropout: compared off unless the module is in train() mode with p > 0 and a
 ``dropout_seed`` is given; then the check draws the keep-masks from
