@@ -1,7 +1,7 @@
 """Check your own attention code: where does it first differ from the book's?
 
     >>> from explorer.check import check_module
-    >>> report = check_module(MultiHeadAttention(d_in=3, d_out=2, context_length=6,
+    >>> report = check_module(MultiHeadAttention(d_in=3, d_out=4, context_length=6,
     ...                                          dropout=0.0, num_heads=2))
     >>> report.ok, report.first_difference.step, report.mistake
     (False, 'attn_weights', 'softmax_over_queries')
@@ -9,12 +9,17 @@
 
 How it works:
 
-1. `explorer.learner.read_weights` reads the module's weights by the book's
-   names (chapter 3 of "Build a Large Language Model (From Scratch)").
-2. The reference: `explorer.trace.attention_steps` (the explorer's own
+1. `explorer.learner.read_weights` reads the module's projections: by the
+   book's names (chapter 3 of "Build a Large Language Model (From Scratch)"),
+   a fused qkv layer, or a wrapped ``nn.MultiheadAttention``.
+2. `explorer.learner.run_forward` runs the learner's forward once, on the
+   book's batch of two (``torch.stack((X, X))``, else on X), and keeps every
+   tensor it makes; the learner changes nothing in their code. Biases the
+   forward adds on its own are found in those tensors (`_found_biases`), and
+   another reading of the weights is used when the forward computes that one
+   (``LearnerWeights.alternatives``).
+3. The reference: `explorer.trace.attention_steps` (the explorer's own
    attention, one function per step) on the same inputs with those weights.
-3. `explorer.learner.run_forward` runs the learner's forward once and keeps
-   every tensor it makes; the learner changes nothing in their code.
 4. Each reference step, in pipeline order (`COMPARED`), is matched to one of
    those tensors: equal to the tolerance, whatever the layout of the heads
    ((b, num_heads, n, head_dim), (b, n, num_heads, head_dim) or the heads side
@@ -28,6 +33,8 @@ How it works:
    A step without a match that feeds a matching one is right, only never
    computed on its own (masking before scaling skips the scaled scores): "not
    seen", —.
+6. `hidden_steps`: a warning for each step the sizes cannot see (head_dim 1
+   hides the scaling). The check runs within `explorer.sandbox.limits`.
 
 Dropout: compared off unless the module is in train() mode with p > 0 and a
 ``dropout_seed`` is given; then the check draws the keep-masks from
@@ -543,7 +550,13 @@ def _record(module: nn.Module, x: Tensor, weights: LearnerWeights, masks,
         note = "" if inputs.dim() == 2 or not errors else \
             f"forward needs a batch axis: it ran on a batch of one, {tuple(inputs.shape)}"
         return recording, inputs, note, batch_error
-    raise max(errors, key=lambda error: error.progress)  # the first, among equals
+    furthest = max(errors, key=lambda error: error.progress)  # the first, among equals
+    reversed_shapes = [shape for error in errors for shape in error.reversed_shapes]
+    if reversed_shapes:  # name the cause
+        raise CheckError(furthest.field, f"{str(furthest).rstrip('.')}. The cause: "
+                                         f"{_reversed_text(reversed_shapes)}.",
+                         furthest.details, furthest.progress, reversed_shapes)
+    raise furthest
 
 
 def _reversed_text(shapes: list[tuple[int, ...]]) -> str:
@@ -922,14 +935,22 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     batch = xb.shape[0]
     keep_masks = masks(batch)
     yours = _Yours(recording.tensors, batch, h)
-    _found_biases(module, weights, xb, yours)
-
+    returned = _Yours([recording.output], batch, h)
     pipeline = {"n_heads": h, "causal": weights.causal,
                 "dropout": weights.dropout if dropout_on else 0.0, "keep_mask": keep_masks}
-    reference = attention_steps(xb, weights.params(), **pipeline)
+    # The weights as read, then each other reading of them (a fused layer's
+    # per-head layout, square parameters used as x @ W.T): the first whose
+    # queries the forward computed is what it computes.
+    for candidate in (weights, *weights.alternatives):
+        _found_biases(module, candidate, xb, yours)
+        reference = attention_steps(xb, candidate.params(), **pipeline)
+        if yours.find("queries", reference["queries"]) is not None:
+            weights = candidate
+            break
+    else:
+        reference = attention_steps(xb, weights.params(), **pipeline)
     names = [s for s in COMPARED if s in reference]
     final = names[-1]
-    returned = _Yours([recording.output], batch, h)
 
     def lookup(step: str) -> _Yours:
         """Where to look for a step: in every tensor theirs made, but the last

@@ -79,7 +79,8 @@ class LearnerWeights:
     ``torch_mha``: the module when it is a ``torch.nn.MultiheadAttention``
     (called as self-attention); ``inner_mha``: the one it wraps, when it
     wraps one (its dropout draws inside one function). ``found`` lists what
-    was read, in words, for the report.
+    was read, in words, for the report. ``alternatives``: other readings of
+    the same weights the forward may use instead (`_alternatives`).
     """
 
     W_query: Tensor
@@ -97,6 +98,7 @@ class LearnerWeights:
     torch_mha: nn.MultiheadAttention | None = None
     inner_mha: nn.MultiheadAttention | None = None
     found: list[str] = field(default_factory=list)
+    alternatives: list[LearnerWeights] = field(default_factory=list)
 
     @property
     def d_in(self) -> int:
@@ -227,10 +229,23 @@ def _read_fused(module: nn.Module, name: str, layer: nn.Linear, causal: bool | N
     and ``qkv.split(d_out, dim=-1)`` read them), each transposed to (d_in, d_out)."""
     weights = [_float(w).T for w in layer.weight.chunk(3)]
     biases = [None] * 3 if layer.bias is None else [_float(b) for b in layer.bias.chunk(3)]
-    return _assemble(module, weights, biases, causal, [
-        f"W_query, W_key, W_value as the rows of the fused {name} = nn.Linear("
-        f"{layer.in_features}, {layer.out_features}"
-        f"{', bias' if layer.bias is not None else ', bias=False'}), in that order"], {name})
+    how = (f"the fused {name} = nn.Linear({layer.in_features}, {layer.out_features}"
+           f"{', bias' if layer.bias is not None else ', bias=False'})")
+    read = _assemble(module, weights, biases, causal, [
+        f"W_query, W_key, W_value as the rows of {how}, in that order"], {name})
+    h, hd = read.n_heads, read.head_dim
+
+    def per_head(t: Tensor) -> list[Tensor]:  # rows (h, 3, hd, ...) -> q, k, v (h·hd, ...)
+        t = _float(t).reshape(h, 3, hd, *t.shape[1:])
+        return [t[:, i].reshape(h * hd, *t.shape[3:]) for i in range(3)]
+
+    if h > 1:
+        alt = _assemble(module, [w.T for w in per_head(layer.weight)],
+                        [None] * 3 if layer.bias is None else per_head(layer.bias), causal,
+                        [f"W_query, W_key, W_value as the rows of {how}, head by head "
+                         "(qkv.view(b, n, num_heads, 3 * head_dim))"], {name})
+        read.alternatives.append(alt)
+    return read
 
 
 def _wrapped_mha(module: nn.Module) -> tuple[str, nn.MultiheadAttention] | None:
@@ -383,8 +398,14 @@ def read_weights(module: nn.Module, causal: bool | None = None) -> LearnerWeight
                 return _read_fused(module, *fused, causal)
         raise _missing_names(module)
     (w_q, b_q, how), (w_k, b_k, _), (w_v, b_v, _) = read
-    return _assemble(module, [w_q, w_k, w_v], [b_q, b_k, b_v], causal,
-                     [f"W_query, W_key, W_value as {how}"], set(_PROJECTIONS))
+    weights = _assemble(module, [w_q, w_k, w_v], [b_q, b_k, b_v], causal,
+                        [f"W_query, W_key, W_value as {how}"], set(_PROJECTIONS))
+    if how.startswith("nn.Parameter") and all(w.shape[0] == w.shape[1] for w in (w_q, w_k, w_v)):
+        weights.alternatives.append(_assemble(
+            module, [w_q.T, w_k.T, w_v.T], [b_q, b_k, b_v], causal,
+            ["W_query, W_key, W_value as nn.Parameter (d_out, d_in), used as x @ W.T"],
+            set(_PROJECTIONS)))
+    return weights
 
 
 # ---------------------------------------------------------------------------

@@ -74,9 +74,11 @@ def limits(timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
     MB of address space beyond what the process holds now, in this process.
 
     Time: a ``SIGALRM`` timer whose handler raises inside whatever runs
-    (a Python loop stops at once, one long torch call when it returns); only
-    in the main thread, where signals arrive. Memory: ``RLIMIT_AS`` lowered
-    for the block and put back after (Linux). None or 0: no limit. Nested
+    (a Python loop stops at once, one long torch call when it returns).
+    Memory: ``RLIMIT_AS`` lowered for the block and put back after (Linux).
+    Both only in the main thread (a notebook, the command line), where signals
+    arrive and no other thread shares the limit; a server's threads use
+    `check_source` instead. None or 0: no limit. Nested
     blocks keep the outer limits. Raises `explorer.learner.CheckError` with
     field ``"timeout"`` or ``"memory"``, saying how to change the limit
     (`LIMIT_FLAGS`).
@@ -85,7 +87,8 @@ def limits(timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
         yield
         return
     time_flag, memory_flag = LIMIT_FLAGS.get(interface, LIMIT_FLAGS["api"])
-    timer = bool(timeout) and threading.current_thread() is threading.main_thread()
+    main = threading.current_thread() is threading.main_thread()
+    timer = bool(timeout) and main
     previous_handler = None
     if timer:
         def time_up(signum, frame):
@@ -94,7 +97,7 @@ def limits(timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
         previous_handler = signal.signal(signal.SIGALRM, time_up)
         signal.setitimer(signal.ITIMER_REAL, timeout)
     previous_memory = None
-    if memory_mb:
+    if memory_mb and main:  # the limit is the process's: never under a server's other threads
         import resource
 
         previous_memory = resource.getrlimit(resource.RLIMIT_AS)

@@ -320,10 +320,13 @@ class MultiHeadAttentionCombinedQKV(nn.Module):
         self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length),
                                                 diagonal=1))
 
+    def split(self, qkv, b, num_tokens):
+        qkv = qkv.view(b, num_tokens, 3, self.num_heads, self.head_dim)
+        return qkv.permute(2, 0, 3, 1, 4)
+
     def forward(self, x):
         b, num_tokens, _ = x.shape
-        qkv = self.qkv(x).view(b, num_tokens, 3, self.num_heads, self.head_dim)
-        queries, keys, values = qkv.permute(2, 0, 3, 1, 4)
+        queries, keys, values = self.split(self.qkv(x), b, num_tokens)
         attn_scores = queries @ keys.transpose(-2, -1)
         attn_scores = attn_scores.masked_fill(
             self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
@@ -411,3 +414,27 @@ class CausalAttention(nn.Module):  # the book repository's first ch03 code: bloc
         return attn_weights @ values
 '''
 """Listing 3.3 as the book repository first had it, with ``block_size``."""
+
+
+class FusedPerHead(MultiHeadAttentionCombinedQKV):
+    """A fused layer read head by head (GPT-NeoX's layout): each head's query,
+    key and value rows side by side."""
+
+    def split(self, qkv, b, num_tokens):
+        qkv = qkv.view(b, num_tokens, self.num_heads, 3 * self.head_dim)
+        return qkv.transpose(1, 2).split(self.head_dim, dim=-1)
+
+
+class SelfAttentionLinearLayout(nn.Module):
+    """Listing 3.1 with nn.Linear's layout: W of shape (d_out, d_in), x @ W.T."""
+
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        self.W_query = nn.Parameter(torch.rand(d_out, d_in))
+        self.W_key = nn.Parameter(torch.rand(d_out, d_in))
+        self.W_value = nn.Parameter(torch.rand(d_out, d_in))
+
+    def forward(self, x):
+        keys, queries, values = x @ self.W_key.T, x @ self.W_query.T, x @ self.W_value.T
+        attn_weights = torch.softmax(queries @ keys.transpose(-2, -1) / keys.shape[-1]**0.5, -1)
+        return attn_weights @ values

@@ -136,3 +136,19 @@ def test_the_default_sizes_see_a_missing_scaling(code_allowed):
     at = check(MULTI_HEAD_ATTENTION.replace(" / keys.shape[-1]**0.5", ""))
     assert errors(at)[0].startswith("✗ Differs"), errors(at)
     assert any(t.value.startswith("Diagnosis: the scores are not scaled") for t in at.text)
+
+
+def test_the_book_repositorys_block_size_class_and_keys_T_on_a_batch(code_allowed):
+    from tests.learner_modules import CAUSAL_ATTENTION_BLOCK_SIZE
+
+    at = check(CAUSAL_ATTENTION_BLOCK_SIZE, check_class="CausalAttention")
+    assert errors(at) == [] and at.success[0].value.startswith("✓ Matches"), errors(at)
+    keys_t = CAUSAL_ATTENTION_BLOCK_SIZE.replace("keys.transpose(1, 2)", "keys.T")
+    at = check(keys_t, check_class="CausalAttention")  # needs a batch, and .T breaks it
+    assert errors(at) == ["✗ Your code could not be checked: an error in forward (forward)."]
+    assert ".T on a tensor of 3 dims, (2, 6, 4), reverses all its axes" in at.text[0].value
+    at = check(keys_t.replace("b, n_tokens, d_in = x.shape", "n_tokens = x.shape[-2]"),
+               check_class="CausalAttention")  # runs on one sentence only
+    assert errors(at)[0].startswith("✗ Raises on the book's batch of two"), errors(at)
+    assert any(t.value.startswith("Diagnosis: CausalAttention works on one sentence") and
+               ".T on a tensor of 3 dims" in t.value for t in at.text)

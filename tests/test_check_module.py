@@ -729,3 +729,61 @@ def test_check_module_stops_an_endless_forward_within_its_timeout():
     assert time.monotonic() - start < 10
     assert caught.value.field == "timeout"
     assert str(caught.value).endswith("(timeout=… changes the limit)")
+
+
+def test_keys_T_on_a_batch_given_by_hand_names_the_cause():
+    with pytest.raises(CheckError) as caught:
+        check_module(build(L.CausalAttentionKeysT, 3, 4, 6, 0.0),
+                     inputs=torch.stack((JOURNEY, JOURNEY)))
+    assert str(caught.value).endswith(
+        "The cause: .T on a tensor of 3 dims, (2, 6, 4), reverses all its axes (to (4, 6, 2)), "
+        "not just the last two: write keys.transpose(-2, -1), as the book's CausalAttention "
+        "writes keys.transpose(1, 2).")
+
+
+class ImplicitSoftmax(L.SelfAttention_v2):
+    def forward(self, x):
+        keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
+        scores = queries @ keys.T / keys.shape[-1]**0.5
+        return F.softmax(scores) @ values  # PyTorch warns: implicit dim (here 1, right)
+
+
+def test_pytorch_warnings_from_the_learners_code_point_at_their_line():
+    import inspect
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert check_module(build(ImplicitSoftmax, 3, 2)).ok
+    implicit = [w for w in caught if "Implicit dimension choice" in str(w.message)]
+    lines, first = inspect.getsourcelines(ImplicitSoftmax)
+    line = first + next(i for i, text in enumerate(lines) if "F.softmax(scores)" in text)
+    assert implicit and {(w.filename, w.lineno) for w in implicit} == {(__file__, line)}
+
+
+def test_the_command_lines_dropout_advice_names_its_flag(tmp_path):
+    run = run_cli(tmp_path, LISTING_3_5, "my_attention.py:MultiHeadAttention",
+                  "--dropout", "0.5")
+    assert run.returncode == 1, run.stderr
+    assert "pass --dropout_seed 1 to compare with dropout on" in run.stdout
+    seeded = run_cli(tmp_path, LISTING_3_5, "my_attention.py:MultiHeadAttention",
+                     "--dropout", "0.5", "--dropout_seed", "1")
+    assert seeded.returncode == 0, seeded.stdout
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_a_fused_layer_read_head_by_head_is_followed(qkv_bias):
+    module = randomise(build(L.FusedPerHead, 3, 4, 6, 0.0, 2, qkv_bias=qkv_bias), 10)
+    report = check_module(module)
+    assert report.ok, report.text()
+    assert "head by head (qkv.view(b, n, num_heads, 3 * head_dim))" in report.settings[1]
+    broken = L.FusedPerHead(3, 4, 6, 0.0, 2, qkv_bias=qkv_bias)
+    broken.load_state_dict(module.state_dict())
+    broken.dropout = torch.nn.Identity()
+    broken.mask.zero_()  # reads the same, forgets the mask
+    assert check_module(broken, causal=True).mistake == "mask_not_applied"
+
+
+def test_square_parameters_used_as_x_times_w_transposed_are_followed():
+    report = check_module(randomise(build(L.SelfAttentionLinearLayout, 3, 3), 11))
+    assert report.ok and "used as x @ W.T" in report.settings[1], report.text()
