@@ -416,7 +416,7 @@ SERVER_CORE, LOAD_CORE = "0", "1"
 """The cores the server and the protocol visitors are pinned to (``taskset``)."""
 
 
-def _pin(pid: int, core: str) -> None:
+def pin(pid: int, core: str) -> None:
     """Pin every thread of ``pid`` to ``core`` (threads it starts later follow)."""
     subprocess.run(["taskset", "--all-tasks", "--cpu-list", "--pid", core, str(pid)],
                    check=True, stdout=subprocess.DEVNULL)
@@ -437,7 +437,7 @@ def protocol_ramp(counts: tuple[int, ...], seconds: float, profile: bool,
     spy, out = None, Path(tempfile.mkstemp(suffix=".json")[1])
     try:
         if not replicas:
-            _pin(server.pid, SERVER_CORE)
+            pin(server.pid, SERVER_CORE)
         for _ in range(4 * replicas or 1):  # the first run imports the app's modules; each
             with Visitor(server.url) as visitor:  # new visitor reaches a replica at random
                 visitor.open(SELF_ATTENTION_PAGE, WORKED_EXAMPLE)
