@@ -416,7 +416,7 @@ SERVER_CORE, LOAD_CORE = "0", "1"
 """The cores the server and the protocol visitors are pinned to (``taskset``)."""
 
 
-def _pin(pid: int, core: str) -> None:
+def pin(pid: int, core: str) -> None:
     """Pin every thread of ``pid`` to ``core`` (threads it starts later follow)."""
     subprocess.run(["taskset", "--all-tasks", "--cpu-list", "--pid", core, str(pid)],
                    check=True, stdout=subprocess.DEVNULL)
@@ -437,10 +437,11 @@ def protocol_ramp(counts: tuple[int, ...], seconds: float, profile: bool,
     spy, out = None, Path(tempfile.mkstemp(suffix=".json")[1])
     try:
         if not replicas:
-            _pin(server.pid, SERVER_CORE)
-        with Visitor(server.url) as visitor:  # the first run imports the app's modules
-            visitor.open(SELF_ATTENTION_PAGE, WORKED_EXAMPLE)
-            visitor.open(MULTI_HEAD_PAGE)
+            pin(server.pid, SERVER_CORE)
+        for _ in range(4 * replicas or 1):  # the first run imports the app's modules; each
+            with Visitor(server.url) as visitor:  # new visitor reaches a replica at random
+                visitor.open(SELF_ATTENTION_PAGE, WORKED_EXAMPLE)
+                visitor.open(MULTI_HEAD_PAGE)
         if profile:
             spy = start_profile(server.pids[0], 3600)
         bound_s = len(counts) * seconds + 60
@@ -490,9 +491,9 @@ def _print_ramp(result: dict) -> None:
               f" {r['p95'] or math.nan:>6.2f} {r['failures']:>5}"
               f" {r['server cpu % of one core']:>7.0f} {r['server cpu ms per edit'] or math.nan:>7.0f}"
               f" {r['peak rss MiB']:>7}")
-        other = r.get("other work on the server's core %", math.nan)
-        print(f"    p95 by kind: {r['p95 by kind']}; other work on the server's core: "
-              f"{other:.0f}% of it")
+        other = r.get("other work on the server's core %")
+        print(f"    p95 by kind: {r['p95 by kind']}" + ("" if other is None else
+              f"; other work on the server's core: {other:.0f}% of it"))
         for problem in r["problems"]:
             print(f"    {problem[:300]}")
     split = result["server busy time %"]

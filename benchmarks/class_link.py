@@ -28,7 +28,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from benchmarks.browser import RESULTS, write_results
-from benchmarks.capacity import LOAD_CORE, SERVER_CORE, TICK, _pin
+from benchmarks.capacity import LOAD_CORE, SERVER_CORE, TICK, pin
 from benchmarks.protocol import WORKED_EXAMPLE, Visitor, wrong_numbers
 from explorer import AttentionConfig
 from explorer.presets import SELF_ATTENTION_PAGE
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, (query, config) in LINKS.items():
         server = Server()
         try:
-            _pin(server.pid, SERVER_CORE)
+            pin(server.pid, SERVER_CORE)
             with Visitor(server.url) as warm:  # the app's modules, not this link's trace
                 warm.open(SELF_ATTENTION_PAGE, "seed=1")
             rows[name] = burst(server, args.visitors, query, config)
