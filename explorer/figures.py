@@ -666,7 +666,7 @@ def _scatter(fig: go.Figure, name: str, x, y, **style) -> None:
 
 
 YOUR_POINT_COLOURS = (HIGHLIGHT_COLOUR, "#CC79A7")
-"""The learner's own stars: unscaled (orange), scaled (reddish purple)."""
+"""The learner's own stars: unscaled (orange), scaled (Okabe–Ito reddish purple, pink)."""
 
 
 def _your_point(fig: go.Figure, point, y: float, label: str, scaled: bool = False) -> None:

@@ -31,7 +31,7 @@ def why_scale(view: View) -> None:
         "vanish. Dividing by √d_k brings the variance back to 1, whatever d_k. The solid "
         "lines are measured on 4,096 random query–key pairs per d_k, the dotted ones are the "
         "exact values. The stars are your sentence's own scores at its query/key width: "
-        "q·k (orange star) and q·k / √d_k (purple).")
+        "q·k (orange star) and q·k / √d_k (pink four-pointed star).")
     trace = view.trace
     n_keys = widgets.draw("n_keys", options=sorted({*SCALING_KEYS, trace.n_tokens,
                                                     view["n_keys"]}),
