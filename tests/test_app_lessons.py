@@ -31,7 +31,7 @@ def test_the_overflow_demo_at_c_1_is_the_pages_own_weights(page_name, query):
                                    atol=1e-6)
     scores = page.get("scaled_scores", page["attn_scores"])  # the Simplified page: unscaled
     largest = float(np.abs(z_values(scores)).max())
-    said = next(m.value for m in at.markdown if m.value.startswith("Largest |score|"))
+    said = next(m.value for m in at.markdown if m.value.startswith("Largest |score"))
     assert re.search(r"\*\*([\d,.]+)\*\*", said)[1] == f"{largest:,.1f}", said
 
 
