@@ -187,8 +187,8 @@ def _bias_latex(name: str, out: str) -> Callable[[AttentionConfig], str]:
 
 def _input_latex(c: AttentionConfig) -> str:
     if getattr(c, "input_note", ""):  # a real model: X is a layer's input, not an embedding
-        return (rf"X \in \mathbb{{R}}^{{n \times d_{{model}}}},\quad x_i = \text{{token }} i"
-                rf"\text{{'s input to layer }} {c.layer}")
+        return (rf"\begin{{gathered}}X \in \mathbb{{R}}^{{n \times d_{{model}}}} \\ x_i = "
+                rf"\text{{token }} i\text{{'s input to layer }} {c.layer}\end{{gathered}}")  # a phone
     return r"X \in \mathbb{R}^{n \times d_{in}},\quad x_i = \text{embedding of token } i"
 
 

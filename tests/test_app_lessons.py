@@ -12,24 +12,26 @@ from tests.test_app import all_charts, charts, errors, open_link, z_values
 from tests.test_app_presets import _upload
 
 
-@pytest.mark.parametrize("query", [
-    {"overflow": "true"},  # the issue's defaults
-    {"overflow": "true", "d_in": "5", "d_k": "4", "n_heads": "2", "seed": "9",
-     "embedding": "uniform", "weight_init": "linear"},
+@pytest.mark.parametrize("page_name, query", [
+    ("Self-attention", {"overflow": "true"}),  # the issue's defaults
+    ("Self-attention", {"overflow": "true", "d_in": "5", "d_k": "4", "n_heads": "2",
+                        "seed": "9", "embedding": "uniform", "weight_init": "linear"}),
+    ("Simplified attention", {"overflow": "true"}),  # W = I
 ])
-def test_the_overflow_demo_at_c_1_is_the_pages_own_weights(query):
+def test_the_overflow_demo_at_c_1_is_the_pages_own_weights(page_name, query):
     """Issue 31, point 1: "softmax, X × 1" is the weights just above it, and the
     largest |score| it names is the page's (the demo once redrew the weights
     as the generator's first draws)."""
-    at = open_link(PAGES["Self-attention"][0], query)
+    at = open_link(PAGES[page_name][0], query)
     assert not at.exception
     shown = all_charts(at)
     page = charts(at)
     for name in ("overflow-demo-softmax", "overflow-demo-naive-softmax"):
         np.testing.assert_allclose(z_values(shown[name]), z_values(page["attn_weights"]),
                                    atol=1e-6)
-    largest = float(np.abs(z_values(page["scaled_scores"])).max())
-    said = next(m.value for m in at.markdown if m.value.startswith("Largest |score|"))
+    scores = page.get("scaled_scores", page["attn_scores"])  # the Simplified page: unscaled
+    largest = float(np.abs(z_values(scores)).max())
+    said = next(m.value for m in at.markdown if m.value.startswith("Largest |score"))
     assert re.search(r"\*\*([\d,.]+)\*\*", said)[1] == f"{largest:,.1f}", said
 
 

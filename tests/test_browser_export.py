@@ -127,14 +127,20 @@ def _overlap(a: dict, b: dict) -> bool:
         min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > 0.5
 
 
-@pytest.mark.parametrize("width", [390, 1400])
-def test_the_report_reflows_on_a_phone_as_the_app_does(browser: Browser, tmp_path, width):
+LONG_TOKENS = "we saw extraordinarily unbelievable cats today"
+
+
+@pytest.mark.parametrize("width, sentence", [
+    (390, LONG_TOKENS), (1400, LONG_TOKENS),
+    (390, " ".join((LONG_TOKENS.split() * 6)[:32])),  # 32 tokens
+])
+def test_the_report_reflows_on_a_phone_as_the_app_does(browser: Browser, tmp_path, width,
+                                                       sentence):
     """Issue 31, point 6: at 390 px the report kept 3 charts a row: token labels
     clipped, axis titles over the ticks, "head 0" over "head 1", colour bars
     without numbers. On a phone it shows one chart a row, as the app does."""
-    trace = compute_trace(AttentionConfig(
-        sentence="we saw extraordinarily unbelievable cats today", n_heads=2, d_k=4, d_v=4,
-        causal=True))
+    trace = compute_trace(AttentionConfig(sentence=sentence, n_heads=2, d_k=4, d_v=4,
+                                          causal=True))
     report = tmp_path / "report.html"
     report.write_text(html_report(trace), encoding="utf-8")
     context = browser.new_context(viewport={"width": width, "height": 900})

@@ -51,7 +51,8 @@ def softmax_overflow(view: View) -> None:
             st.error(literal.markdown(f"X × {factor} cannot be computed: {error}"))
             return
         largest = float(naive["scaled_scores"].abs().max())
-        st.markdown(f"Largest |score| after scaling: **{largest:,.1f}**")
+        divided = " ÷ √d_k" if trace.config.scale else ""  # the Simplified page: no ÷ √d_k
+        st.markdown(f"Largest |score{divided}| with X × {factor}: **{largest:,.1f}**")
         left, right = st.columns(2)
         for column, name, shown in ((left, "naive softmax", naive), (right, "softmax", stable)):
             with column:
