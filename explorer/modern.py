@@ -289,8 +289,8 @@ class KVCache:
 
 @dataclass
 class DecodeStep:
-    """One decoded token: its ``position``, the cache length it read
-    (position + 1, itself included), its one row of scores and weights per
+    """One decoded token: its ``position``, the number of cached keys it read
+    (``cache_len``: position + 1, itself included), its one row of scores and weights per
     head (n_heads, cache_len) and its context row (n_heads, head_dim_v)."""
 
     position: int
@@ -339,7 +339,7 @@ def decode(queries: Tensor, keys: Tensor, values: Tensor, prefill: int,
         cache.append(keys[:, t:t + 1], values[:, t:t + 1])  # the new token's key and value
         cached_keys, cached_values = cache.read()
         row = grouped_query_attention(queries[:, t:t + 1], cached_keys, cached_values)
-        steps.append(DecodeStep(t, len(cache), row.attn_scores[:, 0], row.attn_weights[:, 0],
+        steps.append(DecodeStep(t, cached_keys.shape[1], row.attn_scores[:, 0], row.attn_weights[:, 0],
                                 row.context[:, 0]))
         lengths.append(len(cache))
     return Decoding(first, steps, lengths)

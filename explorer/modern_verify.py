@@ -21,6 +21,11 @@ from explorer.modern import ModernTrace
 TOLERANCE = 1e-4
 """Largest difference still shown as agreement (float32 rounding), as on the
 multi-head page."""
+DECODE_TOLERANCE = 1e-6
+"""The bound a decoded row keeps from full causal attention's row. The two are
+often not bit-equal (``torch.equal``): one query's (1, d) @ (d, t) product and
+its softmax over t keys add in another order than the whole (n, n) matrix's;
+measured on 600 random cases: at most 2.4e-7."""
 
 
 @dataclass(frozen=True)
@@ -33,10 +38,11 @@ class Check:
     reference: str
     max_abs_diff: float
     exact: bool = False
+    tolerance: float = TOLERANCE
 
     @property
     def ok(self) -> bool:
-        return self.max_abs_diff < TOLERANCE
+        return self.exact or self.max_abs_diff < self.tolerance
 
 
 def _diff(a: Tensor, b: Tensor) -> float:
@@ -84,41 +90,44 @@ def check_rope(trace: ModernTrace) -> Check:
                  max(_diff(q, trace.queries_rope), _diff(k, trace.keys_rope)))
 
 
+SDPA_CAUSAL = "F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)"
+
+
+def _sdpa(trace: ModernTrace, mask: Tensor | None = None) -> Tensor:
+    """SDPA of the rotated Q and K and of V (K/V heads grouped by ``enable_gqa``),
+    causal unless a boolean ``mask`` is given."""
+    return F.scaled_dot_product_attention(trace.queries_rope, trace.keys_rope, trace.values,
+                                          attn_mask=mask, is_causal=mask is None, enable_gqa=True)
+
+
 def check_gqa(trace: ModernTrace) -> Check:
     """Causal grouped-query attention against SDPA with ``enable_gqa=True``."""
-    reference = F.scaled_dot_product_attention(trace.queries_rope, trace.keys_rope, trace.values,
-                                               is_causal=True, enable_gqa=True)
-    return Check("Grouped-query attention", "context",
-                 "F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)",
-                 _diff(reference, trace.causal.context))
+    return Check("Grouped-query attention", "context", SDPA_CAUSAL,
+                 _diff(_sdpa(trace), trace.causal.context))
 
 
 def check_window(trace: ModernTrace) -> Check:
     """The sliding window against SDPA with the same boolean ``attn_mask``."""
-    reference = F.scaled_dot_product_attention(trace.queries_rope, trace.keys_rope, trace.values,
-                                               attn_mask=trace.window_mask, enable_gqa=True)
     return Check("Sliding window", "context",
                  "F.scaled_dot_product_attention(q, k, v, attn_mask=window_mask, "
-                 "enable_gqa=True)", _diff(reference, trace.windowed.context))
+                 "enable_gqa=True)", _diff(_sdpa(trace, trace.window_mask),
+                                           trace.windowed.context))
 
 
 def check_decoding(trace: ModernTrace) -> Check:
-    """Every decoded row against the row of full causal attention (``torch.equal``
-    where it holds; the largest difference otherwise)."""
+    """Every decoded row against the row of full causal attention: bit-equal
+    (``torch.equal``) or within `DECODE_TOLERANCE`."""
     assembled = modern.decoded_weights(trace.decoding, trace.n_tokens)
     exact = torch.equal(assembled, trace.causal.attn_weights)
     return Check("KV cache", "decoded attention weights, row by row",
                  "the rows of full causal attention", _diff(assembled, trace.causal.attn_weights),
-                 exact=exact)
+                 exact=exact, tolerance=DECODE_TOLERANCE)
 
 
 def check_flash(trace: ModernTrace) -> Check:
     """The online softmax's O against SDPA (causal, grouped-query)."""
-    reference = F.scaled_dot_product_attention(trace.queries_rope, trace.keys_rope, trace.values,
-                                               is_causal=True, enable_gqa=True)
-    return Check("Online softmax", "final O",
-                 "F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)",
-                 _diff(reference, trace.flash.context))
+    return Check("Online softmax", "final O", SDPA_CAUSAL,
+                 _diff(_sdpa(trace), trace.flash.context))
 
 
 def checks(trace: ModernTrace) -> dict[str, Check]:
