@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from explorer.config import ConfigError
+from explorer.config import MAX_ATTENTION_CELLS, ConfigError
 
 # ---------------------------------------------------------------------------
 # Limits and choices (one place)
@@ -334,13 +334,18 @@ def decode(queries: Tensor, keys: Tensor, values: Tensor, prefill: int,
     cache.append(keys[:, :prefill], values[:, :prefill])
     first = grouped_query_attention(queries[:, :prefill], keys[:, :prefill], values[:, :prefill],
                                     causal_mask(prefill))
+    n_kv, group = keys.shape[0], n_heads // keys.shape[0]
     steps, lengths = [], [len(cache)]
     for t in range(prefill, n_tokens):
         cache.append(keys[:, t:t + 1], values[:, t:t + 1])  # the new token's key and value
-        cached_keys, cached_values = cache.read()
-        row = grouped_query_attention(queries[:, t:t + 1], cached_keys, cached_values)
-        steps.append(DecodeStep(t, cached_keys.shape[1], row.attn_scores[:, 0], row.attn_weights[:, 0],
-                                row.context[:, 0]))
+        cached_keys, cached_values = cache.read()           # (n_kv, t + 1, d)
+        # the one new query of each head, grouped by the K/V head it reads: (n_kv, group, d)
+        query = queries[:, t].reshape(n_kv, group, -1)
+        scores = query @ cached_keys.transpose(-1, -2) / math.sqrt(queries.shape[-1])
+        weights = torch.softmax(scores, dim=-1)              # (n_kv, group, t + 1)
+        context = weights @ cached_values                    # (n_kv, group, d_v)
+        steps.append(DecodeStep(t, cached_keys.shape[1], scores.reshape(n_heads, -1),
+                                weights.reshape(n_heads, -1), context.reshape(n_heads, -1)))
         lengths.append(len(cache))
     return Decoding(first, steps, lengths)
 
@@ -361,11 +366,21 @@ def decoded_weights(decoding: Decoding, n_tokens: int) -> Tensor:
 # ---------------------------------------------------------------------------
 # 5. FlashAttention's online softmax
 # ---------------------------------------------------------------------------
+MAX_TILE_STEPS = 256
+"""The most (query tile, key tile) steps the online softmax walks: each is a
+Python step (at 512 tokens, tiles of 32 × 32: about 1 s on a loaded core)."""
+
+
 def check_tiles(n_tokens: int, block_q: int, block_k: int) -> None:
-    """Raise `ConfigError` unless 1 ≤ block_q, block_k ≤ n_tokens."""
+    """Raise `ConfigError` unless 1 ≤ block_q, block_k ≤ n_tokens and the tiles
+    take at most `MAX_TILE_STEPS` steps."""
     for name, size in (("block_q", block_q), ("block_k", block_k)):
         _need(1 <= size <= n_tokens, name,
               f"{name} must be between 1 and the {n_tokens} tokens (got {size})")
+    count = -(-n_tokens // block_q) * -(-n_tokens // block_k)
+    _need(count <= MAX_TILE_STEPS, "block_k",
+          f"the tiles take {count:,} steps for {n_tokens} tokens; at most {MAX_TILE_STEPS:,} are "
+          f"walked: make block_q × block_k at least {-(-n_tokens ** 2 // MAX_TILE_STEPS)}")
 
 
 def correction_factor(m_old: Tensor, m_new: Tensor) -> Tensor:
@@ -487,6 +502,9 @@ class ModernConfig:
         _need(1 <= self.n_heads <= MAX_MODERN_HEADS, "n_heads",
               f"n_heads must be between 1 and {MAX_MODERN_HEADS} here (got {self.n_heads})")
         check_groups(self.n_heads, self.n_kv_heads)
+        _need(self.n_heads * n_tokens ** 2 <= MAX_ATTENTION_CELLS, "n_heads",
+              f"n_heads × n_tokens² must be at most {MAX_ATTENTION_CELLS:,} (16 heads at 512 "
+              f"tokens; got {self.n_heads} × {n_tokens}²)")
         _need(self.head_dim <= MAX_HEAD_DIM, "head_dim",
               f"head_dim must be at most {MAX_HEAD_DIM} here (got {self.head_dim})")
         check_rope(self.head_dim, self.rope_base, self.rope_pairing, self.rope_offset)
@@ -529,6 +547,29 @@ class ModernTrace:
     @property
     def n_tokens(self) -> int:
         return self.embeddings.shape[0]
+
+    @property
+    def n_tile_steps(self) -> int:
+        """(query tiles) × (key tiles) of the online softmax."""
+        n, c = self.n_tokens, self.config
+        return -(-n // c.block_q) * -(-n // c.block_k)
+
+    def tile_of(self, step: int) -> tuple[int, int]:
+        """The (query tile, key tile) of the online softmax's ``step``-th step."""
+        return divmod(step, -(-self.n_tokens // self.config.block_k))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every tensor held (the caches count them)."""
+        tensors = [v for v in vars(self).values() if isinstance(v, Tensor)]
+        for part in (self.causal, self.windowed, self.decoding.prefill):
+            tensors += [part.attn_scores, part.attn_weights, part.context]
+        for step in self.decoding.steps:
+            tensors += [step.attn_scores, step.attn_weights, step.context]
+        for step in self.flash.steps:
+            tensors += [step.m_old, step.m_new, step.correction, step.l]
+            tensors += [step.O] if step.O is not None else []
+        return sum(t.numel() * t.element_size() for t in tensors) + self.flash.context.nbytes
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
