@@ -174,10 +174,15 @@ def rope(view: ModernView, head: int) -> None:
     st.caption(f"Head {head}'s keys are K/V head {kv}'s, turned the same way. Token 0 (m = "
                f"{c.rope_offset}) turns by {c.rope_offset}·θ_i.")
     moved = float((trace.scores_rope - trace.scores_at_zero).abs().max())
-    st.markdown(f"**Shift every position by {c.rope_offset}** (the sidebar's position offset): "
-                f"the scores with RoPE differ from those at offset 0 by at most {moved:.1e}, "
-                "float32 rounding of the angles (larger offsets round more), because q_m·k_n "
-                "depends only on m − n.")
+    if c.rope_offset == 0:
+        st.markdown("**Shift every position** with the sidebar's *position offset*: Q, K and "
+                    "the cos and sin tables change, the scores do not, because q_m·k_n depends "
+                    "only on m − n.")
+    else:
+        st.markdown(f"**Shift every position by {c.rope_offset}** (the sidebar's position "
+                    f"offset): Q and K changed, yet the scores with RoPE differ from those at "
+                    f"offset 0 by at most {moved:.1e}, float32 rounding of the angles (larger "
+                    "offsets round more), because q_m·k_n depends only on m − n.")
     check_line(_checks(view)["RoPE"])
 
 
@@ -280,16 +285,18 @@ def online_softmax(view: ModernView, head: int) -> None:
         "running maximum m, the running sum ℓ and an unnormalised output O. When a tile raises "
         "the maximum, what was summed so far is rescaled by the correction exp(m_old − m_new). "
         "At the end O / ℓ is the attention output (FlashAttention-2, Algorithm 1).")
-    st.latex(r"m' = \max(m, \mathrm{rowmax}\,S),\; c = e^{m - m'},\; "
-             r"\ell' = c\,\ell + \mathrm{rowsum}\,e^{S - m'},\; O' = c\,O + e^{S - m'} V")
+    st.latex(r"m' = \max(m, \mathrm{rowmax}\,S),\quad c = e^{m - m'}")
+    st.latex(r"\ell' = c\,\ell + \mathrm{rowsum}\,e^{S - m'},\quad O' = c\,O + e^{S - m'} V")
     chosen = widgets.index("tile", trace.n_tile_steps, "tile", buttons=False, labels=[
         "query tile {}, key tile {}".format(*trace.tile_of(s)) for s in range(trace.n_tile_steps)])
     q_tile, k_tile = trace.tile_of(chosen)
     step = next((s for s in flash.steps if (s.q_tile, s.k_tile) == (q_tile, k_tile)), None)
     if step is None:  # the cached trace kept another tile: shown on the next run
         return
-    _show(mf.chart(trace.causal.attn_scores[head], "scores",
-                   f"head {head}: the tile read (causal scores; the page draws them all, the "
+    masked = trace.causal.attn_scores[head].masked_fill(
+        ~modern.causal_mask(trace.n_tokens), float("-inf"))
+    _show(mf.chart(masked, "scores",
+                   f"head {head}: the tile read (masked scores S; the page draws them all, the "
                    "kernel never does)", labels,
                    shapes=[mf.tile_shape(step.rows, step.cols)]), "tile")
     number_table(mf.tile_table(step, head, labels))
