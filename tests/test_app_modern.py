@@ -139,3 +139,36 @@ def test_a_random_value_of_every_setting_survives_the_link():
 def test_every_widget_and_session_key_of_the_page_is_declared(monkeypatch):
     from tests.test_state import test_every_widget_and_session_key_is_declared
     test_every_widget_and_session_key_is_declared(MODERN_PAGE, monkeypatch)
+
+
+def test_the_script_and_the_json_reproduce_every_step_of_the_page(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    import torch
+
+    from explorer import modern_export
+    params = {"rope_pairing": "interleaved", "rope_offset": "9", "n_kv_heads": "1",
+              "prefill": "3", "block_q": "4", "block_k": "3", "window": "2"}
+    at = open_link(PAGE, params)
+    assert not at.exception and errors(at) == []
+    buttons = {b.proto.label: b for b in at.get("download_button")}
+    assert set(buttons) >= {"Reproduce in PyTorch", "Every matrix (JSON)"}
+    config = modern.ModernConfig(rope_pairing="interleaved", rope_offset=9, n_kv_heads=1,
+                                 prefill=3, block_q=4, block_k=3, window=2)
+    embeddings = compute_trace(AttentionConfig())["embeddings"]
+    trace = modern.modern_attention(embeddings, config, AttentionConfig().seed)
+    from explorer.ui.modern import _build
+    x_config = AttentionConfig()
+    script = _build(x_config, config, (0, 0), "http://localhost/Modern_attention", False)
+    (tmp_path / "modern.py").write_text(script)
+    run = subprocess.run([sys.executable, str(tmp_path / "modern.py"), "--save",
+                          str(tmp_path / "steps.pt")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    saved = torch.load(tmp_path / "steps.pt")
+    for name, value in modern_export.modern_steps(trace).items():
+        assert torch.equal(saved[name], value), name
+    steps = json.loads(_build(x_config, config, (0, 0), "", True))["steps"]
+    assert np.allclose(steps["scores_rope"], trace.scores_rope.numpy(), atol=1e-6)
+    assert steps["window_mask"] == trace.window_mask.tolist()

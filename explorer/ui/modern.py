@@ -18,7 +18,7 @@ from functools import partial
 import streamlit as st
 import torch
 
-from explorer import literal, modern, modern_verify
+from explorer import literal, modern, modern_export, modern_verify
 from explorer import modern_figures as mf
 from explorer.budget import BudgetError
 from explorer.config import AttentionConfig, ConfigError
@@ -77,12 +77,8 @@ def settings() -> ModernView | None:
         config = modern_config(values)
         config.check(x_trace.n_tokens)
         tile = _tile_for(config, x_trace.n_tokens)
-        n, h = x_trace.n_tokens, config.n_heads
         key = ("modern", x_config, config, tile)
-        trace = cache.cached_model_result(
-            key,
-            partial(modern.modern_attention, x_trace["embeddings"], config, x_config.seed, tile),
-            work_bytes=12 * 4 * h * n * n, what="the Modern attention steps")
+        trace = _trace_of(x_config, config, tile)
     except (ConfigError, BudgetError) as error:
         st.error(literal.markdown(str(error)))
         frame.finish(None, values)
@@ -92,7 +88,50 @@ def settings() -> ModernView | None:
     labels = tuple(token_labels(x_trace.tokens))
     view = ModernView(MODERN_PAGE, config, trace, shown, labels=labels, key=key)
     frame.finish(None, shown, context)
+    with st.sidebar:
+        take_it_with_you(view, x_config, tile)
     return view
+
+
+def _trace_of(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, int]
+              ) -> ModernTrace:
+    """The page's steps for X of ``x_config``, cached with the real model results
+    (bounded by bytes); computing them reserves their work bytes first."""
+    x_trace = cache.cached_trace(x_config)
+    n = x_trace.n_tokens
+    return cache.cached_model_result(
+        ("modern", x_config, config, tile),
+        partial(modern.modern_attention, x_trace["embeddings"], config, x_config.seed, tile),
+        work_bytes=12 * 4 * config.n_heads * n * n, what="the Modern attention steps")
+
+
+def _build(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, int], link: str,
+           json_file: bool) -> str:
+    """A download's text, built when it is clicked, from the cached steps (a
+    button holds the settings, never the trace)."""
+    trace = _trace_of(x_config, config, tile)
+    tokens = list(token_labels(x_config.tokens))
+    if json_file:
+        return modern_export.modern_json(trace, tokens)
+    return modern_export.modern_script(trace, tokens, x_config.seed, link)
+
+
+def take_it_with_you(view: ModernView, x_config: AttentionConfig, tile: tuple[int, int]) -> None:
+    """The sidebar's downloads of this page: the PyTorch script that recomputes
+    every step, and every matrix as JSON."""
+    link = state.url(st.context.url or "", st.query_params.to_dict())  # as `frame.finish` wrote it
+    with st.expander("Take it with you", icon=":material/download:"):
+        st.download_button("Reproduce in PyTorch", key="download-modern-script",
+                           data=partial(_build, x_config, view.config, tile, link, False),
+                           file_name=modern_export.SCRIPT_FILE, mime="text/x-python",
+                           on_click="ignore", icon=":material/download:",
+                           help="A script (torch only) that recomputes every step of this page "
+                                "and checks it against PyTorch's SDPA; --save FILE keeps them.")
+        st.download_button("Every matrix (JSON)", key="download-modern-json",
+                           data=partial(_build, x_config, view.config, tile, link, True),
+                           file_name=modern_export.JSON_FILE, mime="application/json",
+                           on_click="ignore", icon=":material/download:",
+                           help='Strict JSON: −∞ is the string "-Infinity".')
 
 
 # ---------------------------------------------------------------------------
