@@ -519,9 +519,11 @@ class ModernTrace:
     window, the decoding and the online softmax. Shapes: W_query (d_in,
     n_heads·head_dim); W_key, W_value (d_in, n_kv_heads·head_dim); queries
     (n_heads, n, head_dim); keys, values (n_kv_heads, n, head_dim); cos, sin
-    (n, head_dim); the scores (n_heads, n, n) without RoPE, with it at
-    ``rope_offset`` and with it at offset 0 (equal: q_m·k_n depends on m − n
-    only); the attentions' weights (n_heads, n, n)."""
+    (n, head_dim); the scores (n_heads, n, n) without RoPE and with it at
+    ``rope_offset``; ``offset_change``, their largest difference from the scores
+    at offset 0 (float32 rounding: q_m·k_n depends on m − n only); the
+    attentions' weights (n_heads, n, n) (their scores are ``scores_rope``, one
+    tensor shared)."""
 
     config: ModernConfig
     embeddings: Tensor
@@ -537,7 +539,7 @@ class ModernTrace:
     keys_rope: Tensor
     scores_no_rope: Tensor
     scores_rope: Tensor
-    scores_at_zero: Tensor
+    offset_change: float
     causal: Attention
     windowed: Attention
     window_mask: Tensor
@@ -560,7 +562,7 @@ class ModernTrace:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of every tensor held (the caches count them)."""
+        """Bytes of every tensor held (the caches count them), a shared one once."""
         tensors = [v for v in vars(self).values() if isinstance(v, Tensor)]
         for part in (self.causal, self.windowed, self.decoding.prefill):
             tensors += [part.attn_scores, part.attn_weights, part.context]
@@ -569,7 +571,9 @@ class ModernTrace:
         for step in self.flash.steps:
             tensors += [step.m_old, step.m_new, step.correction, step.l]
             tensors += [step.O] if step.O is not None else []
-        return sum(t.numel() * t.element_size() for t in tensors) + self.flash.context.nbytes
+        tensors.append(self.flash.context)
+        unique = {t.data_ptr(): t.numel() * t.element_size() for t in tensors if t.numel()}
+        return sum(unique.values())
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -618,11 +622,13 @@ def modern_attention(embeddings: Tensor, config: ModernConfig, seed: int,
     flash = online_softmax_attention(q_rope, repeat_kv(k_rope, c.n_heads),
                                      repeat_kv(values, c.n_heads), c.block_q, c.block_k, causal,
                                      record, keep_o)
+    full, windowed = (grouped_query_attention(q_rope, k_rope, values, mask)
+                      for mask in (causal, window))
+    windowed.attn_scores = full.attn_scores  # equal (the mask comes after): held once
     return ModernTrace(
         c, embeddings, W_query, W_key, W_value, queries, keys, values, cos, sin, q_rope, k_rope,
         scores_no_rope=attention_scores(queries, repeat_kv(keys, c.n_heads)),
-        scores_rope=attention_scores(q_rope, repeat_kv(k_rope, c.n_heads)),
-        scores_at_zero=at_zero,
-        causal=grouped_query_attention(q_rope, k_rope, values, causal),
-        windowed=grouped_query_attention(q_rope, k_rope, values, window), window_mask=window,
+        scores_rope=full.attn_scores,
+        offset_change=float((full.attn_scores - at_zero).abs().max()) if n else 0.0,
+        causal=full, windowed=windowed, window_mask=window,
         decoding=decode(q_rope, k_rope, values, c.prefill), flash=flash)
