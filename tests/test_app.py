@@ -112,7 +112,8 @@ def test_page_loads_with_defaults_and_no_error(page):
     assert at.text_input(key="sentence").value == "Life is short, eat dessert first"
     assert at.number_input(key="d_in").value == 3
     assert at.text_input(key="seed").value == "123"
-    if page == PAGE_FILES["Simplified_attention"]:  # d_k = d_v = d_in there: not offered
+    # not offered: d_k = d_v = d_in on the Simplified page; head_dim on the Modern one
+    if page in (PAGE_FILES["Simplified_attention"], PAGE_FILES["Modern_attention"]):
         assert [w.key for w in at.number_input].count("d_k") == 0
     else:
         assert at.number_input(key="d_k").value == 2

@@ -10,6 +10,7 @@ from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_
 HOME_PAGE = "Home"
 MODEL_PAGE = "Real model"
 CHECK_PAGE = "Check your code"
+MODERN_PAGE = "Modern attention"
 PAGES: dict[str, tuple[str, str]] = {
     HOME_PAGE: ("streamlit_app.py", ":material/home:"),
     SIMPLIFIED_PAGE: ("pages/1_Simplified_attention.py", ":material/looks_one:"),
@@ -18,6 +19,7 @@ PAGES: dict[str, tuple[str, str]] = {
     EXPERIMENTS_PAGE: ("pages/4_Experiments.py", ":material/science:"),
     MODEL_PAGE: ("pages/5_Real_model.py", ":material/memory:"),
     CHECK_PAGE: ("pages/6_Check_your_code.py", ":material/fact_check:"),
+    MODERN_PAGE: ("pages/7_Modern_attention.py", ":material/bolt:"),
 }
 """Page label -> (script, icon)."""
 

@@ -63,7 +63,8 @@ from explorer.presets import (EXPERIMENTS_PAGE, JOURNEY_SENTENCE, MULTI_HEAD_PAG
                               SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE, SIMPLIFIED, Preset)
 from explorer.steps import STEPS
 from explorer.listings import MULTI_HEAD_ATTENTION, MULTI_HEAD_ATTENTION_CLASS
-from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODEL_PAGE
+from explorer import modern
+from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAGE
 
 # ---------------------------------------------------------------------------
 # Kinds: a value's type, its text in a link, and its bounds
@@ -411,6 +412,44 @@ def _experiment_side(side: str, scale: Callable[[AttentionConfig], bool]) -> lis
     ]
 
 
+_MODERN = ONLY({MODERN_PAGE})
+_MODERN_ENTRIES = [
+    # The Modern attention page's own settings (`explorer.modern.ModernConfig`)
+    Entry("n_query_heads", Number(low=1, high=modern.MAX_MODERN_HEADS), _MODERN, "n_heads",
+          "Query heads; n_kv_heads must divide it.", PAGE_OWN, default=4),
+    Entry("n_kv_heads", Number(low=1, high=modern.MAX_MODERN_HEADS), _MODERN, "n_kv_heads",
+          "Key/value heads, each shared by n_heads / n_kv_heads query heads: 1 is multi-query "
+          "attention, n_heads is multi-head attention.", PAGE_OWN, default=2),
+    Entry("head_dim", Number(low=2, high=modern.MAX_HEAD_DIM, step=2), _MODERN, "head_dim",
+          "Width of each head's queries, keys and values; even, since RoPE turns pairs.",
+          PAGE_OWN, default=8),
+    Entry("rope_base", Number(low=int(modern.MIN_ROPE_BASE), high=int(modern.MAX_ROPE_BASE),
+                              step=1000), _MODERN, "RoPE base",
+          "θ_i = base^(−2i/head_dim): 10,000 in RoFormer and Llama 2, 500,000 in Llama 3.",
+          PAGE_OWN, default=int(modern.DEFAULT_ROPE_BASE)),
+    Entry("rope_pairing", Choice(modern.ROPE_PAIRINGS, labels=modern.PAIRING_HELP), _MODERN,
+          "RoPE pairing", "Which dimensions turn together.", PAGE_OWN, default=modern.ROTATE_HALF),
+    Entry("rope_offset", Number(low=0, high=modern.MAX_ROPE_OFFSET), _MODERN,
+          "position offset", "Shift every position by this many: the scores stay the same.",
+          PAGE_OWN, default=0),
+    Entry("window", Number(low=1, high=cfg.MAX_TOKENS), _MODERN, "sliding window w",
+          "Each query sees itself and the w − 1 tokens before it.", PAGE_OWN, default=3),
+    Entry("prefill", Number(low=0, high=cfg.MAX_TOKENS), _MODERN, "KV cache: prefill tokens",
+          "The first tokens are processed at once; the rest one at a time.", PAGE_OWN,
+          default=2),
+    Entry("block_q", Number(low=1, high=cfg.MAX_TOKENS), _MODERN, "block_q: query tile",
+          "Queries per tile of the online softmax.", PAGE_OWN, default=2),
+    Entry("block_k", Number(low=1, high=cfg.MAX_TOKENS), _MODERN, "block_k: key tile",
+          "Keys per tile of the online softmax.", PAGE_OWN, default=2),
+    # What the page shows
+    Entry("decode_row", Index(), _MODERN, "Token to decode",
+          default=lambda c: c.trace.n_tokens - 1,
+          allowed=lambda c: range(c.trace.n_tokens) if c.trace else None),
+    Entry("tile", Index(), _MODERN, "Tile step", default=0,
+          allowed=lambda c: range(c.trace.n_tile_steps) if c.trace else None),
+]
+"""The Modern attention page's entries (`explorer.ui.modern`)."""
+
 _ENTRIES: list[Entry] = [
     # The worked example: applied first, then the settings a link gives.
     Entry("preset", Choice(("", *PRESETS), labels={s: p.title for s, p in PRESETS.items()}),
@@ -444,11 +483,11 @@ _ENTRIES: list[Entry] = [
     _config_entry("sentence", Text(field="sentence", max_chars=cfg.MAX_SENTENCE_CHARS),
                   "Sentence", "Split on whitespace; punctuation at word ends is stripped; "
                   f"{cfg.MIN_TOKENS} to {cfg.MAX_TOKENS} tokens.", BASIC,
-                  CONFIG_PAGES | {MODEL_PAGE, CHECK_PAGE},
+                  CONFIG_PAGES | {MODEL_PAGE, CHECK_PAGE, MODERN_PAGE},
                   page_defaults={CHECK_PAGE: JOURNEY_SENTENCE}),
     _config_entry("d_in", Number("d_in"), "d_in: embedding dim",
                   "Width of each token's embedding vector x_i.", BASIC,
-                  CONFIG_PAGES | {CHECK_PAGE}),
+                  CONFIG_PAGES | {CHECK_PAGE, MODERN_PAGE}),
     _config_entry("d_k", Number("d_k"), "d_k: query/key dim",
                   "Width of the queries and keys (W_query, W_key).", BASIC, WEIGHT_PAGES),
     _config_entry("d_v", Number("d_v"), "d_v: value dim",
@@ -457,7 +496,7 @@ _ENTRIES: list[Entry] = [
     # number input holds exactly. The backend parses and checks it.
     _config_entry("seed", Text(field="seed"), "seed",
                   f"Seeds a local torch.Generator; {cfg.MIN_SEED} to {cfg.MAX_SEED}. The same "
-                  "seed gives the book's numbers.", BASIC, CONFIG_PAGES | {CHECK_PAGE},
+                  "seed gives the book's numbers.", BASIC, CONFIG_PAGES | {CHECK_PAGE, MODERN_PAGE},
                   from_config=str),
     _config_entry("embedding", Choice(_offered("embedding")), "embedding: where X comes from",
                   _choices_help("embedding"), ADVANCED),
@@ -513,7 +552,8 @@ _ENTRIES: list[Entry] = [
     # What a chart page shows
     # The head and the query token are picked in the browser (chart.js follows a
     # choice at once, `explorer.ui.chart.picker`), which then sets them here.
-    Entry("head", Index(), HEAD_PAGES, "Head to show", default=0, widget=False,
+    *_MODERN_ENTRIES,
+    Entry("head", Index(), HEAD_PAGES | {MODERN_PAGE}, "Head to show", default=0, widget=False,
           allowed=lambda c: range(c.trace.config.n_heads) if c.trace else None),
     Entry("query", Index(), CHART_PAGES, "Query token", default=None, widget=False,
           page_defaults={SIMPLIFIED_PAGE: lambda c: min(1, c.trace.n_tokens - 1)},
@@ -588,6 +628,7 @@ ACTIONS: dict[str, str] = {
     "script-popover": "the Copy popover of the PyTorch script",
     "check-": "the Check my code button and the report's charts",
     "picker-": "a picker of the view drawn by chart.js (the query token, the head)",
+    "modern-": "a chart of the Modern attention page",
 }
 """Key prefixes of widgets that hold no setting: buttons, charts, tables and
 uploads, each the action of an entry (a chart click sets ``cell``, a table

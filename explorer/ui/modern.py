@@ -1,0 +1,385 @@
+"""The "Modern attention" page's pieces: its settings (the shared sentence,
+d_in and seed, then `explorer.modern.ModernConfig`'s sizes), and one section
+per part (RoPE, grouped-query attention, the sliding window, the KV cache, the
+online softmax, a Llama-style layer), each with its check against its
+reference (`explorer.modern_verify`).
+
+Its settings and view values are entries of `explorer.ui.state` beside the
+others, so the link carries them; X comes from the same `AttentionConfig`
+trace as on the other pages (cached), and the page's steps are cached with
+the real model results, bounded by bytes (`explorer.ui.cache.cached_model_result`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import streamlit as st
+import torch
+
+from explorer import literal, modern, modern_export, modern_verify
+from explorer import modern_figures as mf
+from explorer.budget import BudgetError
+from explorer.config import AttentionConfig, ConfigError
+from explorer.modern import ModernConfig, ModernTrace
+from explorer.tokenizer import token_labels
+from explorer.ui import cache, chart, state, widgets
+from explorer.ui.navigation import MODERN_PAGE
+from explorer.ui.render import number_table
+from explorer.ui.sidebar import Frame
+from explorer.ui.state import Context, View
+
+FIELDS = {"n_query_heads": "n_heads", "n_kv_heads": "n_kv_heads", "head_dim": "head_dim",
+          "rope_base": "rope_base", "rope_pairing": "rope_pairing",
+          "rope_offset": "rope_offset", "window": "window", "prefill": "prefill",
+          "block_q": "block_q", "block_k": "block_k"}
+"""Entry name -> `ModernConfig` field."""
+WORK_FACTOR = 16
+"""(n_heads, n, n) float32 tensors reserved while the steps are computed:
+measured, 512 tokens and 16 heads raised the peak RSS by 250 MiB, 15.6 of them
+(the steps then hold 95 MiB; 4 heads hold 25 MiB)."""
+
+
+@dataclass(frozen=True)
+class ModernView(View):
+    """The page's view: ``trace`` is the `ModernTrace`, ``labels`` the token
+    labels, ``key`` the trace's cache key (its checks are cached beside it)."""
+
+    labels: tuple[str, ...] = ()
+    key: tuple = ()
+
+
+def modern_config(values: dict) -> ModernConfig:
+    """The `ModernConfig` of the page's setting values."""
+    fields = {FIELDS[name]: values[name] for name in FIELDS}
+    return ModernConfig(**{**fields, "rope_base": float(fields["rope_base"])})
+
+
+def _tile_for(config: ModernConfig, n_tokens: int) -> tuple[int, int]:
+    """The tile step the page shows (the ``tile`` entry), as (query tile, key
+    tile); the first when it is outside the tiles."""
+    k_tiles = -(-n_tokens // config.block_k)
+    count = -(-n_tokens // config.block_q) * k_tiles
+    step = state.value("tile") or 0
+    return divmod(step if 0 <= step < count else 0, k_tiles)
+
+
+def settings() -> ModernView | None:
+    """Draw the sidebar and return the page's view, or None (the error shown)."""
+    frame = Frame(MODERN_PAGE)
+    values = frame.values
+    with frame.sidebar:
+        st.header(MODERN_PAGE)
+        values |= widgets.group(MODERN_PAGE, state.PAGE_OWN, values)
+        st.header("Settings")
+        values |= widgets.group(MODERN_PAGE, state.BASIC, values)
+    try:
+        x_config = AttentionConfig(sentence=values["sentence"], d_in=values["d_in"],
+                                   seed=values["seed"])
+        x_trace = cache.cached_trace(x_config)
+        config = modern_config(values)
+        config.check(x_trace.n_tokens)
+        tile = _tile_for(config, x_trace.n_tokens)
+        key = ("modern", x_config, config, tile)
+        trace = _trace_of(x_config, config, tile)
+    except (ConfigError, BudgetError) as error:
+        st.error(literal.markdown(str(error)))
+        frame.finish(None, values)
+        return None
+    context = Context(trace, config)
+    shown = {**values, **state.resolve(MODERN_PAGE, context)}
+    labels = tuple(token_labels(x_trace.tokens))
+    view = ModernView(MODERN_PAGE, config, trace, shown, labels=labels, key=key)
+    frame.finish(None, shown, context)
+    with st.sidebar:
+        take_it_with_you(view, x_config, tile)
+    return view
+
+
+def _trace_of(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, int]
+              ) -> ModernTrace:
+    """The page's steps for X of ``x_config``, cached with the real model results
+    (bounded by bytes); computing them reserves their work bytes first."""
+    x_trace = cache.cached_trace(x_config)
+    n = x_trace.n_tokens
+    return cache.cached_model_result(
+        ("modern", x_config, config, tile),
+        partial(modern.modern_attention, x_trace["embeddings"], config, x_config.seed, tile),
+        work_bytes=WORK_FACTOR * 4 * config.n_heads * n * n, what="the Modern attention steps")
+
+
+def _build(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, int], link: str,
+           json_file: bool) -> str:
+    """A download's text, built when it is clicked, from the cached steps (a
+    button holds the settings, never the trace)."""
+    trace = _trace_of(x_config, config, tile)
+    tokens = list(token_labels(x_config.tokens))
+    if json_file:
+        return modern_export.modern_json(trace, tokens)
+    return modern_export.modern_script(trace, tokens, x_config.seed, link)
+
+
+def take_it_with_you(view: ModernView, x_config: AttentionConfig, tile: tuple[int, int]) -> None:
+    """The sidebar's downloads of this page: the PyTorch script that recomputes
+    every step, and every matrix as JSON."""
+    link = state.url(st.context.url or "", st.query_params.to_dict())  # as `frame.finish` wrote it
+    with st.expander("Take it with you", icon=":material/download:"):
+        st.download_button("Reproduce in PyTorch", key="download-modern-script",
+                           data=partial(_build, x_config, view.config, tile, link, False),
+                           file_name=modern_export.SCRIPT_FILE, mime="text/x-python",
+                           on_click="ignore", icon=":material/download:",
+                           help="A script (torch only) that recomputes every step of this page "
+                                "and checks it against PyTorch's SDPA; --save FILE keeps them.")
+        st.download_button("Every matrix (JSON)", key="download-modern-json",
+                           data=partial(_build, x_config, view.config, tile, link, True),
+                           file_name=modern_export.JSON_FILE, mime="application/json",
+                           on_click="ignore", icon=":material/download:",
+                           help='Strict JSON: −∞ is the string "-Infinity".')
+
+
+# ---------------------------------------------------------------------------
+# The check line each part shows
+# ---------------------------------------------------------------------------
+def check_line(check: modern_verify.Check) -> None:
+    """"✓ Verified against <reference>: max |difference| = …", as the multi-head page."""
+    exact = " (bit for bit)" if check.exact else ""
+    line = (f"{'✓' if check.ok else '✗'} {check.part}: verified against `{check.reference}`, "
+            f"same {check.compared}{exact}, max |difference| = {check.max_abs_diff:.1e} "
+            f"(agreement: below {check.tolerance:.0e}, float32 rounding).")
+    (st.success if check.ok else st.error)(line)
+
+
+def _checks(view: ModernView) -> dict[str, modern_verify.Check]:
+    """Every part's check of the view's trace, computed once (cached beside it)."""
+    return cache.cached_model_result(("modern-checks", *view.key),
+                                     partial(modern_verify.checks, view.trace), work_bytes=0)
+
+
+def head_picker(view: ModernView) -> int:
+    """The query head shown in every per-head chart (the shared ``head`` entry)."""
+    n_heads = view.config.n_heads
+    if n_heads == 1:
+        return 0
+    return chart.picker("head", "Query head to show", [f"head {h}" for h in range(n_heads)],
+                        view.head, buttons=n_heads <= widgets.MAX_BUTTONS,
+                        on_pick=partial(_pick, "head"))
+
+
+def _pick(name: str, value) -> None:
+    """The head picked in the browser: into the state (the page then reruns)."""
+    state.put(name, value)
+    state.changed()
+
+
+def _show(drawn, key: str) -> None:
+    chart.show(drawn, key=f"modern-{key}")
+
+
+# ---------------------------------------------------------------------------
+# The parts
+# ---------------------------------------------------------------------------
+def rope(view: ModernView, head: int) -> None:
+    """1. RoPE: the frequencies, the cos and sin tables, Q and K before and after,
+    the scores before and after, the offset that changes nothing."""
+    trace, c, labels = view.trace, view.config, list(view.labels)
+    kv = modern.kv_head_of(c.n_heads, c.n_kv_heads)[head]
+    st.header("1. Rotary position embeddings (RoPE)")
+    st.markdown(
+        "Instead of adding a position vector to X, RoPE **turns** each query and key by an "
+        "angle that grows with its position m: the dimensions go in pairs, and pair i turns by "
+        "m·θ_i, with θ_i = base^(−2i/head_dim). A query at m and a key at n then meet at the "
+        "angle (m − n)·θ_i, so their score depends on how far apart they are, not where "
+        f"they are. **Pairing: {literal.markdown(modern.PAIRING_HELP[c.rope_pairing])}.**")
+    st.latex(r"q'_m = q_m \odot \cos(m\theta) + \mathrm{rotate}(q_m) \odot \sin(m\theta),"
+             r"\quad \theta_i = \mathrm{base}^{-2i/d}")
+    number_table(mf.frequency_table(c))
+    cos_col, sin_col = st.columns(2)
+    positions = f"positions {c.rope_offset} … {c.rope_offset + trace.n_tokens - 1}"
+    with cos_col:
+        _show(mf.chart(trace.cos, "table", f"cos(m·θ), {positions}", labels, columns=2,
+                       zrange=(-1, 1), shapes=mf.pair_shapes(c, trace.n_tokens)), "cos")
+    with sin_col:
+        _show(mf.chart(trace.sin, "table", f"sin(m·θ), {positions}", labels, columns=2,
+                       zrange=(-1, 1), shapes=mf.pair_shapes(c, trace.n_tokens)), "sin")
+    st.caption("Outlined: the two columns of pair 0, which turn together.")
+    before, after = st.columns(2)
+    with before:
+        _show(mf.chart(trace.queries[head], "heads", f"Q of head {head}, before RoPE", labels,
+                       columns=2), "q-before")
+        _show(mf.chart(trace.scores_no_rope[head], "scores", f"scores of head {head} without "
+                       "RoPE, Q·Kᵀ/√head_dim", labels, columns=2), "scores-before")
+    with after:
+        _show(mf.chart(trace.queries_rope[head], "heads", f"Q of head {head}, after RoPE",
+                       labels, columns=2), "q-after")
+        _show(mf.chart(trace.scores_rope[head], "scores", f"scores of head {head} with RoPE",
+                       labels, columns=2), "scores-after")
+    st.caption(f"Head {head}'s keys are K/V head {kv}'s, turned the same way. Token 0 (m = "
+               f"{c.rope_offset}) turns by {c.rope_offset}·θ_i.")
+    moved = trace.offset_change
+    if c.rope_offset == 0:
+        st.markdown("**Shift every position** with the sidebar's *position offset*: Q, K and "
+                    "the cos and sin tables change, the scores do not, because q_m·k_n depends "
+                    "only on m − n.")
+    else:
+        st.markdown(f"**Shift every position by {c.rope_offset}** (the sidebar's position "
+                    f"offset): Q and K changed, yet the scores with RoPE differ from those at "
+                    f"offset 0 by at most {moved:.1e}, float32 rounding of the angles (larger "
+                    "offsets round more), because q_m·k_n depends only on m − n.")
+    check_line(_checks(view)["RoPE"])
+
+
+def grouped_query(view: ModernView, head: int) -> None:
+    """2. Grouped-query attention: who shares which K/V head, the repeated K, the cache bytes."""
+    trace, c, labels = view.trace, view.config, list(view.labels)
+    kind = ("multi-query attention (one K/V head)" if c.n_kv_heads == 1 else
+            "multi-head attention (one K/V head per query head)" if c.n_kv_heads == c.n_heads
+            else "grouped-query attention")
+    st.header("2. Grouped-query and multi-query attention")
+    st.markdown(
+        f"{c.n_heads} query heads share {c.n_kv_heads} key/value heads: {literal.markdown(kind)}. "
+        f"Each K/V head serves {c.n_heads // c.n_kv_heads} neighbouring query heads; its keys "
+        "and values are repeated to them (`repeat_kv` in transformers, "
+        "`enable_gqa=True` in PyTorch). Fewer K/V heads mean a smaller KV cache.")
+    table_col, k_col = st.columns(2)
+    with table_col:
+        number_table(mf.group_table(c))
+    with k_col:
+        kv = modern.kv_head_of(c.n_heads, c.n_kv_heads)[head]
+        _show(mf.chart(trace.keys_rope[kv], "heads", f"K of K/V head {kv}, read by query head "
+                       f"{head} (after RoPE)", labels, columns=2), "k-shared")
+    _show(mf.chart(trace.causal.attn_weights[head], "weights",
+                   f"causal attention weights of query head {head}", labels), "gqa-weights")
+    st.subheader("KV-cache bytes per token")
+    number_table(mf.cache_table(c))
+    check_line(_checks(view)["Grouped-query attention"])
+
+
+def sliding_window(view: ModernView, head: int) -> None:
+    """3. The sliding window: its mask beside the causal one, the weights, the convention."""
+    trace, c, labels = view.trace, view.config, list(view.labels)
+    st.header("3. Sliding-window attention")
+    st.markdown(
+        f"**Convention: with window w = {c.window}, each query sees itself and the "
+        f"{c.window - 1} tokens before it ({c.window} keys in all)**: key j is seen by query i "
+        "when i − w < j ≤ i, as transformers' `sliding_window_overlay` (Mistral) counts. "
+        f"Off by one, \"{c.window} previous tokens\" would be a window of {c.window + 1}: one "
+        "more dark cell left of each row's diagonal.")
+    causal_col, window_col = st.columns(2)
+    with causal_col:
+        _show(mf.chart(modern.causal_mask(trace.n_tokens), "mask", "causal mask (dark: seen)",
+                       labels, columns=2), "mask-causal")
+    with window_col:
+        _show(mf.chart(trace.window_mask, "mask", f"window w = {c.window} (dark: seen)", labels,
+                       columns=2), "mask-window")
+    _show(mf.chart(trace.windowed.attn_weights[head], "weights",
+                   f"windowed attention weights of query head {head}", labels), "window-weights")
+    check_line(_checks(view)["Sliding window"])
+
+
+def kv_cache(view: ModernView, head: int) -> None:
+    """4. The KV cache, one token at a time."""
+    trace, c, labels = view.trace, view.config, list(view.labels)
+    decoding = trace.decoding
+    st.header("4. The KV cache, one token at a time")
+    st.markdown(
+        f"Generation feeds the sentence in steps: **prefill** the first {c.prefill} tokens at "
+        "once (their keys and values go into the cache), then **decode** one token at a time: "
+        "its key and value are appended, and its single query reads every cached key. Nothing "
+        "is recomputed for the earlier tokens.")
+    if not decoding.steps:
+        st.info(f"Every token is in the prefill ({c.prefill} of {trace.n_tokens}): lower "
+                "prefill to decode some.")
+    else:
+        position = widgets.index("decode_row", trace.n_tokens, "token", labels=labels,
+                                 buttons=False)
+        if position < c.prefill:
+            weights = decoding.prefill.attn_weights[head, position:position + 1]
+            st.markdown(f"Token {position} ({literal.markdown(labels[position])}) is in the "
+                        f"prefill: its row comes from the causal attention of the first "
+                        f"{c.prefill} tokens at once. Pick a later token to see it decoded.")
+        else:
+            step = decoding.steps[position - c.prefill]
+            weights = step.attn_weights[head][None]
+            st.markdown(f"Decoding token {position} ({literal.markdown(labels[position])}): "
+                        f"the cache holds the keys and values of tokens 0 … {position} "
+                        f"({step.cache_len} tokens × {c.n_kv_heads} K/V heads × head_dim "
+                        f"{c.head_dim}, keys and values: "
+                        f"{2 * step.cache_len * c.n_kv_heads * c.head_dim * 4:,} bytes in "
+                        "float32). Its one query reads all of them.")
+        row = torch.zeros(1, trace.n_tokens)
+        row[0, :weights.shape[1]] = weights[0]
+        _show(mf.chart(row, "row", f"head {head}: token {position}'s one row of weights "
+                       f"(reads keys 0 … {position})", labels, row_labels=[labels[position]]),
+              "decode-row")
+        st.caption(f"The cache grew {' → '.join(map(str, decoding.cache_lengths[:12]))}"
+                   f"{' …' if len(decoding.cache_lengths) > 12 else ''} tokens, one per step.")
+    check_line(_checks(view)["KV cache"])
+
+
+def online_softmax(view: ModernView, head: int) -> None:
+    """5. FlashAttention's online softmax: the tile read, m, ℓ, the correction and O."""
+    trace, c, labels = view.trace, view.config, list(view.labels)
+    flash = trace.flash
+    st.header("5. FlashAttention's online softmax")
+    st.markdown(
+        f"FlashAttention never builds the {trace.n_tokens} × {trace.n_tokens} scores. It "
+        f"walks tiles of {c.block_q} queries × {c.block_k} keys and keeps, per query row, the "
+        "running maximum m, the running sum ℓ and an unnormalised output O. When a tile raises "
+        "the maximum, what was summed so far is rescaled by the correction exp(m_old − m_new). "
+        "At the end O / ℓ is the attention output (FlashAttention-2, Algorithm 1).")
+    st.latex(r"m' = \max(m, \mathrm{rowmax}\,S),\quad c = e^{m - m'}")
+    st.latex(r"\ell' = c\,\ell + \mathrm{rowsum}\,e^{S - m'},\quad O' = c\,O + e^{S - m'} V")
+    chosen = widgets.index("tile", trace.n_tile_steps, "tile", buttons=False, labels=[
+        "query tile {}, key tile {}".format(*trace.tile_of(s)) for s in range(trace.n_tile_steps)])
+    q_tile, k_tile = trace.tile_of(chosen)
+    step = next((s for s in flash.steps if (s.q_tile, s.k_tile) == (q_tile, k_tile)), None)
+    if step is None:  # the cached trace kept another tile: shown on the next run
+        return
+    masked = trace.causal.attn_scores[head].masked_fill(
+        ~modern.causal_mask(trace.n_tokens), float("-inf"))
+    _show(mf.chart(masked, "scores",
+                   f"head {head}: the tile read (masked scores S; the page draws them all, the "
+                   "kernel never does)", labels,
+                   shapes=[mf.tile_shape(step.rows, step.cols)]), "tile")
+    number_table(mf.tile_table(step, head, labels))
+    if step.O is not None:
+        _show(mf.chart(step.O[head], "output", f"head {head}: O after this tile (not yet "
+                       "divided by ℓ)", labels, row_labels=[labels[i] for i in step.rows]),
+              "tile-output")
+    st.subheader("Memory")
+    number_table(mf.memory_table(trace))
+    check_line(_checks(view)["Online softmax"])
+
+
+def llama_layer(view: ModernView) -> None:
+    """6. A Llama-style layer: a tiny random LlamaModel (no download) whose
+    layer-0 attention the explorer's RoPE and grouped-query steps reproduce."""
+    c, trace = view.config, view.trace
+    st.header("6. All at once: a Llama-style layer")
+    d_in = trace.embeddings.shape[1]
+    hidden = -(-d_in // c.n_heads) * c.n_heads  # transformers wants n_heads | hidden size
+    padded = torch.nn.functional.pad(trace.embeddings, (0, hidden - d_in))
+    pad_note = f" (X padded with {hidden - d_in} zero columns)" if hidden > d_in else ""
+    st.markdown(
+        f"A tiny `LlamaModel` from `transformers`, built with random weights (no download): "
+        f"hidden size {hidden}{pad_note}, {c.n_heads} query heads, {c.n_kv_heads} K/V heads, "
+        f"head_dim {c.head_dim}, RoPE base {c.rope_base:g}, rotate-half pairing, 2 layers, "
+        "eager attention. Its layer 0 reads X after its RMSNorm; the explorer's steps "
+        "(X·W_qᵀ split into heads, RoPE, grouped-query causal attention, o_proj) recompute it.")
+
+    def compute():
+        model = modern_verify.tiny_llama(hidden, c.n_heads, c.n_kv_heads, c.head_dim,
+                                         c.rope_base, seed=0)
+        return modern_verify.llama_layer_check(model, padded)
+    try:
+        result = cache.cached_model_result(("modern-llama", *view.key), compute,
+                                           work_bytes=64 * trace.n_tokens ** 2 * c.n_heads)
+    except BudgetError as error:
+        st.error(literal.markdown(str(error)))
+        return
+    ok = max(result.weights_diff, result.output_diff) < modern_verify.TOLERANCE
+    (st.success if ok else st.error)(
+        f"{'✓' if ok else '✗'} Every head of the Llama layer's attention weights "
+        "(`output_attentions=True`) and its attention output: max |difference| = "
+        f"{result.weights_diff:.1e} and {result.output_diff:.1e}.")
