@@ -60,6 +60,7 @@ def test_classify_tells_a_crash_from_a_clean_error():
     assert classify({"nonexistent_field": 1}).kind == CRASH  # TypeError from the dataclass
 
 
+@pytest.mark.slow
 def test_random_urls_on_every_page_get_messages_never_a_crash():
     counts, problems = fuzz_pages(URL_EXAMPLES)
     assert problems == []

@@ -232,6 +232,7 @@ def _differences(a: dict, b: dict) -> list[str]:
 DRAWS = 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [*ATTENTION_PAGES, CHECK_PAGE])
 def test_a_random_value_of_every_entry_survives_the_link(page):
     changed: set[str] = set()
