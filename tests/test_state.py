@@ -16,7 +16,7 @@ from explorer import AttentionConfig, compute_trace
 from explorer import config as cfg
 from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, PRESETS, SELF_ATTENTION_PAGE,
                               SIMPLIFIED_PAGE)
-from explorer.ui import state
+from explorer.ui import private, state
 from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODEL_PAGE, PAGES
 from explorer.ui.state import (ACTIONS, ENTRIES, INTERNAL, CellRef, Choice, Flag, Fraction, Index,
                                MatrixKind, Number, Steps, Text)
@@ -35,28 +35,13 @@ NO_VALUE = object()
 # ---------------------------------------------------------------------------
 # Every key is declared
 # ---------------------------------------------------------------------------
-def _session(at: AppTest):
-    return at.session_state._state._state
-
-
-def widget_keys(at: AppTest) -> tuple[set[str], int]:
-    """Every user key a widget of the session registered, and how many widgets
-    had none (Streamlit made up their id)."""
-    session = _session(at)
-    mapping = session._key_id_mapper.id_key_mapping
-    widgets = session._new_widget_state.widget_metadata
-    return ({mapping[w] for w in widgets if w in mapping},
-            sum(1 for w in widgets if w not in mapping))
-
-
 def undeclared(at: AppTest) -> set[str]:
     """Widget and session keys that `explorer.ui.state` does not declare, and
     ``"<unkeyed>"`` if any widget has no key."""
-    keys, unkeyed = widget_keys(at)
+    keys, unkeyed = private.widget_keys(at)
     found = {k for k in keys if k not in ENTRIES
              and not k.removesuffix("__events").startswith(tuple(ACTIONS))}
-    session_keys = {k for k in _session(at)._old_state if not k.startswith("$$")}
-    found |= {k for k in session_keys - keys if k not in ENTRIES
+    found |= {k for k in private.session_keys(at) - keys if k not in ENTRIES
               and k.split(":")[0] not in INTERNAL}
     return found | ({"<unkeyed>"} if unkeyed else set())
 
