@@ -517,7 +517,8 @@ window.__bench = (() => {
       if (r.top >= innerHeight) below = true;
       else if (r.bottom >= 0) inView[key] = want;
     }
-    if (!below && present < total) problems.push(`window not filled: ${present} of ${total} charts`);
+    if (!below && present < total)
+      problems.push(`window not filled: ${present} of ${total} charts`);
     const shown = Object.keys(inView).length;
     if (!shown) problems.push('no chart in the window');
     const drawnOk = check(inView, null, relTol);

@@ -73,7 +73,8 @@ def test_random_urls_on_every_page_get_messages_never_a_crash():
 
 
 @pytest.mark.parametrize("params, message", [
-    ({"vocab_size": "1e309"}, "vocab_size must be a whole number between 1 and 1000000 (got '1e309')"),
+    ({"vocab_size": "1e309"},
+     "vocab_size must be a whole number between 1 and 1000000 (got '1e309')"),
     ({"d_k": "-inf"}, "d_k must be a whole number between 1 and 1024 (got '-inf')"),
     ({"d_in": "-inf"}, "d_in must be a whole number between 1 and 1024 (got '-inf')"),
     # the probe's crashes: Streamlit's widget read int(inf)

@@ -52,7 +52,8 @@ def test_the_server_acts_on_the_settings():
     # A fresh interpreter: budget and sandbox read the settings once, at import.
     env = {**os.environ, "EXPLORER_RUN_CODE": "yes", "EXPLORER_MODEL_FOLDERS": "On",
            "EXPLORER_MEMORY_BUDGET_MB": "512"}
-    out = subprocess.run([sys.executable, "-c", "from explorer import budget, sandbox; "
-                          "print(sandbox.ENABLED, budget.MODEL_FOLDERS, budget.MEMORY_BUDGET_BYTES)"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    code = ("from explorer import budget, sandbox; "
+            "print(sandbox.ENABLED, budget.MODEL_FOLDERS, budget.MEMORY_BUDGET_BYTES)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, check=True).stdout
     assert out.split() == ["True", "True", str(512 * 2**20)]
