@@ -17,8 +17,9 @@ after an upgrade (README, "Upgrading Streamlit or Plotly").
   ``gc.collect(2)`` after every run cost 100-160 ms per click.
 - `widget_keys`, `session_keys`: the keys a session's widgets registered, and
   its session keys, for the test that every key is declared
-  (`tests/test_state.py`); AppTest's element tree does not list widgets that
-  were registered but are not shown.
+  (`tests/test_state.py`), read from AppTest's session internals (its key-id
+  map, widget metadata and old state). AppTest's public API may do (its element
+  tree's widget keys, ``at.session_state.keys()``); not yet tried.
 """
 
 from __future__ import annotations
