@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8501
 REPLICAS ?= 2
 
-.PHONY: run test bench fuzz soak replicas download-models clean
+.PHONY: run test test-fast bench fuzz soak replicas download-models clean
 
 $(VENV)/.app-installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,9 +22,18 @@ run: $(VENV)/.app-installed
 	EXPLORER_MODEL_FOLDERS=1 $(BIN)/streamlit run streamlit_app.py --server.port $(PORT) \
 		--server.address 127.0.0.1
 
-## make test: the whole suite (backend, AppTest, Playwright in /usr/bin/chromium)
+## make test: the whole suite (backend, AppTest, Playwright in /usr/bin/chromium), on
+## $(JOBS) workers, each test file on one (its module's server stays shared); prints the
+## 25 slowest tests
+JOBS ?= 2
+PYTEST := $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25
 test: $(VENV)/.dev-installed
-	$(BIN)/python -m pytest
+	$(PYTEST)
+
+## make test-fast: everything but the tests marked slow (fuzz, random links, soak,
+## memory burst, replicas, sandbox)
+test-fast: $(VENV)/.dev-installed
+	$(PYTEST) -m "not slow"
 
 ## make bench: speed figures, printed and written to benchmarks/results/; then the
 ## capacity (visitors served with an edit p95 <= 2 s): of one process on one core with

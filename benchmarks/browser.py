@@ -11,6 +11,12 @@ in this order in one browser tab:
 - **edit**: type a seed the server has never seen into the sidebar's seed box
   and press Enter, until every chart holds the new seed's numbers (so the
   server computes a new trace, as it does for a learner's edit).
+- **first screen** and **edit in view** (the headline, `print_headline`): the
+  same first open and edit, timed until every chart in the window (at the top
+  of the page, where a first open leaves it; `CHECK_JS` ``checkInView``) holds
+  its numbers, once the window is filled (a later chart starts below it, or
+  the page has every chart): what the learner sees before scrolling, like
+  Largest Contentful Paint. The full times above stay beside them ("all charts").
 - **head switch** (multi-head page): click "head 1" until the per-head charts
   hold head 1's numbers.
 - **cell click**: click the centre of cell (1, 0) of the attention-scores
@@ -73,10 +79,13 @@ the app is as fast as its pictures allow; a large one is overhead worth
 removing. The floor's edit draws precomputed charts, so the app's edit also
 pays the server's trace computation (`benchmarks.run` times that alone).
 
-**The bare-Streamlit floor** of a first open, in the same runs: `bare_app.py`, a
-Streamlit page that only prints text, served by a second server with the same
-options, opened in a new context until its script has finished and its text
-shows (``ratio_bare`` = the app's first open / this).
+**The bare-Streamlit floors**, in the same runs: `bare_app.py`, a Streamlit page
+that prints text and one ``st.number_input``, served by a second server with the
+same options, opened in a new context until its script has finished and its
+last line shows; then its number edited (typed, Enter timed) until the rerun has
+finished and the page shows the new value (``ratio_bare`` = the app's first open
+or edit / the bare page's; ``ratio_in_view_bare`` = first screen or edit in view /
+the bare page's).
 
 Bytes: for the app, the websocket payload bytes (after decompression, as
 Playwright reports them) the page received from the action until it settled;
@@ -177,6 +186,9 @@ PAGE_PATHS = {SELF_ATTENTION: "Self_attention", MULTI_HEAD: "Causal_and_multi_he
 FIRST_OPEN, EDIT, CELL_CLICK, QUERY_PICK, HEAD_SWITCH = (
     "first open", "edit", "cell click", "query pick", "head switch")
 LOCAL_MEASURES = (CELL_CLICK, QUERY_PICK, HEAD_SWITCH)
+FIRST_SCREEN, EDIT_IN_VIEW = "first screen", "edit in view"
+IN_VIEW = {FIRST_OPEN: FIRST_SCREEN, EDIT: EDIT_IN_VIEW}
+"""The measures also timed until the charts in the window are right: measure -> headline."""
 THINK_S = 1.0
 """A learner's glance at the page before a local interaction: the app and the floor
 wait this long after the previous measure (unmeasured). The app's page uses idle
@@ -489,6 +501,29 @@ window.__bench = (() => {
     }
     return {ok: problems.length === 0, problems};
   }
+  // {ok, problems, shown}: every expected chart in the window (its container meets
+  // the viewport) drawn with its numbers, once the window is filled: a later chart's
+  // container starts below it, or every expected chart is on the page. `shown`:
+  // how many charts the window holds. What a visitor sees before scrolling.
+  function checkInView(expected, relTol) {
+    const inView = {}, problems = [];
+    let below = false, present = 0, total = 0;
+    for (const [key, want] of Object.entries(expected)) {
+      const box = document.querySelector('.st-key-' + key);
+      if (!want.optional) total++;
+      if (!box) continue;
+      if (!want.optional) present++;
+      const r = box.getBoundingClientRect();
+      if (r.top >= innerHeight) below = true;
+      else if (r.bottom >= 0) inView[key] = want;
+    }
+    if (!below && present < total)
+      problems.push(`window not filled: ${present} of ${total} charts`);
+    const shown = Object.keys(inView).length;
+    if (!shown) problems.push('no chart in the window');
+    const drawnOk = check(inView, null, relTol);
+    return {ok: !problems.length && drawnOk.ok, problems: problems.concat(drawnOk.problems), shown};
+  }
   // key -> [width, height] of the chart's graph div (null if absent).
   function sizes(keys) {
     const out = {};
@@ -499,11 +534,11 @@ window.__bench = (() => {
     }
     return out;
   }
-  return {check, sizes};
+  return {check, checkInView, sizes};
 })();
 """
 """Injected into every page (app and floor): ``window.__bench.check(expected, minRuns,
-tol)`` and ``window.__bench.sizes(keys)``."""
+tol)``, ``window.__bench.checkInView(expected, tol)`` and ``window.__bench.sizes(keys)``."""
 
 SCRIPT_FINISHED_FIELD = ForwardMsg.DESCRIPTOR.fields_by_name["script_finished"].number
 RUN_COUNTER_JS = """
@@ -625,6 +660,25 @@ def wait_until_shown(page: Page, want: dict, min_runs: int | None) -> None:
         except PlaywrightError:
             problems = [str(error).splitlines()[0]]
         raise MeasurementError("; ".join(problems[:4]) or str(error).splitlines()[0]) from None
+
+
+def wait_until_in_view(page: Page, want: dict) -> int:
+    """Wait until every chart of ``want`` in the window shows its numbers (see
+    `CHECK_JS` ``checkInView``); return how many charts the window holds. Raise
+    `MeasurementError` with the charts still wrong after `TIMEOUT_MS`."""
+    try:
+        shown = page.wait_for_function(
+            "([want, tol]) => { const r = window.__bench.checkInView(want, tol);"
+            " return r.ok && r.shown; }", arg=[want, REL_TOLERANCE], timeout=TIMEOUT_MS)
+        return int(shown.json_value())
+    except PlaywrightError as error:
+        try:
+            problems = page.evaluate("([want, tol]) => window.__bench.checkInView(want, tol)"
+                                     ".problems", [want, REL_TOLERANCE])
+        except PlaywrightError:
+            problems = [str(error).splitlines()[0]]
+        raise MeasurementError("in view: " + ("; ".join(problems[:4])
+                                              or str(error).splitlines()[0])) from None
 
 
 # ---------------------------------------------------------------------------
@@ -856,6 +910,10 @@ class Sample:
     note: str = ""
     instant: dict | None = None
     """A local interaction's in-page times (`INSTANT_JS` ``result()``), in ms."""
+    in_view: float | None = None
+    """For a first open or an edit: seconds until every chart in the window held its
+    numbers (`IN_VIEW`: "first screen", "edit in view")."""
+    charts_in_view: int | None = None
 
 
 class ByteCounter:
@@ -1017,6 +1075,10 @@ def app_run(browser: Browser, server: Server, scenario: Scenario, run: int) -> d
                 before = counter.websocket
                 start = time.perf_counter()
                 action()
+                in_view = charts_in_view = None
+                if measure in IN_VIEW:  # the window first, then the rest of the page
+                    charts_in_view = wait_until_in_view(page, want)
+                    in_view = time.perf_counter() - start
                 if measure == CELL_CLICK:
                     _settle_click(page, scenario, trace, previous, runs)
                 if measure in LINKED_VIEW:  # the server confirmed: the link follows
@@ -1033,7 +1095,8 @@ def app_run(browser: Browser, server: Server, scenario: Scenario, run: int) -> d
                 break
             samples[measure] = Sample(seconds, counter.websocket - before,
                                       counter.http_bytes() if measure == FIRST_OPEN else None,
-                                      note=note, instant=instant)
+                                      note=note, instant=instant, in_view=in_view,
+                                      charts_in_view=charts_in_view)
             if index == 0 and scenario.optional_present is None:
                 scenario.optional_present = set(page.evaluate(
                     "keys => keys.filter(k => document.querySelector('.st-key-' + k))",
@@ -1089,27 +1152,41 @@ def _floor_frame(page: Page) -> dict:
 
 
 BARE_APP = "benchmarks/bare_app.py"
-BARE_SHOWN_JS = """() => {
+BARE_SHOWN_JS = """(text) => {
   const app = document.querySelector("[data-testid='stApp']");
   return app && app.dataset.testScriptState === 'notRunning'
-    && [...document.querySelectorAll('p')].some((p) => p.textContent.includes('only prints text'));
+    && [...document.querySelectorAll('p')].some((p) => p.textContent === text);
 }"""
+"""The bare page's script has finished and shows the paragraph ``text``."""
 
 
-def bare_run(browser: Browser, bare: Server) -> Sample:
-    """The bare-Streamlit floor of a first open: `BARE_APP` opened in a new
-    context until its script has finished and its text is on the page."""
+def bare_run(browser: Browser, bare: Server, run: int) -> dict[str, Sample]:
+    """The bare-Streamlit floors, in a new context: the first open of `BARE_APP`
+    until its script has finished and its last line is on the page; then, after
+    `THINK_S`, an edit of its number (a value new to the server, typed, then Enter
+    timed) until the rerun has finished and the page shows the new value."""
+    samples: dict[str, Sample] = {}
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     try:
-        start = time.perf_counter()
-        page.goto(bare.url, wait_until="commit", timeout=TIMEOUT_MS)
-        page.wait_for_function(BARE_SHOWN_JS, timeout=TIMEOUT_MS)
-        return Sample(time.perf_counter() - start)
+        for measure in (FIRST_OPEN, EDIT):
+            value = 1 if measure == FIRST_OPEN else EDIT_SEED + run
+            if measure == EDIT:
+                time.sleep(THINK_S)
+                number = page.locator(".st-key-n input")
+                number.fill(str(value))
+            start = time.perf_counter()
+            if measure == FIRST_OPEN:
+                page.goto(bare.url, wait_until="commit", timeout=TIMEOUT_MS)
+            else:
+                number.press("Enter")
+            page.wait_for_function(BARE_SHOWN_JS, arg=f"n = {value}", timeout=TIMEOUT_MS)
+            samples[measure] = Sample(time.perf_counter() - start)
     except PlaywrightError as error:
-        return Sample(None, error=f"bare: {str(error).splitlines()[0]}")
+        samples[measure] = Sample(None, error=f"bare: {str(error).splitlines()[0]}")
     finally:
         context.close()
+    return samples
 
 
 def size_differences(app: dict[str, list[float] | None], floor: dict[str, list[float] | None],
@@ -1128,10 +1205,14 @@ def size_differences(app: dict[str, list[float] | None], floor: dict[str, list[f
 
 def summarise(scenario: Scenario, app: list[dict[str, Sample]],
               floor: list[dict[str, Sample]], notes: list[str] = (),
-              bare: list[Sample] = ()) -> list[dict]:
+              bare: list[dict[str, Sample]] = ()) -> list[dict]:
     """One result row per measure: every sample, medians, spread and ratio.
-    ``notes`` go on the first row (the first open), with the bare-Streamlit
-    floor's samples (``bare_s``) and the app's ratio to it (``ratio_bare``)."""
+    ``notes`` go on the first row (the first open). The first open's and the
+    edit's rows also hold the times until the charts in the window were right
+    (``in_view_s``: "first screen", "edit in view"), the bare-Streamlit floor's
+    samples of the same measure (``bare_s``: its first open, its rerun after an
+    edit) and the app's ratios to it (``ratio_bare``: every chart drawn;
+    ``ratio_in_view_bare``: the window)."""
     rows = []
     for measure in scenario.measures:
         app_s = [run[measure].seconds for run in app if measure in run]
@@ -1159,12 +1240,21 @@ def summarise(scenario: Scenario, app: list[dict[str, Sample]],
                + (list(notes) if measure == scenario.measures[0] else [])}
         row["ratio"] = (row["app_median_s"] / row["floor_median_s"]
                         if ok_app and ok_floor and row["floor_median_s"] > 0 else None)
-        if measure == FIRST_OPEN and bare:
-            row["bare_s"] = [sample.seconds for sample in bare]
+        if measure in IN_VIEW:
+            row["in_view_s"] = [run[measure].in_view for run in app if measure in run]
+            row["in_view_median_s"] = _median(row["in_view_s"])
+            row["charts_in_view"] = sorted({run[measure].charts_in_view for run in app
+                                            if measure in run and run[measure].charts_in_view})
+        if measure in IN_VIEW and bare:
+            row["bare_s"] = [run[measure].seconds for run in bare if measure in run]
             row["bare_median_s"] = _median(row["bare_s"])
             row["ratio_bare"] = (row["app_median_s"] / row["bare_median_s"]
                                  if ok_app and row["bare_median_s"] else None)
-            row["failures"] += [sample.error for sample in bare if sample.error]
+            row["ratio_in_view_bare"] = (
+                row["in_view_median_s"] / row["bare_median_s"]
+                if row["in_view_median_s"] is not None and row["bare_median_s"] else None)
+            row["failures"] += [run[measure].error for run in bare
+                                if measure in run and run[measure].error]
         instants = [run[measure].instant for run in app
                     if measure in run and run[measure].instant]
         if instants:
@@ -1189,6 +1279,34 @@ def _spread(samples: list[float | None]) -> str:
 
 def _fmt(value: float | None, pattern: str = "{:.2f}") -> str:
     return "-" if value is None else pattern.format(value)
+
+
+def print_headline(rows: list[dict]) -> None:
+    """What the learner waits for (medians, s): the first screen (the charts in the
+    first window right) and every chart drawn after opening a page, beside the
+    bare Streamlit page's first open; the charts in the window right and every
+    chart after an edit, beside the bare page's rerun after an edit; ratio = the
+    window's time / the bare page's."""
+    by_case: dict[tuple[str, str], dict[str, dict]] = {}
+    for row in rows:
+        by_case.setdefault((row["case"], row["page"]), {})[row["measure"]] = row
+    header = (f"{'case':9s} {'page':14s} | {'first screen':>12s} {'all charts':>10s} "
+              f"{'bare open':>9s} {'ratio':>5s} | {'edit in view':>12s} {'all charts':>10s} "
+              f"{'bare rerun':>10s} {'ratio':>5s} | {'charts in window':>16s}")
+    print(header)
+    print("-" * len(header))
+    for (case, page), measures in by_case.items():
+        cells = []
+        for measure in (FIRST_OPEN, EDIT):
+            row = measures.get(measure, {})
+            cells.append(f"{_fmt(row.get('in_view_median_s')):>12s} "
+                         f"{_fmt(row.get('app_median_s')):>10s} "
+                         f"{_fmt(row.get('bare_median_s')):>{9 if measure == FIRST_OPEN else 10}s} "
+                         f"{_fmt(row.get('ratio_in_view_bare'), '{:.1f}'):>5s}")
+        in_window = sorted({n for m in (FIRST_OPEN, EDIT)
+                            for n in measures.get(m, {}).get("charts_in_view", [])})
+        print(f"{case:9s} {page:14s} | {cells[0]} | {cells[1]} | "
+              f"{'/'.join(map(str, in_window)) or '-':>16s}")
 
 
 def print_table(rows: list[dict]) -> None:
@@ -1403,7 +1521,7 @@ def timings(browser: Browser, args: argparse.Namespace) -> dict:
                                 notes.append(f"the app drew the optional charts {drawn}")
                         samples, sizes = floor_run(browser, floor, scenario)
                         floor_runs.append(samples)
-                        bare_runs.append(bare_run(browser, bare))
+                        bare_runs.append(bare_run(browser, bare, run))
                         if run == 0:
                             differences = size_differences(scenario.app_sizes, sizes)
                             notes += [f"size differs: {d}" for d in differences]
@@ -1413,7 +1531,11 @@ def timings(browser: Browser, args: argparse.Namespace) -> dict:
                             f"{m} {_fmt(s.seconds)}" for m, s in app_runs[-1].items())
                             + " | floor " + ", ".join(
                             f"{m} {_fmt(s.seconds)}" for m, s in floor_runs[-1].items())
-                            + f" | bare Streamlit {_fmt(bare_runs[-1].seconds)}", flush=True)
+                            + " | bare Streamlit " + ", ".join(
+                            f"{m} {_fmt(s.seconds)}" for m, s in bare_runs[-1].items())
+                            + " | in view " + ", ".join(
+                            f"{IN_VIEW[m]} {_fmt(s.in_view)}" for m, s in app_runs[-1].items()
+                            if m in IN_VIEW), flush=True)
                 finally:
                     if floor is not None:
                         floor.close()
@@ -1422,6 +1544,8 @@ def timings(browser: Browser, args: argparse.Namespace) -> dict:
         bare.stop()
         log = server.stop()
         browser.close()
+    print()
+    print_headline(rows)
     print()
     print_table(rows)
     return {"meta": {**meta, "server_logged_traceback": "Traceback" in log}, "results": rows}

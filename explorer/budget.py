@@ -47,10 +47,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from explorer import settings
 from explorer.config import AttentionConfig, ConfigError
 
 MIB = 2**20
-MEMORY_BUDGET_BYTES = int(float(os.environ.get("EXPLORER_MEMORY_BUDGET_MB", "1024")) * MIB)
+MEMORY_BUDGET_BYTES = int(settings.MEMORY_BUDGET_MB * MIB)
 """The whole server's resident-memory budget, ``EXPLORER_MEMORY_BUDGET_MB`` (default 1024)."""
 
 BASELINE_BYTES = 384 * MIB
@@ -77,10 +78,7 @@ blocks and their join (`explorer.charts.encode`), Streamlit's protobuf message
 and its serialised bytes."""
 SMALL_DRAWING_BYTES = 2**20
 """A page drawing less than this is not counted (the defaults draw about 10 kB)."""
-MODEL_FOLDERS_ON = ("1", "true", "yes", "on")
-"""The values of ``EXPLORER_MODEL_FOLDERS`` that turn the folder option on (any
-case); unset, empty or anything else leaves it off."""
-MODEL_FOLDERS = os.environ.get("EXPLORER_MODEL_FOLDERS", "").strip().lower() in MODEL_FOLDERS_ON
+MODEL_FOLDERS = settings.MODEL_FOLDERS
 """Whether the Real model page offers to open a local folder holding a GPT-2 or
 BERT checkpoint: ``EXPLORER_MODEL_FOLDERS=1`` (or true, yes, on); off by default,
 so that a public server reads no path its visitors type."""

@@ -29,15 +29,16 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
+from explorer import settings
 from explorer.check import CheckFailure, CheckReport, check_module, result_from_json
 from explorer.config import ConfigError
 from explorer.learner import MEMORY_MB, TIMEOUT_S, CheckError, build_module, load_class
 from explorer.presets import JOURNEY_SENTENCE
 from explorer.tokenizer import tokenize
 
-ENABLED = os.environ.get("EXPLORER_RUN_CODE", "").strip() == "1"
+ENABLED = settings.RUN_CODE
 """Whether this server runs visitors' code (the "Check your code" page):
-``EXPLORER_RUN_CODE=1``, never on a public server (the limits below are not a
+``EXPLORER_RUN_CODE=1`` (`explorer.settings`), never on a public server (the limits below are not a
 security boundary). `make run` does not set it."""
 ROOT = Path(__file__).resolve().parents[1]
 """The folder holding the ``explorer`` package (the child imports it from there)."""

@@ -32,9 +32,10 @@ PAGE_FILES = {url_path(path): path for path, _ in PAGES.values()}
 """URL path of each page -> its script."""
 
 
-def _serve(env: dict[str, str] | None = None):
-    """A started server, then (after the tests) the check that it logged no exception."""
-    server = Server(env=env)
+def _serve(env: dict[str, str] | None = None, script: str | None = None):
+    """A started server (of ``script``, default the app), then (after the tests)
+    the check that it logged no exception."""
+    server = Server(env=env, script=script)
     yield server
     log = server.stop()
     assert "Traceback" not in log, f"the server logged an exception:\n{log}"

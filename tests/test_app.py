@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import AttentionConfig, compute_trace, literal
 from explorer.charts import decode
+from explorer.ui import state
 from tests.conftest import HOME, PAGE_FILES, ROOT
 
 PAGES = [path for name, path in PAGE_FILES.items()  # the attention pages; their own tests:
@@ -204,12 +205,20 @@ def test_bad_input_shows_the_backends_message_and_no_exception(page, query, mess
     assert not at.exception
     shown = " ".join(errors(at))
     assert message in shown
-    # The page stays usable: fixing the input brings the charts back.
-    at.text_input(key="sentence").set_value("a working sentence").run()
-    at.text_input(key="seed").set_value("1").run()
+    (field, bad), = query.items()
+    if field == "sentence":  # a bad sentence stops the page until the visitor fixes it
+        assert page == HOME or len(all_charts(at)) == 0
+        at.text_input(key="sentence").set_value("a working sentence").run()
+        assert errors(at) == [] and at.text_input(key="sentence").value == "a working sentence"
+    else:  # a bad number in a link is ignored: the page runs on the setting's default
+        assert at.session_state[field] == state.ENTRIES[field].default != bad
     assert not at.exception
-    if page != HOME:
+    if page != HOME:  # the page stays usable: it draws, with the tokens its sentence holds
         assert len(all_charts(at)) > 0
+        tokens = 3 if field == "sentence" else 6
+        step_charts = charts(at)  # the Experiments page draws curves, not steps
+        assert page == PAGE_FILES["Experiments"] or (
+            z_values(step_charts["attn_weights"]).shape == (tokens, tokens))
 
 
 def test_widget_errors_keep_the_page_usable():

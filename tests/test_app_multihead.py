@@ -107,10 +107,18 @@ def test_one_head_without_out_proj_equals_the_self_attention_page():
 
 
 def test_out_proj_switch_adds_the_projection():
-    at = open_page(PAGE, {"out_proj": "on", "n_heads": "1"})
+    at = open_page(PAGE, {"n_heads": "1"})  # one head: "auto" leaves the projection out
+    before = charts(at)
+    assert "output" not in before and "W_out" not in before
+    at.selectbox(key="out_proj").set_value("on").run()
+    after = charts(at)
     trace = compute_trace(AttentionConfig(out_proj=True, causal=True))
-    np.testing.assert_allclose(z_values(charts(at)["output"]), trace["output"].numpy(),
-                               atol=1e-6)
+    context = z_values(after["context"])
+    np.testing.assert_array_equal(context, z_values(before["context"]))  # the heads unchanged
+    w_out, b_out = z_values(after["W_out"]), z_values(after["b_out"]).reshape(-1)
+    # output = context W_out + b_out (W_out is out_proj.weightᵀ), from the page's own numbers
+    np.testing.assert_allclose(z_values(after["output"]), context @ w_out + b_out, atol=1e-5)
+    np.testing.assert_allclose(z_values(after["output"]), trace["output"].numpy(), atol=1e-6)
 
 
 def test_dropout_note_reports_the_kept_fraction():

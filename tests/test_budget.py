@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -195,23 +194,6 @@ def test_a_cached_trace_equals_a_fresh_one():
     assert hit is cache.cached_trace(AttentionConfig())
     torch.testing.assert_close(hit["attn_scores"][1], torch.tensor(OMEGA_1_002),
                                rtol=0, atol=5e-5)
-
-
-def test_the_folder_option_is_off_unless_the_server_turns_it_on():
-    # Read once at import: a fresh interpreter per value of EXPLORER_MODEL_FOLDERS.
-    script = ("import importlib, os, sys\n"
-              "from explorer import budget\n"
-              "for value in sys.argv[1:]:\n"
-              "    os.environ.pop('EXPLORER_MODEL_FOLDERS', None)\n"
-              "    if value != 'unset':\n"
-              "        os.environ['EXPLORER_MODEL_FOLDERS'] = value\n"
-              "    print(value, importlib.reload(budget).MODEL_FOLDERS)\n")
-    values = ["unset", "", "0", "no", "false", "2", "1", " 1 ", "true", "YES", "on"]
-    env = {k: v for k, v in os.environ.items() if k != "EXPLORER_MODEL_FOLDERS"}
-    out = subprocess.run([sys.executable, "-c", script, *values], cwd=ROOT, env=env,
-                         capture_output=True, text=True, check=True).stdout
-    on = dict(line.rsplit(" ", 1) for line in out.splitlines())
-    assert on == {**dict.fromkeys(values[:6], "False"), **dict.fromkeys(values[6:], "True")}
 
 
 def test_drawing_counts_a_pages_payloads_within_the_allowance():

@@ -17,6 +17,8 @@ from explorer import AttentionConfig, compute_trace
 from explorer.explain import explain_cell
 from explorer.export import html_report
 from explorer.steps import STEPS, chart_caption, visible_steps
+from tests.conftest import PAGE_FILES
+from tests.test_app import open_page
 
 QUICK_FOX = AttentionConfig(sentence="The quick brown fox jumps over the lazy dog today", d_in=8)
 """The issue's example: scores ÷ √d_k that still spread over tens, weights at 1.0000."""
@@ -134,16 +136,35 @@ def test_the_report_writes_the_same_captions_as_the_page():
             assert escaped in text, name
 
 
-def test_the_pages_say_hover_or_tap():
-    # At 390 px a 10×10 chart prints no numbers, and a phone has no hover.
-    from tests.conftest import ROOT
+TEXT_ELEMENTS = ("title", "header", "subheader", "markdown", "caption", "latex", "info",
+                 "warning", "success", "error")
+"""The AppTest element types that show a visitor text."""
 
-    texts = [ROOT / "streamlit_app.py", ROOT / "explorer" / "export.py",
-             *sorted((ROOT / "pages").glob("*.py"))]
-    for path in texts:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            assert not re.search(r"\b[Hh]over (a|any|the) cell", line), (path.name, line)
-    assert "hover or tap a cell" in (ROOT / "pages" / "2_Self_attention.py").read_text()
+
+def shown_text(at) -> list[str]:
+    """Every text a page shows a visitor: its text elements and its widgets' help."""
+    texts = [element.value for kind in TEXT_ELEMENTS for element in at.get(kind)]
+    return texts + [element.help for kind in ("text_input", "number_input", "selectbox",
+                                              "toggle", "slider", "button")
+                    for element in at.get(kind) if getattr(element, "help", None)]
+
+
+@pytest.mark.parametrize("page", sorted(PAGE_FILES))
+def test_the_pages_say_hover_or_tap(page):
+    # At 390 px a 10×10 chart prints no numbers, and a phone has no hover: every text a
+    # page shows (from pages/ and explorer/ui alike) says "hover or tap" where it says hover.
+    texts = shown_text(open_page(PAGE_FILES[page]))
+    assert texts, page
+    lonely = [t for t in texts if re.search(r"\b[Hh]over (a|any|the) cell", t)]
+    assert lonely == [], lonely
+    told = any(re.search(r"\b[Hh]over or tap (a|any) cell", t) for t in texts)
+    assert told or page not in ("Home", "Self_attention"), texts  # the pages that teach it
+
+
+def test_the_report_says_hover_or_tap():
+    text = re.sub(r"<[^>]+>", " ", html_report(compute_trace(AttentionConfig())))
+    assert not re.search(r"\b[Hh]over (a|any|the) cell", text)
+    assert re.search(r"\b[Hh]over or tap a cell", text)
 
 
 def test_the_worked_examples_differ_in_their_first_words():

@@ -532,6 +532,7 @@ def test_the_command_line_exits_0_1_or_2(tmp_path):
 # ---------------------------------------------------------------------------
 # Pasted code in a child process
 # ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_pasted_code_is_checked_in_a_child_process():
     report = check_source(LISTING_3_5, "MultiHeadAttention", d_out=4, num_heads=2)
     assert isinstance(report, CheckReport) and report.ok
@@ -557,6 +558,7 @@ def test_pasted_code_is_checked_in_a_child_process():
     ("import torch\nblock = torch.ones(2**31)\n", "memory",
      "your code needed more than 1,024 MB of memory and was stopped", "can't allocate memory"),
 ])
+@pytest.mark.slow
 def test_pasted_code_that_fails_comes_back_as_a_clear_failure(source, kind, message, detail):
     start = time.monotonic()
     failure = check_source(source, "MultiHeadAttention", d_out=4, num_heads=2, timeout=6)

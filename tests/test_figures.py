@@ -60,10 +60,21 @@ def test_a_grid_of_56_heads_fits_in_the_page():
     trace = compute_trace(AttentionConfig(sentence="a b c", d_in=4, d_k=56, d_v=56, n_heads=56))
     chart = figures.heads_grid_chart(trace)
     assert len(chart.figure["data"]) == 56 and len(chart.matrices) == 56
-    domains = [chart.figure["layout"][f"yaxis{'' if i == 0 else i + 1}"]["domain"]
-               for i in range(56)]
-    assert all(0 <= y0 < y1 <= 1 for y0, y1 in domains)
-    assert len({tuple(d) for d in domains}) == 14  # 14 rows of 4, none overlapping
+    layouts = [chart.figure["layout"]] + [n["layout"] for n in chart.size["narrower"]]
+    for columns, layout in zip(range(4, 0, -1), layouts, strict=True):  # and on a phone
+        panels = [(layout[f"xaxis{s}"]["domain"], layout[f"yaxis{s}"]["domain"])
+                  for s in ["", *map(str, range(2, 57))]]
+        assert all(0 <= a < b <= 1 for panel in panels for a, b in panel)
+        for i, ((ax0, ax1), (ay0, ay1)) in enumerate(panels):  # no two panels share a point
+            for (bx0, bx1), (by0, by1) in panels[i + 1:]:
+                assert min(ax1, bx1) < max(ax0, bx0) or min(ay1, by1) < max(ay0, by0), (
+                    columns, i)
+        assert len({tuple(y) for _, y in panels}) == -(-56 // columns)  # rows
+        # Each head's title sits on its panel's top edge, in the gap below the row above.
+        tops = sorted({y1 for _, (_, y1) in panels})
+        bottoms = sorted({y0 for _, (y0, _) in panels})
+        assert all(top < above for top, above in zip(tops, bottoms[1:]))
+        assert [a["y"] for a in layout["annotations"]] == [y1 for _, (_, y1) in panels]
 
 
 def test_image_files_are_named_by_step_head_and_sentence():

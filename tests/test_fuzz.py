@@ -11,8 +11,11 @@ import torch
 
 from explorer import AttentionConfig, ConfigError
 from explorer.config import MAX_SHOWN_CHARS
+from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
+from explorer.ui.navigation import PAGES
 from tests.fuzzing import (BUILT, CLEAN_ERROR, CRASH, NAN_UNDOCUMENTED, classify, fuzz_backend,
                            fuzz_pages, open_with)
+from tests.test_app import charts, errors, open_link, z_values
 
 BACKEND_EXAMPLES = 2_000
 URL_EXAMPLES = 300
@@ -60,6 +63,7 @@ def test_classify_tells_a_crash_from_a_clean_error():
     assert classify({"nonexistent_field": 1}).kind == CRASH  # TypeError from the dataclass
 
 
+@pytest.mark.slow
 def test_random_urls_on_every_page_get_messages_never_a_crash():
     counts, problems = fuzz_pages(URL_EXAMPLES)
     assert problems == []
@@ -68,16 +72,28 @@ def test_random_urls_on_every_page_get_messages_never_a_crash():
     assert sum(counts.values()) >= URL_EXAMPLES
 
 
-@pytest.mark.parametrize("params", [
-    {"vocab_size": "1e309"}, {"d_k": "-inf"}, {"d_in": "-inf"},
-    {"d_k": ["1", "2", "1e309"]},  # the probe's crashes: Streamlit's widget read int(inf)
-    {"n_heads": "56", "d_k": "56", "d_v": "56"},  # a 14-row heads grid
-    {"sentence": "w " * 100_000}, {"seed": "9" * 5000},
+@pytest.mark.parametrize("params, message", [
+    ({"vocab_size": "1e309"},
+     "vocab_size must be a whole number between 1 and 1000000 (got '1e309')"),
+    ({"d_k": "-inf"}, "d_k must be a whole number between 1 and 1024 (got '-inf')"),
+    ({"d_in": "-inf"}, "d_in must be a whole number between 1 and 1024 (got '-inf')"),
+    # the probe's crashes: Streamlit's widget read int(inf)
+    ({"d_k": ["1", "2", "1e309"]}, "Ignored the link's d_k='1e309': it is given 3 times"),
+    ({"n_heads": "56", "d_k": "56", "d_v": "56"}, None),  # valid: a 14-row heads grid, drawn
+    ({"sentence": "w " * 100_000}, "(200,000 characters): sentence must be at most 20,000 char"),
+    ({"seed": "9" * 5000}, "(5,000 characters): seed must be a whole number between 0 and"),
 ])
-def test_the_urls_that_crashed_a_page_now_get_a_message(params):
-    for page in ("pages/2_Self_attention.py", "pages/3_Causal_and_multi_head.py"):
-        outcome = open_with(page, params)
-        assert outcome.kind != CRASH, outcome.detail
+def test_the_urls_that_crashed_a_page_now_get_a_message(params, message):
+    for page in (PAGES[SELF_ATTENTION_PAGE][0], PAGES[MULTI_HEAD_PAGE][0]):
+        at = open_link(page, params)
+        assert not at.exception, at.exception
+        shown = errors(at)
+        assert [e for e in shown if "Traceback" in e] == []
+        # Its message, once, and the page drawn from the defaults in place of the bad value.
+        assert len(shown) == (0 if message is None else 1), shown
+        assert message is None or message in shown[0], shown
+        assert z_values(charts(at)["attn_weights"]).shape == (6, 6)
+    assert at.number_input(key="n_heads").value == (56 if message is None else 2)
 
 
 def test_open_with_counts_an_exception_as_a_crash(monkeypatch):

@@ -14,7 +14,7 @@ from explorer import budget
 from explorer.budget import MEMORY_BUDGET_BYTES
 from tests.server import Server, rss_mib
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 BIG = {"sentence": " ".join(f"w{i}" for i in range(512)), "d_in": "1024", "d_k": "1024",
        "d_v": "1024"}

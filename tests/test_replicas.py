@@ -19,7 +19,7 @@ from tests import soak
 from tests.server import Replicas
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-pytestmark = [pytest.mark.browser,
+pytestmark = [pytest.mark.browser, pytest.mark.slow,
               pytest.mark.skipif(not os.access(NGINX, os.X_OK),
                                  reason="nginx is not installed (apt-get install nginx)")]
 SHORT = soak.Workload(pages=(SELF_ATTENTION_PAGE, MULTI_HEAD_PAGE),

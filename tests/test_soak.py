@@ -10,7 +10,7 @@ import pytest
 
 from tests import soak
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_four_visitors_at_once_each_see_their_own_numbers():

@@ -16,7 +16,7 @@ from explorer import AttentionConfig, compute_trace
 from explorer import config as cfg
 from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, PRESETS, SELF_ATTENTION_PAGE,
                               SIMPLIFIED_PAGE)
-from explorer.ui import state
+from explorer.ui import private, state
 from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODEL_PAGE, PAGES
 from explorer.ui.state import (ACTIONS, ENTRIES, INTERNAL, CellRef, Choice, Flag, Fraction, Index,
                                MatrixKind, Number, Steps, Text)
@@ -35,28 +35,13 @@ NO_VALUE = object()
 # ---------------------------------------------------------------------------
 # Every key is declared
 # ---------------------------------------------------------------------------
-def _session(at: AppTest):
-    return at.session_state._state._state
-
-
-def widget_keys(at: AppTest) -> tuple[set[str], int]:
-    """Every user key a widget of the session registered, and how many widgets
-    had none (Streamlit made up their id)."""
-    session = _session(at)
-    mapping = session._key_id_mapper.id_key_mapping
-    widgets = session._new_widget_state.widget_metadata
-    return ({mapping[w] for w in widgets if w in mapping},
-            sum(1 for w in widgets if w not in mapping))
-
-
 def undeclared(at: AppTest) -> set[str]:
     """Widget and session keys that `explorer.ui.state` does not declare, and
     ``"<unkeyed>"`` if any widget has no key."""
-    keys, unkeyed = widget_keys(at)
+    keys, unkeyed = private.widget_keys(at)
     found = {k for k in keys if k not in ENTRIES
              and not k.removesuffix("__events").startswith(tuple(ACTIONS))}
-    session_keys = {k for k in _session(at)._old_state if not k.startswith("$$")}
-    found |= {k for k in session_keys - keys if k not in ENTRIES
+    found |= {k for k in private.session_keys(at) - keys if k not in ENTRIES
               and k.split(":")[0] not in INTERNAL}
     return found | ({"<unkeyed>"} if unkeyed else set())
 
@@ -232,6 +217,7 @@ def _differences(a: dict, b: dict) -> list[str]:
 DRAWS = 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [*ATTENTION_PAGES, CHECK_PAGE])
 def test_a_random_value_of_every_entry_survives_the_link(page):
     changed: set[str] = set()
@@ -355,11 +341,19 @@ def test_the_csv_is_of_the_head_the_page_shows(offered):  # noqa: F811 (the fixt
 
 def test_a_link_value_out_of_its_bounds_is_noted_once():
     at = open_link(PAGES[MULTI_HEAD_PAGE][0], {"query": "99", "head": "5", "cell": "attn_weights:9,0"})
-    shown = errors(at)
-    assert any("query must be between 0 and 5 (got 99)" in e for e in shown), shown
-    assert any("head must be between 0 and 1 (got 5)" in e for e in shown), shown
-    assert any("Ignored the link's cell" in e for e in shown), shown
+    notes = ("query must be between 0 and 5 (got 99)", "head must be between 0 and 1 (got 5)",
+             "Ignored the link's cell")
+
+    def times_shown() -> list[int]:
+        shown = errors(at)
+        return [sum(note in e for e in shown) for note in notes]
+
+    assert times_shown() == [1, 1, 1], errors(at)
     assert query_of(link_of(at)) == {}
+    at.run()  # another run of the page (a chart's click, a rerun) neither repeats nor reads again
+    assert times_shown() == [1, 1, 1], errors(at)
+    at.text_input(key="seed").set_value("7").run()  # a change of the visitor's: the notes go
+    assert times_shown() == [0, 0, 0], errors(at)
 
 
 # ---------------------------------------------------------------------------

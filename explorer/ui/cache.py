@@ -25,13 +25,12 @@ from typing import Any, TypeVar
 
 import cachetools
 import streamlit as st
-from streamlit.runtime import Runtime
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from explorer import budget, literal, recipes
 from explorer.config import AttentionConfig
 from explorer.presets import MULTI_HEAD_PAGE
 from explorer.trace import Trace, compute_trace
+from explorer.ui import private
 
 budget.tune_malloc()  # once per server process: freed tensors go back to the system
 
@@ -133,17 +132,11 @@ def _wait_until_sent(timeout: float) -> None:
     them slowly, and until then the server holds the charts' payloads
     (measured: sockets full, 3–4 MB queued in the kernel, the rest in the
     server). `drawing` keeps its bytes reserved until then. Reads Streamlit's
-    internals (the session's browser queue and the Starlette client's send
-    queue, Streamlit 1.67); where they are not there, it does not wait."""
-    ctx = get_script_run_ctx()
+    internals (`explorer.ui.private.unsent_messages`); where they cannot be
+    read, it does not wait."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            info = Runtime.instance()._session_mgr.get_active_session_info(ctx.session_id)
-            unsent = len(info.session._browser_queue) + info.client._send_queue.qsize()
-        except (AttributeError, RuntimeError):  # gone, AppTest, or another Streamlit
-            return
-        if not unsent:
+        if not private.unsent_messages():  # all sent, gone, or not readable (None)
             return
         time.sleep(SENT_POLL_SECONDS)
 

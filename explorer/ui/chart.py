@@ -30,10 +30,10 @@ from pathlib import Path
 
 import plotly
 import streamlit as st
-from streamlit import config
 
 from explorer.charts import CHART_JS, Chart, encode
 from explorer.figures import PLOTLY_MIN_JS
+from explorer.ui import private
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "static"
@@ -86,7 +86,7 @@ def show(chart: Chart, key: str, on_click: Callable[[dict[str, int]], None] | No
     sent = st.session_state.setdefault(_SENT_KEY, {})
     chart.clickable = on_click is not None
     # AppTest keeps only the last run's elements, so there every run sends every matrix.
-    known = set() if config.get_option("global.appTest") else sent.get(key, set())
+    known = set() if private.in_app_test() else sent.get(key, set())
     payload = encode(chart, known, PLOTLY_URL)
     sent[key] = set(chart.hashes())
     _component(key=key, data=payload,
