@@ -410,7 +410,7 @@ def series(counts: tuple[int, ...], seconds: float, url: str | None, pids: tuple
             "date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count()}
 
 
-PROTOCOL_COUNTS = (1, 5, 10, 20, 30, 40, 50, 60, 80, 100)
+PROTOCOL_COUNTS = (1, 10, 20, 25, 30, 35, 40, 50, 60, 80)
 """Visitor counts of the protocol ramp (``--protocol``), each held ``--seconds``."""
 SERVER_CORE, LOAD_CORE = "0", "1"
 """The cores the server and the protocol visitors are pinned to (``taskset``)."""

@@ -340,3 +340,38 @@ def test_when_the_computing_session_fails_a_waiting_one_computes(monkeypatch):
             first.result(timeout=60)
         assert second.result(timeout=60)["context"].shape[0] == 6
     assert len(calls) == 2 and not cache._computing
+
+
+def test_a_page_waiting_for_another_visitors_computation_says_so(monkeypatch):
+    """A visitor opening a link whose trace another visitor is computing is told
+    why it waits, shares that trace (one computation) and then draws as usual."""
+    from tests.test_app import all_charts, open_link
+    cache.clear()
+    started, go_on = threading.Event(), threading.Event()
+    calls = _counted_compute(monkeypatch, started, go_on)
+    config = AttentionConfig(seed=9877)
+    other = threading.Thread(target=cache.cached_trace, args=(config, False))
+    other.start()
+    assert started.wait(timeout=30)
+    seen: list[str] = []
+    real_empty = cache.st.empty
+
+    def noted():  # the note's placeholder: release the other visitor once it is shown
+        place = real_empty()
+        real_info = place.info
+
+        def info(body, **kwargs):
+            seen.append(body)
+            go_on.set()
+            return real_info(body, **kwargs)
+        place.info = info
+        return place
+
+    monkeypatch.setattr(cache.st, "empty", noted)
+    at = open_link("pages/2_Self_attention.py", {"seed": "9877"})
+    other.join(timeout=60)
+    assert not at.exception
+    assert seen and "another visitor's computation" in seen[0]
+    assert calls == {config: 1}
+    assert "chart-attn_weights" in all_charts(at)
+    assert not [e for e in at.info if "another visitor" in e.value]  # gone once served

@@ -59,7 +59,8 @@ def cached_trace(config: AttentionConfig, tell: bool = True) -> Trace:
     Computed once at a time per config: sessions asking for a config that
     another is computing (a class opening the teacher's link together) wait
     for that computation and share its trace, reserving no memory of their
-    own; if it fails or its session stops, one of them computes in turn.
+    own, and with ``tell`` say so on the page if it takes a while (`_shared`);
+    if it fails or its session stops, one of them computes in turn.
 
     Raises `explorer.budget.BudgetError` (a `ConfigError`) when the trace alone
     needs more than the server's work allowance, or the server stays busy.
@@ -75,7 +76,7 @@ def cached_trace(config: AttentionConfig, tell: bool = True) -> Trace:
                 pending = _computing[config] = Future()
                 break
         try:
-            return pending.result()
+            return _shared(pending, tell)
         except BaseException:  # noqa: BLE001 - the other session's error or stop: try again
             continue
     try:
@@ -94,6 +95,28 @@ def cached_trace(config: AttentionConfig, tell: bool = True) -> Trace:
             _computing.pop(config, None)
         pending.set_exception(error)
         raise
+
+
+SHARED_NOTE_AFTER_SECONDS = 0.5
+"""How long a session waits for another's computation of its config before saying so."""
+
+
+def _shared(pending: Future, tell: bool) -> Trace:
+    """The trace another session is computing (``pending``); past
+    `SHARED_NOTE_AFTER_SECONDS`, with ``tell``, the page says why it waits,
+    until the trace is there."""
+    try:
+        return pending.result(timeout=SHARED_NOTE_AFTER_SECONDS if tell else None)
+    except TimeoutError:
+        pass
+    place = st.empty()
+    place.info("Waiting for another visitor's computation of this same configuration; "
+               "this page shows its result as soon as it is done.",
+               icon=":material/hourglass_top:")
+    try:
+        return pending.result()
+    finally:
+        place.empty()
 
 
 @contextmanager
