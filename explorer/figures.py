@@ -13,7 +13,8 @@ notebooks and exports. Colours:
   of such a group is ≥ 0 (X from torch.rand, the book's hand-picked vectors),
   on its positive half from 0, white to red, so the whole scale is used and red
   still means positive;
-- attention weights on a fixed [0, 1] (ColorBrewer Blues);
+- attention weights on [0, 1] (ColorBrewer Blues), higher where a weight is
+  (dropout); weights below 0 (``normalization="sum"``) on the signed scale;
 - masks as two categories with words, no colour bar;
 - heads, and the series of line and bar charts (`SERIES_TEMPLATE`, never the
   active default template), in the Okabe–Ito colours.
