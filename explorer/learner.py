@@ -441,6 +441,8 @@ class _Recorder(TorchFunctionMode):
         self.dropout_calls = 0
         self.notes: list[str] = []
         self.reversed_shapes: list[tuple[int, ...]] = []  # x.T on a tensor of 3+ dims
+        self.caught: list[warnings.WarningMessage] = []  # filled by run_forward
+        self.warned: list[tuple] = []  # (warning, (file, line, globals) of theirs or None)
 
     def _keep(self, value) -> None:
         if isinstance(value, (tuple, list)):
@@ -495,13 +497,15 @@ class _Recorder(TorchFunctionMode):
         if getattr(func, "__self__", None) is _TRANSPOSE_ALL and args \
                 and isinstance(args[0], Tensor) and args[0].dim() > 2:
             self.reversed_shapes.append(tuple(args[0].shape))
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            out = self._dropout(args, kwargs) if func in _DROPOUTS else None
-            if out is None:
-                out = self._attention_forward(func, args, kwargs) \
-                    if func is _MHA_FORWARD else func(*args, **kwargs)
-        _warn_at_their_line(caught)
+        before = len(self.caught)
+        out = self._dropout(args, kwargs) if func in _DROPOUTS else None
+        if out is None:
+            out = self._attention_forward(func, args, kwargs) \
+                if func is _MHA_FORWARD else func(*args, **kwargs)
+        if len(self.caught) > before:  # a warning: remember the learner's line that called
+            frame = _their_frame()
+            self.warned += [(w, frame and (frame.f_code.co_filename, frame.f_lineno,
+                                           frame.f_globals)) for w in self.caught[before:]]
         self._keep(out)
         if out is None and args and isinstance(args[0], Tensor):  # in place: x[mask] = ...
             self._keep(args[0])
@@ -524,19 +528,21 @@ def _their_frame():
     return frame
 
 
-def _warn_at_their_line(caught: list[warnings.WarningMessage]) -> None:
-    """Warn again with each warning a torch function gave, at the line of the
-    learner's code that called it (not at the recorder's own call)."""
-    frame = _their_frame() if caught else None
+def _warn_at_their_line(caught: list[warnings.WarningMessage], warned: list[tuple]) -> None:
+    """Warn again with every warning the forward gave (``caught``, in order):
+    those of a torch function at the line of the learner's code that called it
+    (``warned``), not at the recorder's own call; the others where they were."""
+    theirs = {id(warning): where for warning, where in warned}
     for warning in caught:
-        if frame is None:
+        where = theirs.get(id(warning))
+        if where is None:
             warnings.warn_explicit(warning.message, warning.category, warning.filename,
                                    warning.lineno)
         else:
-            warnings.warn_explicit(warning.message, warning.category,
-                                   frame.f_code.co_filename, frame.f_lineno,
-                                   module=frame.f_globals.get("__name__"),
-                                   registry=frame.f_globals.setdefault("__warningregistry__", {}))
+            filename, lineno, globals_ = where
+            warnings.warn_explicit(warning.message, warning.category, filename, lineno,
+                                   module=globals_.get("__name__"),
+                                   registry=globals_.setdefault("__warningregistry__", {}))
 
 
 def _call(module: nn.Module, x: Tensor, weights: LearnerWeights) -> Tensor:
@@ -577,8 +583,10 @@ def run_forward(module: nn.Module, x: Tensor, weights: LearnerWeights,
     """
     recorder = _Recorder(keep_masks, weights.n_heads)
     try:
-        with torch.random.fork_rng(devices=[]), torch.no_grad(), recorder:
-            output = _call(module, x, weights)
+        with warnings.catch_warnings(record=True) as recorder.caught:
+            warnings.simplefilter("always")
+            with torch.random.fork_rng(devices=[]), torch.no_grad(), recorder:
+                output = _call(module, x, weights)
     except (MemoryError, RecursionError):
         raise
     except Exception as error:  # noqa: BLE001 - any error in the learner's code
@@ -587,6 +595,7 @@ def run_forward(module: nn.Module, x: Tensor, weights: LearnerWeights,
                                     f"{tuple(x.shape)}: {error}",
                          their_traceback(error), len(recorder.tensors),
                          recorder.reversed_shapes) from error
+    _warn_at_their_line(recorder.caught, recorder.warned)
     if not isinstance(output, Tensor):
         raise CheckError("forward", f"{type(module).__name__}.forward returned "
                                     f"{type(output).__name__}, not a tensor")
