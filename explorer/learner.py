@@ -19,6 +19,7 @@ inside ``torch.random.fork_rng``, and a module is built inside it too.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import linecache
 import sys
@@ -647,13 +648,13 @@ ALIASES = {"block_size": "context_length", "n_heads": "num_heads", "drop_rate": 
 """Other names of the book's constructor arguments: ``block_size`` is
 ``context_length``'s older name (the book repository's first chapter-3 code)."""
 HOW_TO_SET = {
-    "api": "pass it as {name}=… (check_code, check_source)",
-    "cli": "pass it as --{name} VALUE",
-    "app": "set it in the sidebar (this page sets d_in, d_out, num_heads and qkv_bias; "
-           "context_length is the sentence's number of tokens, dropout 0)",
+    "api": "then pass it to check_code by that name",
+    "cli": "then set it with its flag: --d_in, --d_out, --context_length, --dropout, "
+           "--num_heads or --qkv_bias",
+    "app": "then set it in the sidebar's d_in, d_out, num_heads or qkv_bias field "
+           "(context_length is the sentence's number of tokens, dropout 0)",
 }
-"""How to set a constructor argument, by where the check runs: ``{name}``
-is the argument."""
+"""How to set a constructor argument, by where the check runs."""
 
 
 def build_module(cls: type[nn.Module], *, d_in: int, d_out: int, context_length: int,
@@ -675,7 +676,7 @@ def build_module(cls: type[nn.Module], *, d_in: int, d_out: int, context_length:
     offered = {"d_in": d_in, "d_out": d_out, "context_length": context_length,
                "dropout": dropout, "num_heads": num_heads, "qkv_bias": qkv_bias}
     known = ", ".join(list(offered)[2:])
-    how = HOW_TO_SET.get(interface, HOW_TO_SET["api"]).format(name="name")
+    how = HOW_TO_SET.get(interface, HOW_TO_SET["api"])
     if not {"d_in", "d_out"} <= set(parameters) and not open_ended:
         raise CheckError("__init__", f"{cls.__name__}.__init__ takes "
                                      f"({', '.join(list(parameters)[1:])}); the check passes "
@@ -690,10 +691,13 @@ def build_module(cls: type[nn.Module], *, d_in: int, d_out: int, context_length:
                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     if unknown:
         names = ", ".join(unknown)
+        close = [f"{name} → {match[0]}" for name in unknown
+                 if (match := difflib.get_close_matches(name, [*offered, *ALIASES], 1, 0.6))]
+        guess = f" (did you mean {', '.join(close)}?)" if close else ""
         raise CheckError("__init__", f"{cls.__name__}.__init__ needs {names}, which the check "
-                                     f"does not know: it passes d_in, d_out, {known} by name "
-                                     f"(context_length also as block_size). Give {names} a "
-                                     f"default, or rename it to the one it stands for; then "
+                                     f"does not know{guess}: it passes d_in, d_out, {known} by "
+                                     f"name (context_length also as block_size). Give {names} "
+                                     f"a default, or rename it to the one it stands for; "
                                      f"{how}.")
     try:
         with torch.random.fork_rng(devices=[]):
