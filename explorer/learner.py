@@ -19,6 +19,7 @@ inside ``torch.random.fork_rng``, and a module is built inside it too.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import linecache
 import sys
@@ -441,6 +442,8 @@ class _Recorder(TorchFunctionMode):
         self.dropout_calls = 0
         self.notes: list[str] = []
         self.reversed_shapes: list[tuple[int, ...]] = []  # x.T on a tensor of 3+ dims
+        self.caught: list[warnings.WarningMessage] = []  # filled by run_forward
+        self.warned: list[tuple] = []  # (warning, (file, line, globals) of theirs or None)
 
     def _keep(self, value) -> None:
         if isinstance(value, (tuple, list)):
@@ -495,13 +498,15 @@ class _Recorder(TorchFunctionMode):
         if getattr(func, "__self__", None) is _TRANSPOSE_ALL and args \
                 and isinstance(args[0], Tensor) and args[0].dim() > 2:
             self.reversed_shapes.append(tuple(args[0].shape))
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            out = self._dropout(args, kwargs) if func in _DROPOUTS else None
-            if out is None:
-                out = self._attention_forward(func, args, kwargs) \
-                    if func is _MHA_FORWARD else func(*args, **kwargs)
-        _warn_at_their_line(caught)
+        before = len(self.caught)
+        out = self._dropout(args, kwargs) if func in _DROPOUTS else None
+        if out is None:
+            out = self._attention_forward(func, args, kwargs) \
+                if func is _MHA_FORWARD else func(*args, **kwargs)
+        if len(self.caught) > before:  # a warning: remember the learner's line that called
+            frame = _their_frame()
+            self.warned += [(w, frame and (frame.f_code.co_filename, frame.f_lineno,
+                                           frame.f_globals)) for w in self.caught[before:]]
         self._keep(out)
         if out is None and args and isinstance(args[0], Tensor):  # in place: x[mask] = ...
             self._keep(args[0])
@@ -524,19 +529,21 @@ def _their_frame():
     return frame
 
 
-def _warn_at_their_line(caught: list[warnings.WarningMessage]) -> None:
-    """Warn again with each warning a torch function gave, at the line of the
-    learner's code that called it (not at the recorder's own call)."""
-    frame = _their_frame() if caught else None
+def _warn_at_their_line(caught: list[warnings.WarningMessage], warned: list[tuple]) -> None:
+    """Warn again with every warning the forward gave (``caught``, in order):
+    those of a torch function at the line of the learner's code that called it
+    (``warned``), not at the recorder's own call; the others where they were."""
+    theirs = {id(warning): where for warning, where in warned}
     for warning in caught:
-        if frame is None:
+        where = theirs.get(id(warning))
+        if where is None:
             warnings.warn_explicit(warning.message, warning.category, warning.filename,
                                    warning.lineno)
         else:
-            warnings.warn_explicit(warning.message, warning.category,
-                                   frame.f_code.co_filename, frame.f_lineno,
-                                   module=frame.f_globals.get("__name__"),
-                                   registry=frame.f_globals.setdefault("__warningregistry__", {}))
+            filename, lineno, globals_ = where
+            warnings.warn_explicit(warning.message, warning.category, filename, lineno,
+                                   module=globals_.get("__name__"),
+                                   registry=globals_.setdefault("__warningregistry__", {}))
 
 
 def _call(module: nn.Module, x: Tensor, weights: LearnerWeights) -> Tensor:
@@ -577,8 +584,10 @@ def run_forward(module: nn.Module, x: Tensor, weights: LearnerWeights,
     """
     recorder = _Recorder(keep_masks, weights.n_heads)
     try:
-        with torch.random.fork_rng(devices=[]), torch.no_grad(), recorder:
-            output = _call(module, x, weights)
+        with warnings.catch_warnings(record=True) as recorder.caught:
+            warnings.simplefilter("always")
+            with torch.random.fork_rng(devices=[]), torch.no_grad(), recorder:
+                output = _call(module, x, weights)
     except (MemoryError, RecursionError):
         raise
     except Exception as error:  # noqa: BLE001 - any error in the learner's code
@@ -587,6 +596,7 @@ def run_forward(module: nn.Module, x: Tensor, weights: LearnerWeights,
                                     f"{tuple(x.shape)}: {error}",
                          their_traceback(error), len(recorder.tensors),
                          recorder.reversed_shapes) from error
+    _warn_at_their_line(recorder.caught, recorder.warned)
     if not isinstance(output, Tensor):
         raise CheckError("forward", f"{type(module).__name__}.forward returned "
                                     f"{type(output).__name__}, not a tensor")
@@ -638,13 +648,13 @@ ALIASES = {"block_size": "context_length", "n_heads": "num_heads", "drop_rate": 
 """Other names of the book's constructor arguments: ``block_size`` is
 ``context_length``'s older name (the book repository's first chapter-3 code)."""
 HOW_TO_SET = {
-    "api": "pass it as {name}=… (check_code, check_source)",
-    "cli": "pass it as --{name} VALUE",
-    "app": "set it in the sidebar (this page sets d_in, d_out, num_heads and qkv_bias; "
-           "context_length is the sentence's number of tokens, dropout 0)",
+    "api": "then pass it to check_code by that name",
+    "cli": "then set it with its flag: --d_in, --d_out, --context_length, --dropout, "
+           "--num_heads or --qkv_bias",
+    "app": "then set it in the sidebar's d_in, d_out, num_heads or qkv_bias field "
+           "(context_length is the sentence's number of tokens, dropout 0)",
 }
-"""How to set a constructor argument, by where the check runs: ``{name}``
-is the argument."""
+"""How to set a constructor argument, by where the check runs."""
 
 
 def build_module(cls: type[nn.Module], *, d_in: int, d_out: int, context_length: int,
@@ -666,7 +676,7 @@ def build_module(cls: type[nn.Module], *, d_in: int, d_out: int, context_length:
     offered = {"d_in": d_in, "d_out": d_out, "context_length": context_length,
                "dropout": dropout, "num_heads": num_heads, "qkv_bias": qkv_bias}
     known = ", ".join(list(offered)[2:])
-    how = HOW_TO_SET.get(interface, HOW_TO_SET["api"]).format(name="name")
+    how = HOW_TO_SET.get(interface, HOW_TO_SET["api"])
     if not {"d_in", "d_out"} <= set(parameters) and not open_ended:
         raise CheckError("__init__", f"{cls.__name__}.__init__ takes "
                                      f"({', '.join(list(parameters)[1:])}); the check passes "
@@ -681,10 +691,13 @@ def build_module(cls: type[nn.Module], *, d_in: int, d_out: int, context_length:
                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     if unknown:
         names = ", ".join(unknown)
+        close = [f"{name} → {match[0]}" for name in unknown
+                 if (match := difflib.get_close_matches(name, [*offered, *ALIASES], 1, 0.6))]
+        guess = f" (did you mean {', '.join(close)}?)" if close else ""
         raise CheckError("__init__", f"{cls.__name__}.__init__ needs {names}, which the check "
-                                     f"does not know: it passes d_in, d_out, {known} by name "
-                                     f"(context_length also as block_size). Give {names} a "
-                                     f"default, or rename it to the one it stands for; then "
+                                     f"does not know{guess}: it passes d_in, d_out, {known} by "
+                                     f"name (context_length also as block_size). Give {names} "
+                                     f"a default, or rename it to the one it stands for; "
                                      f"{how}.")
     try:
         with torch.random.fork_rng(devices=[]):

@@ -152,3 +152,17 @@ def test_the_book_repositorys_block_size_class_and_keys_T_on_a_batch(code_allowe
     assert errors(at)[0].startswith("✗ Raises on the book's batch of two"), errors(at)
     assert any(t.value.startswith("Diagnosis: CausalAttention works on one sentence") and
                ".T on a tensor of 3 dims" in t.value for t in at.text)
+
+
+def test_an_unknown_constructor_argument_says_which_fields_to_set(code_allowed):
+    from tests.learner_modules import CAUSAL_ATTENTION_BLOCK_SIZE
+
+    at = check(CAUSAL_ATTENTION_BLOCK_SIZE.replace("block_size, dropout", "block_size, p_drop"),
+               check_class="CausalAttention")
+    assert errors(at) == ["✗ Your code could not be checked: an error building the class "
+                          "(__init__)."]
+    assert at.text[0].value.startswith("CausalAttention.__init__ needs p_drop, which the check "
+                                       "does not know")
+    assert at.text[0].value.endswith("then set it in the sidebar's d_in, d_out, num_heads or "
+                                     "qkv_bias field (context_length is the sentence's number "
+                                     "of tokens, dropout 0).")

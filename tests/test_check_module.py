@@ -683,7 +683,13 @@ def test_block_size_is_context_length_and_an_unknown_argument_says_what_to_pass(
         check_code(unknown, "CausalAttention", interface="cli")
     assert str(caught.value).startswith("CausalAttention.__init__ needs p_drop, which the "
                                         "check does not know")
-    assert "pass it as --name VALUE" in str(caught.value)
+    assert str(caught.value).endswith("Give p_drop a default, or rename it to the one it "
+                                      "stands for; then set it with its flag: --d_in, --d_out, "
+                                      "--context_length, --dropout, --num_heads or --qkv_bias.")
+    misspelt = L.CAUSAL_ATTENTION_BLOCK_SIZE.replace("block_size", "context_len")
+    with pytest.raises(CheckError, match=r"needs context_len, which the check does not know "
+                                         r"\(did you mean context_len → context_length\?\)"):
+        check_code(misspelt, "CausalAttention")
 
 
 LOOPS_FOREVER = ("import torch.nn as nn\nclass MultiHeadAttention(nn.Module):\n"
