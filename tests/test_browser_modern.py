@@ -50,3 +50,19 @@ def test_picking_a_head_redraws_the_heads_charts(shared_server, browser: Browser
     page.wait_for_function(f"({title})() === 'Q of head 2, after RoPE'")
     expect(page.get_by_text("Head 2's keys are K/V head 1's")).to_be_visible()
     context.close()
+
+
+def test_a_click_on_a_score_with_rope_explains_it_in_the_browser(shared_server, browser: Browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.add_init_script(RUN_COUNTER)
+    page = context.new_page()
+    page.goto(page_url(shared_server, "Modern_attention"))
+    settle(page)
+    chart_count(page)
+    scores = page.locator(".st-key-modern-scores-after .explorer-chart")
+    scores.scroll_into_view_if_needed()
+    area = scores.locator(".nsewdrag").bounding_box()  # row 3 ("eat"), column 1 ("is")
+    page.mouse.click(area["x"] + area["width"] * 1.5 / 6, area["y"] + area["height"] * 3.5 / 6)
+    settle(page)
+    expect(page.get_by_text("m − n = 2", exact=False)).to_be_visible()
+    context.close()
