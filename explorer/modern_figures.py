@@ -93,6 +93,24 @@ def pair_shapes(config: modern.ModernConfig, n_rows: int, pair: int = 0) -> list
     return shapes
 
 
+def cell_outline(row: int, col: int) -> dict:
+    """The outline of the explained cell, as on the other pages."""
+    return figures.cell_shape(row, col)
+
+
+def rope_terms_table(trace: ModernTrace, head: int, row: int, col: int) -> pd.DataFrame:
+    """The terms of one score with RoPE: per dimension, the rotated query's and
+    key's numbers and their product (the score is their sum / √head_dim)."""
+    c = trace.config
+    kv = modern.kv_head_of(c.n_heads, c.n_kv_heads)[head]
+    q, k = trace.queries_rope[head, row], trace.keys_rope[kv, col]
+    partner = {a: b for pair in modern.rope_pairs(c.head_dim, c.rope_pairing)
+               for a, b in (pair, pair[::-1])}
+    return pd.DataFrame({"dimension": range(c.head_dim),
+                         "turns with": [partner[d] for d in range(c.head_dim)],
+                         "q′": _np(q), "k′": _np(k), "q′ × k′": _np(q * k)})
+
+
 # ---------------------------------------------------------------------------
 # Grouped-query attention
 # ---------------------------------------------------------------------------

@@ -116,7 +116,8 @@ def _random_values(rng: random.Random) -> dict[str, object]:
             "rope_offset": rng.choice((0, 7, 1000)), "window": rng.randrange(1, 7),
             "prefill": rng.randrange(0, 6), "block_q": rng.randrange(1, 7),
             "block_k": rng.randrange(1, 7), "decode_row": rng.randrange(0, 6),
-            "tile": rng.randrange(0, 4), "head": rng.randrange(n_heads)}
+            "tile": rng.randrange(0, 4), "head": rng.randrange(n_heads),
+            "rope_cell": (rng.randrange(6), rng.randrange(6))}
 
 
 def test_a_random_value_of_every_setting_survives_the_link():
@@ -173,3 +174,23 @@ def test_the_script_and_the_json_reproduce_every_step_of_the_page(tmp_path):
     steps = json.loads(_build(x_config, config, (0, 0), "", True))["steps"]
     assert np.allclose(steps["scores_rope"], trace.scores_rope.numpy(), atol=1e-6)
     assert steps["window_mask"] == trace.window_mask.tolist()
+
+
+def test_a_click_on_a_score_with_rope_explains_it():
+    at = open_link(PAGE, {"head": "1", "rope_offset": "50"})
+    assert "Click a score with RoPE" in " ".join(c.value for c in at.caption)
+    # what the chart's click callback (`_explain_rope`) stores for the cell clicked
+    at.session_state["rope_cell"] = (3, 1)
+    at.run()
+    text = " ".join(m.value for m in at.main.markdown)
+    assert "ω′[eat, is]" in text and "m − n = 2" in text
+    embeddings = compute_trace(AttentionConfig())["embeddings"]
+    trace = modern.modern_attention(embeddings, modern.ModernConfig(rope_offset=50),
+                                    AttentionConfig().seed)
+    terms = next(t.value for t in at.dataframe if "q′ × k′" in t.value.columns)
+    products = terms["q′ × k′"].astype(str).str.replace("−", "-").astype(float)
+    assert np.isclose(products.sum() / np.sqrt(8), float(trace.scores_rope[1, 3, 1]), atol=1e-3)
+    assert [int(v) for v in terms["turns with"]] == [4, 5, 6, 7, 0, 1, 2, 3]
+    shapes = all_charts(at)["modern-scores-after"]["layout"]["shapes"]
+    assert any(s.get("name") == "cell" and s["x0"] == 0.5 and s["y0"] == 2.5 for s in shapes)
+    assert "rope_cell=3,1" in link_of(at)

@@ -172,8 +172,28 @@ def _pick(name: str, value) -> None:
     state.changed()
 
 
-def _show(drawn, key: str) -> None:
-    chart.show(drawn, key=f"modern-{key}")
+def _show(drawn, key: str, on_click=None) -> None:
+    chart.show(drawn, key=f"modern-{key}", on_click=on_click)
+
+
+def _explain_rope(cell: dict[str, int]) -> None:
+    """A click on a score with RoPE: explain that cell (the ``rope_cell`` entry)."""
+    state.put("rope_cell", (cell["row"], cell["col"]))
+    state.changed()
+
+
+def rope_cell_explanation(view: ModernView, head: int, row: int, col: int) -> None:
+    """How the clicked score with RoPE was computed: the rotated query and key
+    multiplied dimension by dimension, summed, divided by √head_dim."""
+    trace, c, labels = view.trace, view.config, list(view.labels)
+    m, n = c.rope_offset + row, c.rope_offset + col
+    with st.container(border=True):
+        st.markdown(f"**ω′[{literal.markdown(labels[row])}, {literal.markdown(labels[col])}]** "
+                    f"(head {head}, row {row}, column {col}) = q′ · k′ / √{c.head_dim} = "
+                    f"{float(trace.scores_rope[head, row, col]):.4f}: the query turned for "
+                    f"position m = {m}, the key for n = {n}; they meet at m − n = {m - n}, "
+                    "so any offset gives the same number.")
+        number_table(mf.rope_terms_table(trace, head, row, col))
 
 
 # ---------------------------------------------------------------------------
@@ -212,8 +232,15 @@ def rope(view: ModernView, head: int) -> None:
     with after:
         _show(mf.chart(trace.queries_rope[head], "heads", f"Q of head {head}, after RoPE",
                        labels, columns=2), "q-after")
+        cell = view["rope_cell"]
+        cell = cell if cell and max(cell) < trace.n_tokens else None
         _show(mf.chart(trace.scores_rope[head], "scores", f"scores of head {head} with RoPE",
-                       labels, columns=2), "scores-after")
+                       labels, columns=2, shapes=[mf.cell_outline(*cell)] if cell else []),
+              "scores-after", on_click=_explain_rope)
+    if cell is None:
+        st.caption("Click a score with RoPE to see how it was computed.")
+    else:
+        rope_cell_explanation(view, head, *cell)
     st.caption(f"Head {head}'s keys are K/V head {kv}'s, turned the same way. Token 0 (m = "
                f"{c.rope_offset}) turns by {c.rope_offset}·θ_i.")
     moved = trace.offset_change

@@ -242,6 +242,22 @@ class CellRef(Kind):
 
 
 @dataclass(frozen=True)
+class Pair(Kind):
+    """Two 0-based positions, a cell's row and column, written ``row,col``
+    (its bounds are checked by the page that draws the cell)."""
+
+    def parse(self, name: str, raw: str) -> tuple[int, int]:
+        row, comma, col = str(raw).partition(",")
+        if not comma:
+            raise ConfigError(name, f"{name} must be a row and a column such as 3,1 "
+                                    f"(got {shown(raw)})")
+        return Index().parse(name, row), Index().parse(name, col)
+
+    def text(self, value: Any) -> str:
+        return f"{value[0]},{value[1]}"
+
+
+@dataclass(frozen=True)
 class MatrixKind(Kind):
     """A hand-entered matrix, held as a float array (NaN: an empty cell);
     written ``0.43,0.15;0.55,0.87``: rows split by ``;``, cells by ``,``,
@@ -445,6 +461,7 @@ _MODERN_ENTRIES = [
     Entry("decode_row", Index(), _MODERN, "Token to decode",
           default=lambda c: c.trace.n_tokens - 1,
           allowed=lambda c: range(c.trace.n_tokens) if c.trace else None),
+    Entry("rope_cell", Pair(), _MODERN, default=None, widget=False),
     Entry("tile", Index(), _MODERN, "Tile step", default=0,
           allowed=lambda c: range(c.trace.n_tile_steps) if c.trace else None),
 ]
