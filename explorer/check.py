@@ -936,6 +936,9 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     keep_masks = masks(batch)
     yours = _Yours(recording.tensors, batch, h)
     returned = _Yours([recording.output], batch, h)
+    if recording.causal_call and causal is None and not weights.causal:
+        weights.causal = True  # a mask without a mask buffer
+        weights.found.append("causal: scaled_dot_product_attention(..., is_causal=True)")
     pipeline = {"n_heads": h, "causal": weights.causal,
                 "dropout": weights.dropout if dropout_on else 0.0, "keep_mask": keep_masks}
     # The weights as read, then each other reading of them (a fused layer's

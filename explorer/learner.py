@@ -420,11 +420,13 @@ class Recording:
     """One forward pass: ``tensors``, every floating-point tensor of 2 or more
     dims it produced (copies, in the order made, in-place results included);
     ``output``: what ``forward`` returned (its first element if a tuple);
-    ``notes``: what the report should say about the run."""
+    ``notes``: what the report should say about the run; ``causal_call``: it
+    called ``scaled_dot_product_attention`` with ``is_causal=True``."""
 
     tensors: list[Tensor]
     output: Tensor
     notes: list[str] = field(default_factory=list)
+    causal_call: bool = False
 
 
 class _Recorder(TorchFunctionMode):
@@ -443,6 +445,7 @@ class _Recorder(TorchFunctionMode):
         self.notes: list[str] = []
         self.reversed_shapes: list[tuple[int, ...]] = []  # x.T on a tensor of 3+ dims
         self.caught: list[warnings.WarningMessage] = []  # filled by run_forward
+        self.causal_call = False  # scaled_dot_product_attention(..., is_causal=True)
         self.warned: list[tuple] = []  # (warning, (file, line, globals) of theirs or None)
 
     def _keep(self, value) -> None:
@@ -498,6 +501,8 @@ class _Recorder(TorchFunctionMode):
         if getattr(func, "__self__", None) is _TRANSPOSE_ALL and args \
                 and isinstance(args[0], Tensor) and args[0].dim() > 2:
             self.reversed_shapes.append(tuple(args[0].shape))
+        if func is _SDPA and kwargs.get("is_causal", len(args) > 5 and args[5]):
+            self.causal_call = True
         before = len(self.caught)
         out = self._dropout(args, kwargs) if func in _DROPOUTS else None
         if out is None:
@@ -516,6 +521,7 @@ class _Recorder(TorchFunctionMode):
 _TRANSPOSE_ALL = torch._C.TensorBase.T
 """The ``.T`` attribute (its ``__get__`` is what a torch function mode sees)."""
 _MHA_FORWARD = torch.nn.functional.multi_head_attention_forward
+_SDPA = torch.nn.functional.scaled_dot_product_attention
 _OURS = (str(Path(torch.__file__).parent), str(Path(__file__).parent))
 """Where frames are torch's or the explorer's, not the learner's."""
 
@@ -604,7 +610,8 @@ def run_forward(module: nn.Module, x: Tensor, weights: LearnerWeights,
     if recorder.full:
         notes.append(f"Only the first {MAX_RECORDED_BYTES // 2**20} MB of tensors your "
                      "forward made were kept for comparison.")
-    return Recording(recorder.tensors, output.detach().to(torch.float32), notes)
+    return Recording(recorder.tensors, output.detach().to(torch.float32), notes,
+                     recorder.causal_call)
 
 
 # ---------------------------------------------------------------------------

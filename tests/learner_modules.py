@@ -438,3 +438,16 @@ class SelfAttentionLinearLayout(nn.Module):
         keys, queries, values = x @ self.W_key.T, x @ self.W_query.T, x @ self.W_value.T
         attn_weights = torch.softmax(queries @ keys.transpose(-2, -1) / keys.shape[-1]**0.5, -1)
         return attn_weights @ values
+
+
+class FusedWithSDPA(MultiHeadAttentionCombinedQKV):
+    """The notebook's fused layer with F.scaled_dot_product_attention(is_causal=True):
+    causal without a mask buffer, the attention in one call."""
+
+    def forward(self, x):
+        b, num_tokens, _ = x.shape
+        queries, keys, values = self.split(self.qkv(x), b, num_tokens)
+        context_vec = nn.functional.scaled_dot_product_attention(queries, keys, values,
+                                                                 is_causal=True)
+        return self.proj(context_vec.transpose(1, 2).contiguous().view(b, num_tokens,
+                                                                        self.d_out))

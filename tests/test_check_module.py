@@ -795,3 +795,12 @@ def test_a_fused_layer_read_head_by_head_is_followed(qkv_bias):
 def test_square_parameters_used_as_x_times_w_transposed_are_followed():
     report = check_module(randomise(build(L.SelfAttentionLinearLayout, 3, 3), 11))
     assert report.ok and "used as x @ W.T" in report.settings[1], report.text()
+
+
+def test_scaled_dot_product_attention_with_is_causal_is_checked_as_causal():
+    module = build(L.FusedWithSDPA, 3, 4, 6, 0.0, 2)
+    del module.mask  # causal by is_causal=True alone
+    report = check_module(module)
+    assert report.ok, report.text()
+    assert "is_causal=True" in report.settings[1]
+    assert statuses(report)["context"] == MATCH
