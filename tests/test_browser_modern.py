@@ -17,13 +17,19 @@ CHARTS = 14
 masks, windowed weights, the decoded row, the tile and its O."""
 
 
-@pytest.mark.parametrize("width", [1400, 390])
-def test_every_part_draws_and_passes_its_check(shared_server, browser: Browser, width):
+def _open(server, browser: Browser, width: int = 1400):
+    """The page opened at ``width`` px, settled: its context and page."""
     context = browser.new_context(viewport={"width": width, "height": 1000})
     context.add_init_script(RUN_COUNTER)
     page = context.new_page()
-    page.goto(page_url(shared_server, "Modern_attention"))
+    page.goto(page_url(server, "Modern_attention"))
     settle(page)
+    return context, page
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_every_part_draws_and_passes_its_check(shared_server, browser: Browser, width):
+    context, page = _open(shared_server, browser, width)
     assert chart_count(page) == CHARTS
     expect(page.get_by_test_id("stException")).to_have_count(0)
     expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
@@ -38,11 +44,7 @@ def test_every_part_draws_and_passes_its_check(shared_server, browser: Browser, 
 
 
 def test_picking_a_head_redraws_the_heads_charts(shared_server, browser: Browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.add_init_script(RUN_COUNTER)
-    page = context.new_page()
-    page.goto(page_url(shared_server, "Modern_attention"))
-    settle(page)
+    context, page = _open(shared_server, browser)
     chart_count(page)
     title = "() => document.querySelector('.st-key-modern-q-after .explorer-chart').layout.title.text"
     assert page.evaluate(title) == "Q of head 0, after RoPE"
@@ -53,11 +55,7 @@ def test_picking_a_head_redraws_the_heads_charts(shared_server, browser: Browser
 
 
 def test_a_click_on_a_score_with_rope_explains_it_in_the_browser(shared_server, browser: Browser):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    context.add_init_script(RUN_COUNTER)
-    page = context.new_page()
-    page.goto(page_url(shared_server, "Modern_attention"))
-    settle(page)
+    context, page = _open(shared_server, browser)
     chart_count(page)
     scores = page.locator(".st-key-modern-scores-after .explorer-chart")
     scores.scroll_into_view_if_needed()
