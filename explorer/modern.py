@@ -325,7 +325,8 @@ def decode(queries: Tensor, keys: Tensor, values: Tensor, prefill: int,
 
     queries (n_heads, n, head_dim) (already rotated by RoPE if used); keys
     (n_kv_heads, n, head_dim); values (n_kv_heads, n, head_dim_v). Each decoded
-    row equals row ``position`` of full causal attention."""
+    row equals row ``position`` of full causal attention, to float32 rounding
+    (`explorer.modern_verify.DECODE_TOLERANCE`: not always bit for bit)."""
     n_heads, n_tokens, _ = queries.shape
     check_prefill(n_tokens, prefill)
     check_groups(n_heads, keys.shape[0])

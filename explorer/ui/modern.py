@@ -211,8 +211,8 @@ def rope(view: ModernView, head: int) -> None:
         "m·θ_i, with θ_i = base^(−2i/head_dim). A query at m and a key at n then meet at the "
         "angle (m − n)·θ_i, so their score depends on how far apart they are, not where "
         f"they are. **Pairing: {literal.markdown(modern.PAIRING_HELP[c.rope_pairing])}.**")
-    st.latex(r"q'_m = q_m \odot \cos(m\theta) + \mathrm{rotate}(q_m) \odot \sin(m\theta),"
-             r"\quad \theta_i = \mathrm{base}^{-2i/d}")
+    st.latex(r"q'_m = q_m \odot \cos(m\theta) + \mathrm{rotate}(q_m) \odot \sin(m\theta)")
+    st.latex(r"\theta_i = \mathrm{base}^{-2i/\mathrm{head\_dim}}")
     number_table(mf.frequency_table(c))
     cos_col, sin_col = st.columns(2)
     positions = f"positions {c.rope_offset} … {c.rope_offset + trace.n_tokens - 1}"
