@@ -17,7 +17,7 @@ from explorer import config as cfg
 from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, PRESETS, SELF_ATTENTION_PAGE,
                               SIMPLIFIED_PAGE)
 from explorer.ui import private, state
-from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODEL_PAGE, PAGES
+from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAGE, PAGES
 from explorer.ui.state import (ACTIONS, ENTRIES, INTERNAL, CellRef, Choice, Flag, Fraction, Index,
                                MatrixKind, Number, Steps, Text)
 from explorer.ui.matrices import parse_csv_matrix
@@ -61,7 +61,7 @@ def _every_section_open(at: AppTest) -> None:
                 at.button(key="shuffle").click().run()
 
 
-@pytest.mark.parametrize("page", [*ATTENTION_PAGES, CHECK_PAGE, MODEL_PAGE])
+@pytest.mark.parametrize("page", [*ATTENTION_PAGES, CHECK_PAGE, MODEL_PAGE, MODERN_PAGE])
 def test_every_widget_and_session_key_is_declared(page, monkeypatch):
     from explorer import sandbox
 
