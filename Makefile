@@ -22,8 +22,10 @@ run: $(VENV)/.app-installed
 	EXPLORER_MODEL_FOLDERS=1 $(BIN)/streamlit run streamlit_app.py --server.port $(PORT) \
 		--server.address 127.0.0.1
 
-## make test: the whole suite (backend, AppTest, Playwright in /usr/bin/chromium)
+## make test: the whole suite (the chart modules' unit tests in Node, backend, AppTest,
+## Playwright in /usr/bin/chromium)
 test: $(VENV)/.dev-installed
+	node --test tests/js/*.test.mjs
 	$(BIN)/python -m pytest
 
 ## make bench: speed figures, printed and written to benchmarks/results/; then the
