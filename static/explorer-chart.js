@@ -81,7 +81,9 @@ function decodePayload(bytes, store) {
 /** @typedef {(text: string, size: number) => number} Measure width in px of `text` at `size` px */
 
 const CELL_FONT_FAMILY = '"Open Sans", verdana, arial, sans-serif'; // Plotly's own default
-const CELL_PAD_PX = 4; // air beside a cell's number, in all
+const MIN_GAP_PX = 2; // the least air between two numbers or tick labels (issue 31)
+const CELL_PAD_PX = 4; // air beside a cell's number, in all: 2 px each side, so
+// that neighbours keep MIN_GAP_PX and a 3-px outline on the cell's edge stays off it
 const MIN_TEXT_HEIGHT_PX = 14;
 
 /**
@@ -139,22 +141,100 @@ function labelsOf(values, rows, cols, label) {
 }
 
 /**
+ * A line of text's height at `size` px where nothing measures it: Plotly's
+ * font's box is about 1.36 em.
+ * @param {number} size
+ */
+function lineHeightOf(size) {
+  return Math.ceil(size * 1.36);
+}
+
+/**
  * The decimals and font size a cell of this size shows its numbers with: the
  * most decimals of `allowed` (4, 2) whose widest text, that of the smallest or
- * the largest value (`range`), fits the cell at one of `sizes`; null for none.
+ * the largest value (`range`), fits the cell at one of `sizes` with CELL_PAD_PX
+ * beside it and MIN_GAP_PX above (and at least MIN_TEXT_HEIGHT_PX tall); null for none.
  * @param {number} cellWidth @param {number} cellHeight @param {number[]} allowed
  * @param {number[]} range @param {number[]} sizes @param {Measure} measure
+ * @param {(size: number) => number} [lineHeight] px of a line at `size` px
  * @returns {{decimals: number, size: number} | null}
  */
-function textFor(cellWidth, cellHeight, allowed, range, sizes, measure) {
+function textFor(cellWidth, cellHeight, allowed, range, sizes, measure,
+                        lineHeight = lineHeightOf) {
   if (cellHeight < MIN_TEXT_HEIGHT_PX) return null;
   for (const decimals of allowed) {
     for (const size of sizes) {
+      if (lineHeight(size) + MIN_GAP_PX > cellHeight) continue;
       const widest = Math.max(0, ...range.map((v) => measure(formatted(v, decimals), size)));
       if (widest + CELL_PAD_PX <= cellWidth) return { decimals, size };
     }
   }
   return null;
+}
+
+// ---- axes.js ----
+// @ts-check
+// Tick labels of a heatmap's category axes (tokens, dims) that never run into
+// each other: every label, at the largest font that leaves MIN_GAP_PX between
+// neighbours, while one fits; else every k-th label, which the axis title says
+// (issue 31). Pure: the text's size comes from `measure` and `lineHeight`.
+
+
+/** @typedef {import("./cells.js").Measure} Measure */
+
+const TICK_SIZES = [12, 11, 10, 9]; // Plotly's tick font is 12 px
+const EVERY = [1, 2, 3, 4, 5, 8, 10, 16, 20, 25, 32, 50, 64, 100, 128, 256, 512, 1024];
+
+/**
+ * Which labels of an axis of `labels.length` categories over `length` px to
+ * draw, and at which font size: `every` 1 (all) where they fit, else the
+ * smallest step of EVERY that leaves room. A label needs its line height (and
+ * MIN_GAP_PX) of room on a vertical axis, its width on a horizontal one, and
+ * its line height over sin(angle) when it is drawn at `angle` degrees.
+ * @param {string[]} labels @param {number} length px @param {number} angle degrees
+ * @param {boolean} vertical @param {Measure} measure
+ * @param {(size: number) => number} lineHeight px of a line of text at `size` px
+ * @returns {{every: number, size: number} | null}
+ */
+function tickPlan(labels, length, angle, vertical, measure, lineHeight) {
+  if (!labels.length || !(length > 0)) return null;
+  const spacing = length / labels.length;
+  const need = (/** @type {number} */ size) => {
+    if (vertical) return lineHeight(size) + MIN_GAP_PX;
+    if (angle) return (lineHeight(size) + MIN_GAP_PX) / Math.sin((Math.abs(angle) * Math.PI) / 180);
+    return Math.max(...labels.map((label) => measure(label, size))) + MIN_GAP_PX;
+  };
+  for (const size of TICK_SIZES) if (need(size) <= spacing) return { every: 1, size };
+  const size = TICK_SIZES[0];
+  const wanted = need(size) / spacing;
+  return { every: EVERY.find((k) => k >= wanted) ?? Math.ceil(wanted), size };
+}
+
+/**
+ * "2nd", "3rd", "4th", "21st" ...
+ * @param {number} k
+ */
+function ordinal(k) {
+  const tens = k % 100;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : ({ 1: "st", 2: "nd", 3: "rd" })[k % 10] ?? "th";
+  return `${k}${suffix}`;
+}
+
+/**
+ * `axis` (a layout axis) with the ticks of `plan`: every `plan.every`-th
+ * category from the first, at `plan.size` px, and a title that says when not
+ * every label is drawn.
+ * @param {any} axis @param {{every: number, size: number}} plan
+ */
+function withTicks(axis, plan) {
+  const out = { ...axis, tickmode: "linear", tick0: 0, dtick: plan.every,
+                tickfont: { ...axis.tickfont, size: plan.size } };
+  delete out.nticks;
+  if (plan.every > 1) { // short: a vertical title longer than its plot runs into the chart's
+    const title = typeof axis.title === "string" ? { text: axis.title } : axis.title ?? {};
+    out.title = { ...title, text: `${title.text ?? ""}, every ${ordinal(plan.every)}` };
+  }
+  return out;
 }
 
 // ---- figure.js ----
@@ -177,9 +257,11 @@ const MIN_TITLE_PX = 12; // a long title is drawn down to this size, then wrappe
  * decimals printed (null for none).
  * @param {any} spec @param {(Float32Array | undefined)[]} matrices @param {Area} area
  * @param {number} nCharts charts in the page's row @param {Measure} measure
+ * @param {(size: number) => number} [lineHeight] px of a line of text at `size` px
  * @returns {{trace: any, decimals: number | null}}
  */
-function traceWithMatrix(spec, matrices, area, nCharts, measure) {
+function traceWithMatrix(spec, matrices, area, nCharts, measure,
+                                lineHeight = lineHeightOf) {
   const m = spec.matrix;
   const values = /** @type {Float32Array} */ (matrices[m.block]);
   const { rows, finite, range } = rowsOf(values, m.rows, m.cols);
@@ -190,7 +272,7 @@ function traceWithMatrix(spec, matrices, area, nCharts, measure) {
   const sizes = cellWidth >= 56 && nCharts === 1 ? [12, 10] : [10];
   const text = m.words ? (cellWidth >= 44 && cellHeight >= MIN_TEXT_HEIGHT_PX
     ? { decimals: 0, size: sizes[0] } : null)
-    : textFor(cellWidth, cellHeight, m.decimals ?? [4, 2], range, sizes, measure);
+    : textFor(cellWidth, cellHeight, m.decimals ?? [4, 2], range, sizes, measure, lineHeight);
   const decimals = text ? text.decimals : null;
   const word = (/** @type {number} */ v) => (v > 0.5 ? m.words[1] : m.words[0]);
   if (m.words || !finite || decimals !== null) {
@@ -199,6 +281,11 @@ function traceWithMatrix(spec, matrices, area, nCharts, measure) {
     trace.hovertemplate = `${m.hover}value: %{customdata}<extra></extra>`;
   } else {
     trace.hovertemplate = `${m.hover}value: %{z:.4f}<extra></extra>`;
+  }
+  // A colour bar's ticks (0.9 of the plot's height) a 12-px line and 2 px apart at least.
+  if (spec.showscale) {
+    trace.colorbar = { ...spec.colorbar,
+                       nticks: Math.max(2, Math.floor((0.9 * area.height) / (lineHeight(12) + 6))) };
   }
   if (text && decimals !== null) {
     trace.text = m.words ? trace.customdata
@@ -215,10 +302,32 @@ function traceWithMatrix(spec, matrices, area, nCharts, measure) {
  * The traces of `data` (a figure's), each heatmap with its matrix (`traceWithMatrix`).
  * @param {any[]} data @param {(Float32Array | undefined)[]} matrices @param {Area} area
  * @param {number} nCharts @param {Measure} measure
+ * @param {(size: number) => number} [lineHeight]
  */
-function tracesFor(data, matrices, area, nCharts, measure) {
+function tracesFor(data, matrices, area, nCharts, measure, lineHeight = lineHeightOf) {
   return data.map((spec) => (spec.matrix
-    ? traceWithMatrix(spec, matrices, area, nCharts, measure).trace : spec));
+    ? traceWithMatrix(spec, matrices, area, nCharts, measure, lineHeight).trace : spec));
+}
+
+/**
+ * `layout` with the tick labels of a one-heatmap figure's category axes planned
+ * for the plot `area` (`tickPlan`): every label while they fit, else every k-th,
+ * said in the axis title. Other figures (grids of heads) keep Plotly's own ticks.
+ * @param {any} layout @param {any[]} data @param {Area} area @param {Measure} measure
+ * @param {(size: number) => number} [lineHeight]
+ */
+function layoutWithTicks(layout, data, area, measure, lineHeight = lineHeightOf) {
+  if (data.length !== 1 || !data[0].matrix) return layout;
+  const out = { ...layout };
+  for (const [name, labels, length, vertical] of /** @type {const} */ ([
+    ["xaxis", data[0].x, area.width, false], ["yaxis", data[0].y, area.height, true]])) {
+    const axis = layout[name];
+    if (!axis || axis.type !== "category" || !Array.isArray(labels)) continue;
+    const plan = tickPlan(labels.map(String), length, vertical ? 0 : axis.tickangle ?? 0,
+                          vertical, measure, lineHeight);
+    if (plan) out[name] = withTicks(axis, plan);
+  }
+  return out;
 }
 
 /**
@@ -1126,18 +1235,54 @@ function loadPlotly(url) {
   return plotlyLoading;
 }
 
-/** @type {CanvasRenderingContext2D | null} */
-let measurer = null;
+const SVG_NS = "http://www.w3.org/2000/svg";
+/** @type {SVGTextElement | null} */
+let probe = null;
+/** @type {Map<string, DOMRect>} "size|text" -> its box */
+const BOXES = new Map();
+
+/**
+ * The box of `text` drawn at `size` px in Plotly's font, measured as Plotly
+ * draws it (an SVG text off-screen: a canvas measured numbers up to 6 px
+ * narrower than the SVG draws them).
+ * @param {string} text @param {number} size
+ */
+function textBox(text, size) {
+  const key = `${size}|${text}`;
+  let box = BOXES.get(key);
+  if (!box) {
+    if (!probe || !probe.isConnected) {
+      const svg = document.createElementNS(SVG_NS, "svg");
+      svg.setAttribute("aria-hidden", "true");
+      svg.setAttribute("style", "position: absolute; left: -10000px; top: 0; visibility: hidden");
+      probe = document.createElementNS(SVG_NS, "text");
+      probe.style.fontFamily = CELL_FONT_FAMILY;
+      svg.appendChild(probe);
+      document.body.appendChild(svg);
+    }
+    probe.style.fontSize = `${size}px`;
+    probe.textContent = text;
+    box = probe.getBBox();
+    if (BOXES.size > 5000) BOXES.clear();
+    BOXES.set(key, box);
+  }
+  return box;
+}
 
 /**
  * The width in px of `text` drawn at `size` px in the cells' font.
  * @param {string} text @param {number} size
  */
 function textWidth(text, size) {
-  measurer ??= /** @type {CanvasRenderingContext2D} */ (
-    document.createElement("canvas").getContext("2d"));
-  measurer.font = `${size}px ${CELL_FONT_FAMILY}`;
-  return measurer.measureText(text).width;
+  return textBox(text, size).width;
+}
+
+/**
+ * The height in px of a line of text at `size` px in the cells' font.
+ * @param {number} size
+ */
+function lineHeight(size) {
+  return textBox("Ag0", size).height;
 }
 
 /** Whether the page is on a touch screen (no hover: no toolbar). */
@@ -1216,18 +1361,26 @@ async function drawChart(gd, state) {
   const layout = layoutFor(figure.layout, header.size, gd.clientWidth || 600, touch);
   const columns = header.columns ?? 1;
   const config = chartConfig(shown.filename, touch, svgButton(Plotly, shown.filename));
-  const build = (/** @type {import("./figure.js").Area} */ area) =>
-    tracesFor(figure.data, matrices, area, columns, textWidth);
-  await Plotly.react(gd, build(plotArea(gd, layout)), layout, config);
+  const build = (/** @type {import("./figure.js").Area} */ area) => ({
+    traces: tracesFor(figure.data, matrices, area, columns, textWidth, lineHeight),
+    layout: layoutWithTicks(layout, figure.data, area, textWidth, lineHeight) });
+  let picture = build(plotArea(gd, layout));
+  await Plotly.react(gd, picture.traces, picture.layout, config);
   if (fitTitle(gd, layout, touch ? 0 : TOOLBAR_PX)) {
-    await Plotly.react(gd, build(plotArea(gd, layout)), layout, config);
+    picture = build(plotArea(gd, layout));
+    await Plotly.react(gd, picture.traces, picture.layout, config);
   }
-  // The first drawing fixes the real plot area: redraw if the text choice was off.
-  const again = build(plotArea(gd, layout));
-  const data = /** @type {any} */ (gd).data;
-  const changed = again.some((t, i) => t.texttemplate !== data[i].texttemplate);
-  if (changed) await Plotly.react(gd, again, layout, config);
-  state.drawn = { head: shown.head, marks: JSON.stringify(layout.shapes ?? []), layout, config };
+  // A drawing fixes the real plot area: draw again while the cell text or the
+  // ticks chosen for it change (twice at most: new ticks can move the margins).
+  for (let i = 0; i < 2; i++) {
+    const again = build(plotArea(gd, picture.layout));
+    if (textKey(again) === textKey(picture)) break;
+    picture = again;
+    await Plotly.react(gd, picture.traces, picture.layout, config);
+  }
+  const drawnLayout = picture.layout;
+  state.drawn = { head: shown.head, marks: JSON.stringify(drawnLayout.shapes ?? []),
+                  layout: drawnLayout, config };
   state.marks = shown.marks;
   listenForClicks(gd);
   gd.dataset.drawn = String(Number(gd.dataset.drawn ?? 0) + 1); // for tests and benchmarks
@@ -1236,6 +1389,16 @@ async function drawChart(gd, state) {
     await followLines(gd, state);
     predrawHeads(state);
   }
+}
+
+/**
+ * What the text of a picture depends on: each trace's cell text (its template,
+ * size and first number, which shows the decimals) and each axis's ticks.
+ * @param {{traces: any[], layout: any}} picture
+ */
+function textKey({ traces, layout }) {
+  return JSON.stringify([traces.map((t) => [t.texttemplate, t.textfont?.size, t.text?.[0]?.[0]]),
+                         [layout.xaxis, layout.yaxis].map((a) => [a?.dtick, a?.tickfont?.size])]);
 }
 
 /**
@@ -1253,7 +1416,7 @@ function headPicture(gd, state, shown) {
   const layout = { ...drawn.layout, shapes: shown.figure.layout.shapes,
                    title: { ...drawn.layout.title, text: shown.figure.layout.title.text } };
   const traces = tracesFor(shown.figure.data, matrices, plotArea(gd, layout),
-                           header.columns ?? 1, textWidth);
+                           header.columns ?? 1, textWidth, lineHeight);
   const config = { ...drawn.config, toImageButtonOptions: {
     ...drawn.config.toImageButtonOptions, filename: shown.filename } };
   return { traces, layout, config };

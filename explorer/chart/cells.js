@@ -6,7 +6,9 @@
 /** @typedef {(text: string, size: number) => number} Measure width in px of `text` at `size` px */
 
 export const CELL_FONT_FAMILY = '"Open Sans", verdana, arial, sans-serif'; // Plotly's own default
-export const CELL_PAD_PX = 4; // air beside a cell's number, in all
+export const MIN_GAP_PX = 2; // the least air between two numbers or tick labels (issue 31)
+export const CELL_PAD_PX = 4; // air beside a cell's number, in all: 2 px each side, so
+// that neighbours keep MIN_GAP_PX and a 3-px outline on the cell's edge stays off it
 export const MIN_TEXT_HEIGHT_PX = 14;
 
 /**
@@ -64,17 +66,30 @@ export function labelsOf(values, rows, cols, label) {
 }
 
 /**
+ * A line of text's height at `size` px where nothing measures it: Plotly's
+ * font's box is about 1.36 em.
+ * @param {number} size
+ */
+export function lineHeightOf(size) {
+  return Math.ceil(size * 1.36);
+}
+
+/**
  * The decimals and font size a cell of this size shows its numbers with: the
  * most decimals of `allowed` (4, 2) whose widest text, that of the smallest or
- * the largest value (`range`), fits the cell at one of `sizes`; null for none.
+ * the largest value (`range`), fits the cell at one of `sizes` with CELL_PAD_PX
+ * beside it and MIN_GAP_PX above (and at least MIN_TEXT_HEIGHT_PX tall); null for none.
  * @param {number} cellWidth @param {number} cellHeight @param {number[]} allowed
  * @param {number[]} range @param {number[]} sizes @param {Measure} measure
+ * @param {(size: number) => number} [lineHeight] px of a line at `size` px
  * @returns {{decimals: number, size: number} | null}
  */
-export function textFor(cellWidth, cellHeight, allowed, range, sizes, measure) {
+export function textFor(cellWidth, cellHeight, allowed, range, sizes, measure,
+                        lineHeight = lineHeightOf) {
   if (cellHeight < MIN_TEXT_HEIGHT_PX) return null;
   for (const decimals of allowed) {
     for (const size of sizes) {
+      if (lineHeight(size) + MIN_GAP_PX > cellHeight) continue;
       const widest = Math.max(0, ...range.map((v) => measure(formatted(v, decimals), size)));
       if (widest + CELL_PAD_PX <= cellWidth) return { decimals, size };
     }

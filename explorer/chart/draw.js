@@ -4,8 +4,8 @@
 // whoever measures when the pixels changed.
 
 import { CELL_FONT_FAMILY } from "./cells.js";
-import { chartConfig, estimatedPlotArea, fittedTitle, layoutFor, TOOLBAR_PX, tracesFor }
-  from "./figure.js";
+import { chartConfig, estimatedPlotArea, fittedTitle, layoutFor, layoutWithTicks, TOOLBAR_PX,
+  tracesFor } from "./figure.js";
 import { followLines } from "./line-view.js";
 import { drawnPlotArea, plotAreaBox, titleAndSvg } from "./seam.js";
 import { discardSpares, predrawHeads } from "./spares.js";
@@ -34,18 +34,54 @@ export function loadPlotly(url) {
   return plotlyLoading;
 }
 
-/** @type {CanvasRenderingContext2D | null} */
-let measurer = null;
+const SVG_NS = "http://www.w3.org/2000/svg";
+/** @type {SVGTextElement | null} */
+let probe = null;
+/** @type {Map<string, DOMRect>} "size|text" -> its box */
+const BOXES = new Map();
+
+/**
+ * The box of `text` drawn at `size` px in Plotly's font, measured as Plotly
+ * draws it (an SVG text off-screen: a canvas measured numbers up to 6 px
+ * narrower than the SVG draws them).
+ * @param {string} text @param {number} size
+ */
+function textBox(text, size) {
+  const key = `${size}|${text}`;
+  let box = BOXES.get(key);
+  if (!box) {
+    if (!probe || !probe.isConnected) {
+      const svg = document.createElementNS(SVG_NS, "svg");
+      svg.setAttribute("aria-hidden", "true");
+      svg.setAttribute("style", "position: absolute; left: -10000px; top: 0; visibility: hidden");
+      probe = document.createElementNS(SVG_NS, "text");
+      probe.style.fontFamily = CELL_FONT_FAMILY;
+      svg.appendChild(probe);
+      document.body.appendChild(svg);
+    }
+    probe.style.fontSize = `${size}px`;
+    probe.textContent = text;
+    box = probe.getBBox();
+    if (BOXES.size > 5000) BOXES.clear();
+    BOXES.set(key, box);
+  }
+  return box;
+}
 
 /**
  * The width in px of `text` drawn at `size` px in the cells' font.
  * @param {string} text @param {number} size
  */
 export function textWidth(text, size) {
-  measurer ??= /** @type {CanvasRenderingContext2D} */ (
-    document.createElement("canvas").getContext("2d"));
-  measurer.font = `${size}px ${CELL_FONT_FAMILY}`;
-  return measurer.measureText(text).width;
+  return textBox(text, size).width;
+}
+
+/**
+ * The height in px of a line of text at `size` px in the cells' font.
+ * @param {number} size
+ */
+export function lineHeight(size) {
+  return textBox("Ag0", size).height;
 }
 
 /** Whether the page is on a touch screen (no hover: no toolbar). */
@@ -124,18 +160,26 @@ export async function drawChart(gd, state) {
   const layout = layoutFor(figure.layout, header.size, gd.clientWidth || 600, touch);
   const columns = header.columns ?? 1;
   const config = chartConfig(shown.filename, touch, svgButton(Plotly, shown.filename));
-  const build = (/** @type {import("./figure.js").Area} */ area) =>
-    tracesFor(figure.data, matrices, area, columns, textWidth);
-  await Plotly.react(gd, build(plotArea(gd, layout)), layout, config);
+  const build = (/** @type {import("./figure.js").Area} */ area) => ({
+    traces: tracesFor(figure.data, matrices, area, columns, textWidth, lineHeight),
+    layout: layoutWithTicks(layout, figure.data, area, textWidth, lineHeight) });
+  let picture = build(plotArea(gd, layout));
+  await Plotly.react(gd, picture.traces, picture.layout, config);
   if (fitTitle(gd, layout, touch ? 0 : TOOLBAR_PX)) {
-    await Plotly.react(gd, build(plotArea(gd, layout)), layout, config);
+    picture = build(plotArea(gd, layout));
+    await Plotly.react(gd, picture.traces, picture.layout, config);
   }
-  // The first drawing fixes the real plot area: redraw if the text choice was off.
-  const again = build(plotArea(gd, layout));
-  const data = /** @type {any} */ (gd).data;
-  const changed = again.some((t, i) => t.texttemplate !== data[i].texttemplate);
-  if (changed) await Plotly.react(gd, again, layout, config);
-  state.drawn = { head: shown.head, marks: JSON.stringify(layout.shapes ?? []), layout, config };
+  // A drawing fixes the real plot area: draw again while the cell text or the
+  // ticks chosen for it change (twice at most: new ticks can move the margins).
+  for (let i = 0; i < 2; i++) {
+    const again = build(plotArea(gd, picture.layout));
+    if (textKey(again) === textKey(picture)) break;
+    picture = again;
+    await Plotly.react(gd, picture.traces, picture.layout, config);
+  }
+  const drawnLayout = picture.layout;
+  state.drawn = { head: shown.head, marks: JSON.stringify(drawnLayout.shapes ?? []),
+                  layout: drawnLayout, config };
   state.marks = shown.marks;
   listenForClicks(gd);
   gd.dataset.drawn = String(Number(gd.dataset.drawn ?? 0) + 1); // for tests and benchmarks
@@ -144,6 +188,16 @@ export async function drawChart(gd, state) {
     await followLines(gd, state);
     predrawHeads(state);
   }
+}
+
+/**
+ * What the text of a picture depends on: each trace's cell text (its template,
+ * size and first number, which shows the decimals) and each axis's ticks.
+ * @param {{traces: any[], layout: any}} picture
+ */
+function textKey({ traces, layout }) {
+  return JSON.stringify([traces.map((t) => [t.texttemplate, t.textfont?.size, t.text?.[0]?.[0]]),
+                         [layout.xaxis, layout.yaxis].map((a) => [a?.dtick, a?.tickfont?.size])]);
 }
 
 /**
@@ -161,7 +215,7 @@ export function headPicture(gd, state, shown) {
   const layout = { ...drawn.layout, shapes: shown.figure.layout.shapes,
                    title: { ...drawn.layout.title, text: shown.figure.layout.title.text } };
   const traces = tracesFor(shown.figure.data, matrices, plotArea(gd, layout),
-                           header.columns ?? 1, textWidth);
+                           header.columns ?? 1, textWidth, lineHeight);
   const config = { ...drawn.config, toImageButtonOptions: {
     ...drawn.config.toImageButtonOptions, filename: shown.filename } };
   return { traces, layout, config };

@@ -4,7 +4,9 @@
 // narrower layout, the toolbar's margin, the height), the config. Pure: the
 // cell text's width comes from a `measure` function.
 
-import { formatted, labelsOf, MIN_TEXT_HEIGHT_PX, rowsOf, textFor } from "./cells.js";
+import { tickPlan, withTicks } from "./axes.js";
+import { formatted, labelsOf, lineHeightOf, MIN_TEXT_HEIGHT_PX, rowsOf, textFor }
+  from "./cells.js";
 
 /** @typedef {import("./cells.js").Measure} Measure */
 /** @typedef {{width: number, height: number}} Area the plot area (the cells), in px */
@@ -18,9 +20,11 @@ export const MIN_TITLE_PX = 12; // a long title is drawn down to this size, then
  * decimals printed (null for none).
  * @param {any} spec @param {(Float32Array | undefined)[]} matrices @param {Area} area
  * @param {number} nCharts charts in the page's row @param {Measure} measure
+ * @param {(size: number) => number} [lineHeight] px of a line of text at `size` px
  * @returns {{trace: any, decimals: number | null}}
  */
-export function traceWithMatrix(spec, matrices, area, nCharts, measure) {
+export function traceWithMatrix(spec, matrices, area, nCharts, measure,
+                                lineHeight = lineHeightOf) {
   const m = spec.matrix;
   const values = /** @type {Float32Array} */ (matrices[m.block]);
   const { rows, finite, range } = rowsOf(values, m.rows, m.cols);
@@ -31,7 +35,7 @@ export function traceWithMatrix(spec, matrices, area, nCharts, measure) {
   const sizes = cellWidth >= 56 && nCharts === 1 ? [12, 10] : [10];
   const text = m.words ? (cellWidth >= 44 && cellHeight >= MIN_TEXT_HEIGHT_PX
     ? { decimals: 0, size: sizes[0] } : null)
-    : textFor(cellWidth, cellHeight, m.decimals ?? [4, 2], range, sizes, measure);
+    : textFor(cellWidth, cellHeight, m.decimals ?? [4, 2], range, sizes, measure, lineHeight);
   const decimals = text ? text.decimals : null;
   const word = (/** @type {number} */ v) => (v > 0.5 ? m.words[1] : m.words[0]);
   if (m.words || !finite || decimals !== null) {
@@ -40,6 +44,11 @@ export function traceWithMatrix(spec, matrices, area, nCharts, measure) {
     trace.hovertemplate = `${m.hover}value: %{customdata}<extra></extra>`;
   } else {
     trace.hovertemplate = `${m.hover}value: %{z:.4f}<extra></extra>`;
+  }
+  // A colour bar's ticks (0.9 of the plot's height) a 12-px line and 2 px apart at least.
+  if (spec.showscale) {
+    trace.colorbar = { ...spec.colorbar,
+                       nticks: Math.max(2, Math.floor((0.9 * area.height) / (lineHeight(12) + 6))) };
   }
   if (text && decimals !== null) {
     trace.text = m.words ? trace.customdata
@@ -56,10 +65,32 @@ export function traceWithMatrix(spec, matrices, area, nCharts, measure) {
  * The traces of `data` (a figure's), each heatmap with its matrix (`traceWithMatrix`).
  * @param {any[]} data @param {(Float32Array | undefined)[]} matrices @param {Area} area
  * @param {number} nCharts @param {Measure} measure
+ * @param {(size: number) => number} [lineHeight]
  */
-export function tracesFor(data, matrices, area, nCharts, measure) {
+export function tracesFor(data, matrices, area, nCharts, measure, lineHeight = lineHeightOf) {
   return data.map((spec) => (spec.matrix
-    ? traceWithMatrix(spec, matrices, area, nCharts, measure).trace : spec));
+    ? traceWithMatrix(spec, matrices, area, nCharts, measure, lineHeight).trace : spec));
+}
+
+/**
+ * `layout` with the tick labels of a one-heatmap figure's category axes planned
+ * for the plot `area` (`tickPlan`): every label while they fit, else every k-th,
+ * said in the axis title. Other figures (grids of heads) keep Plotly's own ticks.
+ * @param {any} layout @param {any[]} data @param {Area} area @param {Measure} measure
+ * @param {(size: number) => number} [lineHeight]
+ */
+export function layoutWithTicks(layout, data, area, measure, lineHeight = lineHeightOf) {
+  if (data.length !== 1 || !data[0].matrix) return layout;
+  const out = { ...layout };
+  for (const [name, labels, length, vertical] of /** @type {const} */ ([
+    ["xaxis", data[0].x, area.width, false], ["yaxis", data[0].y, area.height, true]])) {
+    const axis = layout[name];
+    if (!axis || axis.type !== "category" || !Array.isArray(labels)) continue;
+    const plan = tickPlan(labels.map(String), length, vertical ? 0 : axis.tickangle ?? 0,
+                          vertical, measure, lineHeight);
+    if (plan) out[name] = withTicks(axis, plan);
+  }
+  return out;
 }
 
 /**

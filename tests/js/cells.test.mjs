@@ -38,3 +38,11 @@ test("the most decimals whose widest number fits with 4 px of air, else none", (
   assert.deepEqual(textFor(50, 20, [4, 2], range, [12, 10], measure), { decimals: 4, size: 10 });
   assert.equal(textFor(200, 13.9, [4, 2], range, [10], measure), null); // too short a cell
 });
+
+test("a number needs its line height and 2 px of air above it", () => {
+  // A 10-px line is 14 px tall here (1.36 em): 16 px of cell at least.
+  assert.deepEqual(textFor(46, 16, [4, 2], [0.5], [10], measure), { decimals: 4, size: 10 });
+  assert.equal(textFor(46, 15.9, [4, 2], [0.5], [10], measure), null);
+  // A 12-px line (17 px) does not fit 18 px: 10 px does.
+  assert.deepEqual(textFor(200, 18, [4, 2], [0.5], [12, 10], measure), { decimals: 4, size: 10 });
+});

@@ -2,7 +2,7 @@
 // for a width, titles that fit.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { fittedTitle, heightFor, layoutFor, traceWithMatrix, wrapWords }
+import { fittedTitle, heightFor, layoutFor, layoutWithTicks, traceWithMatrix, wrapWords }
   from "../../explorer/chart/figure.js";
 
 const measure = (text, size) => text.length * size * 0.6;
@@ -65,4 +65,17 @@ test("a title too wide shrinks, down to 12 px, then wraps at spaces", () => {
   assert.deepEqual(wrapped.text.split("<br>"), wrapWords("Attention weights of every head", 19));
   assert.equal(wrapped.extra, Math.ceil(12 * 1.3));
   assert.deepEqual(wrapWords("a bb ccc dddd", 5), ["a bb", "ccc", "dddd"]);
+});
+
+test("a one-heatmap figure's category axes get planned ticks; a grid keeps Plotly's", () => {
+  const spec = { ...SPEC, x: ["0", "1", "2", "3"], y: ["a", "b", "c", "d", "e", "f", "g", "h"] };
+  const layout = { xaxis: { type: "category", tickangle: 0, title: { text: "dim" } },
+                   yaxis: { type: "category", title: { text: "token" } } };
+  // 8 rows in 80 px: 10 px each, under a 12-px label's 19 -> every 2nd.
+  const out = layoutWithTicks(layout, [spec], { width: 200, height: 80 }, measure);
+  assert.deepEqual([out.xaxis.dtick, out.xaxis.tickfont.size], [1, 12]);
+  assert.deepEqual([out.yaxis.dtick, out.yaxis.title.text], [2, "token, every 2nd"]);
+  assert.equal(layout.yaxis.dtick, undefined); // the figure's own layout is left alone
+  assert.equal(layoutWithTicks(layout, [spec, spec], { width: 200, height: 80 }, measure),
+               layout);
 });
