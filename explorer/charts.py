@@ -3,7 +3,7 @@
 A `Chart` is what every page, the standalone report and the benchmark draw:
 a Plotly figure as a dict, whose heatmap traces name a matrix block
 (``{"matrix": {"block": i, ...}}``) instead of holding ``z``, plus the
-blocks. `encode` packs it for ``explorer/chart.js``, which draws it in the
+blocks. `encode` packs it for the chart modules (``explorer/chart/``), which draw it in the
 browser (attaching the matrices, choosing the cell text from the real cell
 size, reporting clicks); `decode` reads a payload back (tests do).
 
@@ -84,7 +84,7 @@ class Chart:
     ``clickable`` sends clicks back;
     ``columns`` is how many charts share the page's row.
 
-    What lets the browser follow the learner without the server (chart.js):
+    What lets the browser follow the learner without the server (``explorer/chart/``):
     ``marks`` says what the chart outlines for the page's view, a step chart's
     step, head, whether its rows are tokens (the query row is outlined), and
     the first column it shows of its step (`explorer.figures.heatmap_chart`);
@@ -127,7 +127,7 @@ def matrix_hash(values: np.ndarray) -> str:
 
 
 def encode(chart: Chart, known: set[str] = frozenset(), plotly_url: str | None = None) -> bytes:
-    """The payload ``chart.js`` decodes, leaving out the blocks whose hash is
+    """The payload the chart modules decode (``explorer/chart/decode.js``), leaving out the blocks whose hash is
     in ``known`` (the page holds them)."""
     blocks, data = [], []
     for values, digest in zip(chart.matrices, chart.hashes()):

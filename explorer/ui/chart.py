@@ -6,7 +6,7 @@ Why not ``st.plotly_chart``: the explorer draws a dozen heatmaps a page, up to
 validated every figure again on the server, and remounted every selectable
 chart whenever anything in it changed; clicking a heatmap cell needed an
 invisible marker per cell. This component (Streamlit's components v2, no
-iframe) draws with the same Plotly.js (``explorer/chart.js``), but:
+iframe) draws with Plotly.js (the modules of ``explorer/chart/``), but:
 
 - matrices travel as raw float32 bytes, and one the page already holds is
   not sent again (only its hash);
@@ -58,7 +58,7 @@ _SENT_KEY = "_chart_sent"  # chart key -> hashes of the matrices its page holds
 
 
 # The components themselves only load the chart modules (once per page), so that each
-# chart's message carries a few lines of code, not the whole of chart.js.
+# chart's message carries a few lines of code, not the whole of the chart modules.
 def _loader(function: str) -> str:
     return f"""export default function (component) {{
   import(new URL("{CHART_URL}", document.baseURI).href).then((m) => m.{function}(component));
@@ -92,7 +92,7 @@ def show(chart: Chart, key: str, on_click: Callable[[dict[str, int]], None] | No
 def picker(name: str, label: str, options: Sequence[str], value: int | None, *,
            none: str | None = None, buttons: bool = False, help: str | None = None,
            on_pick: Callable[[int | None], None]) -> int | None:
-    """A picker of the page's view drawn by chart.js (`mountPicker`): ``options``
+    """A picker of the page's view drawn by the chart modules (``explorer/chart/pickers.js``): ``options``
     named by their labels, as a drop-down (``none``: the label of no choice) or
     a row of ``buttons``. The page follows a choice at once, without the server;
     ``on_pick(index or None)`` then runs on the server (it sets state). Returns
