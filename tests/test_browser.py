@@ -27,6 +27,12 @@ SETTLED = """async () => {
   // A run that asked for another (st.rerun) stops for a moment: wait for a quiet page.
   if (performance.now() - window.__stateChanged < 300) return false;
   await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+  // Every component has mounted its chart or picker: the chart modules load after the
+  // run has ended, so a component can still be empty when the page is otherwise quiet.
+  const hosts = [...document.querySelectorAll("[data-testid='stBidiComponentRegular']")];
+  if (!hosts.every((host) => host.querySelector(".explorer-chart, .explorer-picker"))) {
+    return false;
+  }
   return [...document.querySelectorAll(".explorer-chart")]
     .every((chart) => chart.querySelector(".main-svg") && !chart.dataset.drawing);
 }"""

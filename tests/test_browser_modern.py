@@ -30,6 +30,9 @@ def _open(server, browser: Browser, width: int = 1400):
 @pytest.mark.parametrize("width", [1400, 390])
 def test_every_part_draws_and_passes_its_check(shared_server, browser: Browser, width):
     context, page = _open(shared_server, browser, width)
+    # The first open of a fresh server may settle between two runs (6 charts drawn):
+    # wait for the page's charts, then for every one of them to be drawn.
+    expect(page.locator(".explorer-chart")).to_have_count(CHARTS)
     assert chart_count(page) == CHARTS
     expect(page.get_by_test_id("stException")).to_have_count(0)
     expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
