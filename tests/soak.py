@@ -464,16 +464,19 @@ async def visit(visitor: Visitor, browser: Browser, base_url: str, arrived: asyn
                 arrivals: list[int], stop_at: list[float]) -> None:
     """One visitor's whole session: first page by link, the tour of every page
     (the warm-up), then random edits until ``stop_at[0]``. ``arrivals`` counts
-    the visitors done with the tour; the last one sets ``arrived``."""
-    context = await browser.new_context(viewport=VIEWPORT)
-    await context.add_init_script(CHECK_JS)
-    if visitor.workload.plotly is not None:
-        await context.route("**/plotly.min.js*", lambda route: route.fulfill(
-            body=visitor.workload.plotly, content_type="text/javascript"))
-    page = await context.new_page()
-    runs = Runs(page)
+    the visitors done with the tour, whether it went well or not (a visitor whose
+    browser context failed counts too, or the others would wait for it forever);
+    the last one sets ``arrived``."""
+    context = None
     try:
         try:
+            context = await browser.new_context(viewport=VIEWPORT)
+            await context.add_init_script(CHECK_JS)
+            if visitor.workload.plotly is not None:
+                await context.route("**/plotly.min.js*", lambda route: route.fulfill(
+                    body=visitor.workload.plotly, content_type="text/javascript"))
+            page = await context.new_page()
+            runs = Runs(page)
             await _tour(visitor, page, runs, base_url)
             visitor.warm = True
         finally:
@@ -501,7 +504,8 @@ async def visit(visitor: Visitor, browser: Browser, base_url: str, arrived: asyn
     except PlaywrightError as error:
         visitor.failures.append(f"visitor {visitor.index}: {str(error).splitlines()[0]}")
     finally:
-        await context.close()
+        if context is not None:
+            await context.close()
 
 
 async def _tour(visitor: Visitor, page: Page, runs: Runs, base_url: str) -> None:
