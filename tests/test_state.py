@@ -151,6 +151,8 @@ def random_view(page: str, rng: random.Random, seed: int) -> dict[str, Any]:
         elif isinstance(kind, CellRef):
             values[name] = ("attn_weights", rng.randrange(MIN_TOKENS), rng.randrange(MIN_TOKENS),
                             values.get("head", 0))
+    if page == MODERN_PAGE:
+        values |= _modern_values(rng)
     rows = {"embeddings": (MIN_TOKENS, "d_in"), "W_query": ("d_in", "d_k"),
             "W_key": ("d_in", "d_k"), "W_value": ("d_in", "d_v")}
     for name, (r, c) in rows.items():
@@ -161,6 +163,24 @@ def random_view(page: str, rng: random.Random, seed: int) -> dict[str, Any]:
             values[name] = _matrix(rng, n, values[c] if page != SIMPLIFIED_PAGE or c == "d_in"
                                    else values["d_in"])
     return values
+
+
+def _modern_values(rng: random.Random) -> dict[str, Any]:
+    """Valid settings of the Modern attention page for any sentence of `SENTENCES`
+    (at least `MIN_TOKENS` tokens): n_kv_heads divides n_heads, head_dim is even
+    (RoPE turns pairs), the base is at least 2, and the window, prefill, tiles, the
+    token decoded, the tile step and the RoPE score explained fall within the tokens."""
+    n_kv_heads = rng.choice((1, 2, 4))
+    n_query_heads = n_kv_heads * rng.choice((1, 2, 3))
+    block_q, block_k = rng.randrange(1, MIN_TOKENS + 1), rng.randrange(1, MIN_TOKENS + 1)
+    tile_steps = -(-MIN_TOKENS // block_q) * -(-MIN_TOKENS // block_k)
+    return {"n_query_heads": n_query_heads, "n_kv_heads": n_kv_heads,
+            "head_dim": rng.choice((2, 4, 6)), "rope_base": rng.choice((2, 500, 500_000)),
+            "window": rng.randrange(1, MIN_TOKENS + 1),
+            "prefill": rng.randrange(MIN_TOKENS + 1), "block_q": block_q, "block_k": block_k,
+            "head": rng.randrange(n_query_heads), "tile": rng.randrange(tile_steps),
+            "decode_row": rng.randrange(MIN_TOKENS),
+            "rope_cell": (rng.randrange(MIN_TOKENS), rng.randrange(MIN_TOKENS))}
 
 
 def open_random(page: str, seed: int) -> tuple[AppTest, dict[str, Any]]:
@@ -218,12 +238,13 @@ DRAWS = 6
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", [*ATTENTION_PAGES, CHECK_PAGE])
+@pytest.mark.parametrize("page", [*ATTENTION_PAGES, CHECK_PAGE, MODERN_PAGE])
 def test_a_random_value_of_every_entry_survives_the_link(page):
     changed: set[str] = set()
     for seed in range(DRAWS):
         at, values = open_random(page, seed)
         assert not at.exception, seed
+        assert errors(at) == [], (seed, values)  # valid values: the page draws them
         link = link_of(at)
         again = open_link(PAGES[page][0], query_of(link))
         assert not again.exception, link
