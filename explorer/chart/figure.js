@@ -45,11 +45,7 @@ export function traceWithMatrix(spec, matrices, area, nCharts, measure,
   } else {
     trace.hovertemplate = `${m.hover}value: %{z:.4f}<extra></extra>`;
   }
-  // A colour bar's ticks (0.9 of the plot's height) a 12-px line and 2 px apart at least.
-  if (spec.showscale) {
-    trace.colorbar = { ...spec.colorbar,
-                       nticks: Math.max(2, Math.floor((0.9 * area.height) / (lineHeight(12) + 6))) };
-  }
+  if (spec.showscale) trace.colorbar = { ...spec.colorbar, nticks: colorbarTicks(area) };
   if (text && decimals !== null) {
     trace.text = m.words ? trace.customdata
       : labelsOf(values, m.rows, m.cols, (v) => formatted(v, decimals));
@@ -59,6 +55,17 @@ export function traceWithMatrix(spec, matrices, area, nCharts, measure,
     trace.texttemplate = "";
   }
   return { trace, decimals };
+}
+
+/**
+ * How many ticks a colour bar (0.9 of the plot's height) may have: one per 12-px
+ * line and 6 px of air, and never fewer than Plotly's own least (5). Plotly rounds
+ * its step up to 1, 2 or 5 × 10^k, so fewer allowed ticks can leave a short bar with
+ * one number, and a scale needs two to be read.
+ * @param {Area} area @param {(size: number) => number} [lineHeight]
+ */
+export function colorbarTicks(area, lineHeight = lineHeightOf) {
+  return Math.max(5, Math.floor((0.9 * area.height) / (lineHeight(12) + 6)));
 }
 
 /**

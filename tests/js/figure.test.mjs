@@ -2,7 +2,7 @@
 // for a width, titles that fit.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { fittedTitle, heightFor, layoutFor, layoutWithTicks, traceWithMatrix, wrapWords }
+import { colorbarTicks, fittedTitle, heightFor, layoutFor, layoutWithTicks, traceWithMatrix, wrapWords }
   from "../../explorer/chart/figure.js";
 
 const measure = (text, size) => text.length * size * 0.6;
@@ -78,4 +78,12 @@ test("a one-heatmap figure's category axes get planned ticks; a grid keeps Plotl
   assert.equal(layout.yaxis.dtick, undefined); // the figure's own layout is left alone
   assert.equal(layoutWithTicks(layout, [spec, spec], { width: 200, height: 80 }, measure),
                layout);
+});
+
+test("a short colour bar may still have two numbers; a tall one one per line", () => {
+  const line = () => 15;
+  // Plotly's step is range / nticks rounded up to 1, 2 or 5 x 10^k (at most 2.5 times
+  // larger): with 5 ticks allowed the step is at most half the range, so two fit.
+  assert.equal(colorbarTicks({ width: 200, height: 40 }, line), 5);
+  assert.equal(colorbarTicks({ width: 200, height: 700 }, line), Math.floor(630 / 21));
 });
