@@ -282,7 +282,12 @@ function traceWithMatrix(spec, matrices, area, nCharts, measure,
   } else {
     trace.hovertemplate = `${m.hover}value: %{z:.4f}<extra></extra>`;
   }
-  if (spec.showscale) trace.colorbar = { ...spec.colorbar, nticks: colorbarTicks(area) };
+  if (spec.showscale) {
+    const room = Math.max(2, Math.floor((0.9 * area.height) / (lineHeight(12) + 6)));
+    const ticks = colorbarTicks(spec.zmin, spec.zmax, room);
+    trace.colorbar = { ...spec.colorbar, ...(ticks ? { tickmode: "array", ...ticks }
+                                                   : { nticks: room }) };
+  }
   if (text && decimals !== null) {
     trace.text = m.words ? trace.customdata
       : labelsOf(values, m.rows, m.cols, (v) => formatted(v, decimals));
@@ -295,14 +300,37 @@ function traceWithMatrix(spec, matrices, area, nCharts, measure,
 }
 
 /**
- * How many ticks a colour bar (0.9 of the plot's height) may have: one per 12-px
- * line and 6 px of air, and never fewer than Plotly's own least (5). Plotly rounds
- * its step up to 1, 2 or 5 × 10^k, so fewer allowed ticks can leave a short bar with
- * one number, and a scale needs two to be read.
- * @param {Area} area @param {(size: number) => number} [lineHeight]
+ * The numbers on a colour bar from `zmin` to `zmax` with room for `room` of them
+ * (a 12-px line and 6 px of air each, on 0.9 of the plot's height): the multiples
+ * of the smallest step of 1, 2 or 5 × 10^k of which at most `room` fall in the
+ * range; where that leaves fewer than two (a short bar), the two ends. A scale
+ * needs two numbers to be read, and numbers that touch cannot be read: Plotly's
+ * own `nticks` is only an upper bound, and left a short bar one number.
+ * Null when the range is empty or not finite (Plotly's default then).
+ * @param {number} zmin @param {number} zmax @param {number} room at least 2
+ * @returns {{tickvals: number[], ticktext: string[]} | null}
  */
-function colorbarTicks(area, lineHeight = lineHeightOf) {
-  return Math.max(5, Math.floor((0.9 * area.height) / (lineHeight(12) + 6)));
+function colorbarTicks(zmin, zmax, room) {
+  const span = zmax - zmin;
+  if (!Number.isFinite(span) || !(span > 0)) return null;
+  let power = 10 ** (Math.floor(Math.log10(span / room)) - 1);
+  for (;;) {
+    for (const m of [1, 2, 5]) {
+      const step = m * power;
+      const first = Math.ceil(zmin / step - 1e-9);
+      const count = Math.floor(zmax / step + 1e-9) - first + 1;
+      if (count > room) continue;
+      if (count < 2) {
+        const decimals = Math.max(0, Math.min(4, 2 - Math.floor(Math.log10(
+          Math.max(Math.abs(zmin), Math.abs(zmax))))));
+        return { tickvals: [zmin, zmax], ticktext: [zmin, zmax].map((v) => formatted(v, decimals)) };
+      }
+      const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+      const tickvals = Array.from({ length: count }, (_, i) => (first + i) * step);
+      return { tickvals, ticktext: tickvals.map((v) => formatted(v, decimals)) };
+    }
+    power *= 10;
+  }
 }
 
 /**

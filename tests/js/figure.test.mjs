@@ -80,10 +80,20 @@ test("a one-heatmap figure's category axes get planned ticks; a grid keeps Plotl
                layout);
 });
 
-test("a short colour bar may still have two numbers; a tall one one per line", () => {
-  const line = () => 15;
-  // Plotly's step is range / nticks rounded up to 1, 2 or 5 x 10^k (at most 2.5 times
-  // larger): with 5 ticks allowed the step is at most half the range, so two fit.
-  assert.equal(colorbarTicks({ width: 200, height: 40 }, line), 5);
-  assert.equal(colorbarTicks({ width: 200, height: 700 }, line), Math.floor(630 / 21));
+test("a colour bar's numbers: nice steps within its room, else its two ends", () => {
+  assert.deepEqual(colorbarTicks(0, 1, 6), { tickvals: [0, 0.2, 0.4, 0.6000000000000001, 0.8, 1],
+                                             ticktext: ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"] });
+  assert.deepEqual(colorbarTicks(-4.3, 4.1, 5).ticktext, ["−4", "−2", "0", "2", "4"]);
+  // Room for 3: a step of 2 gives 5 numbers and one of 5 a single 0, so the two ends.
+  assert.deepEqual(colorbarTicks(-4.3, 4.1, 3).ticktext, ["−4.30", "4.10"]);
+  // Room for 2 on 0.05-0.32: a step of 0.2 leaves one number (0.2), so the two ends.
+  assert.deepEqual(colorbarTicks(0.05, 0.32, 2), { tickvals: [0.05, 0.32],
+                                                   ticktext: ["0.050", "0.320"] });
+  for (const [zmin, zmax, room] of [[0.05, 0.32, 2], [-23, 34, 3], [0, 1e-3, 5], [7, 7.5, 9]]) {
+    const { tickvals } = /** @type {{tickvals: number[]}} */ (colorbarTicks(zmin, zmax, room));
+    assert.ok(tickvals.length >= 2 && tickvals.length <= room, `${zmin}-${zmax}: ${tickvals}`);
+    assert.ok(tickvals.every((v) => v >= zmin - 1e-12 && v <= zmax + 1e-12));
+  }
+  assert.equal(colorbarTicks(1, 1, 4), null);
+  assert.equal(colorbarTicks(0, Infinity, 4), null);
 });
