@@ -694,8 +694,12 @@ class ChartState {
     this.cause = "server";
     /** @type {(always: boolean) => Promise<void> | undefined} draw the payload again */
     this.redraw = () => undefined;
-    /** The element's width when last drawn, in px (a resize by RESIZE_MIN_PX redraws). */
+    /** The element's width when last drawn, in px, the one before it, and when it
+     * changed (ms): what `redrawOnResize` decides by. */
     this.width = parent?.clientWidth ?? 0;
+    /** @type {number | null} */
+    this.previousWidth = null;
+    this.resizedAt = -Infinity;
     /** @type {{toggle: HTMLInputElement, box: HTMLElement} | null} the line view */
     this.lines = null;
     /** Spare plots of the other heads (spares.js): head -> plot and what it shows. */
@@ -1518,6 +1522,35 @@ function distanceFromView(el) {
   return box.top > window.innerHeight ? box.top - window.innerHeight : -box.bottom;
 }
 
+// ---- resize.js ----
+// @ts-check
+// Whether a chart whose element changed width is drawn again. Pure: the state
+// holds the widths and when they changed.
+
+const RESIZE_MIN_PX = 8; // a chart is drawn again when its width changes by this much
+const BOUNCE_MS = 1000; // a width left and come back within this is a bounce
+
+/**
+ * @typedef {{width: number, previousWidth: number | null, resizedAt: number}} Widths
+ * the width the chart was last drawn for, the one before it, and when (ms) it changed
+ */
+
+/**
+ * Whether the chart of `widths` is drawn again now that its element is `width`
+ * px wide at time `now` (ms); updates `widths` when it is. Not for a change under
+ * `RESIZE_MIN_PX`, and not for a bounce: a drawing that changes the chart's height
+ * can bring or take away the page's scroll bar, which changes every chart's width
+ * by its breadth; drawing again for the width just left would take it away or bring
+ * it back, for ever. The picture is then kept (a scroll bar's breadth off).
+ * @param {Widths} widths @param {number} width @param {number} now
+ */
+function redrawOnResize(widths, width, now) {
+  if (Math.abs(width - widths.width) < RESIZE_MIN_PX) return false;
+  if (width === widths.previousWidth && now - widths.resizedAt < BOUNCE_MS) return false;
+  Object.assign(widths, { previousWidth: widths.width, width, resizedAt: now });
+  return true;
+}
+
 // ---- pickers.js ----
 // @ts-check
 // Pickers of the page's view: the query token (a drop-down) and the head (a
@@ -1663,7 +1696,6 @@ export { mountPicker };
 export { setView };
 export { checkSeam };
 
-const RESIZE_MIN_PX = 8; // a chart is drawn again when its width changes by this much
 
 /**
  * The header and the matrices of a payload, with the matrices this page holds
@@ -1704,9 +1736,7 @@ export default function mountChart(component) {
     attach(gd, made);
     state = made;
     new ResizeObserver(() => {
-      if (Math.abs(parentElement.clientWidth - made.width) < RESIZE_MIN_PX) return;
-      made.width = parentElement.clientWidth;
-      made.redraw(false);
+      if (redrawOnResize(made, parentElement.clientWidth, performance.now())) made.redraw(false);
     }).observe(parentElement);
   }
   const chart = state;

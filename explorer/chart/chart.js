@@ -24,6 +24,7 @@ import { decodePayload } from "./decode.js";
 import { drawChart } from "./draw.js";
 import { addLines } from "./line-view.js";
 import { follow, setView } from "./page.js";
+import { redrawOnResize } from "./resize.js";
 import { attach, ChartState, chartOf, MATRICES, PAGE } from "./state.js";
 import { pictureKey, viewOfClick } from "./view.js";
 
@@ -32,7 +33,6 @@ export { mountPicker } from "./pickers.js";
 export { setView } from "./page.js";
 export { checkSeam } from "./seam.js";
 
-const RESIZE_MIN_PX = 8; // a chart is drawn again when its width changes by this much
 
 /**
  * The header and the matrices of a payload, with the matrices this page holds
@@ -73,9 +73,7 @@ export default function mountChart(component) {
     attach(gd, made);
     state = made;
     new ResizeObserver(() => {
-      if (Math.abs(parentElement.clientWidth - made.width) < RESIZE_MIN_PX) return;
-      made.width = parentElement.clientWidth;
-      made.redraw(false);
+      if (redrawOnResize(made, parentElement.clientWidth, performance.now())) made.redraw(false);
     }).observe(parentElement);
   }
   const chart = state;

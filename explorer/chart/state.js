@@ -59,8 +59,12 @@ export class ChartState {
     this.cause = "server";
     /** @type {(always: boolean) => Promise<void> | undefined} draw the payload again */
     this.redraw = () => undefined;
-    /** The element's width when last drawn, in px (a resize by RESIZE_MIN_PX redraws). */
+    /** The element's width when last drawn, in px, the one before it, and when it
+     * changed (ms): what `redrawOnResize` decides by. */
     this.width = parent?.clientWidth ?? 0;
+    /** @type {number | null} */
+    this.previousWidth = null;
+    this.resizedAt = -Infinity;
     /** @type {{toggle: HTMLInputElement, box: HTMLElement} | null} the line view */
     this.lines = null;
     /** Spare plots of the other heads (spares.js): head -> plot and what it shows. */
