@@ -22,17 +22,19 @@ run: $(VENV)/.app-installed
 	EXPLORER_MODEL_FOLDERS=1 $(BIN)/streamlit run streamlit_app.py --server.port $(PORT) \
 		--server.address 127.0.0.1
 
-## make test: the whole suite (backend, AppTest, Playwright in /usr/bin/chromium), on
-## $(JOBS) workers, each test file on one (its module's server stays shared); prints the
-## 25 slowest tests
+## make test: the whole suite (the chart modules' unit tests in Node, then backend, AppTest
+## and Playwright in /usr/bin/chromium on $(JOBS) workers, each test file on one, so that its
+## module's server stays shared); prints the 25 slowest tests
 JOBS ?= 2
 PYTEST := $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25
 test: $(VENV)/.dev-installed
+	node --test tests/js/*.test.mjs
 	$(PYTEST)
 
 ## make test-fast: everything but the tests marked slow (fuzz, random links, soak,
 ## memory burst, replicas, sandbox)
 test-fast: $(VENV)/.dev-installed
+	node --test tests/js/*.test.mjs
 	$(PYTEST) -m "not slow"
 
 ## make bench: speed figures, printed and written to benchmarks/results/; then the

@@ -3,7 +3,7 @@
 A `Chart` is what every page, the standalone report and the benchmark draw:
 a Plotly figure as a dict, whose heatmap traces name a matrix block
 (``{"matrix": {"block": i, ...}}``) instead of holding ``z``, plus the
-blocks. `encode` packs it for ``explorer/chart.js``, which draws it in the
+blocks. `encode` packs it for the chart modules (``explorer/chart/``), which draw it in the
 browser (attaching the matrices, choosing the cell text from the real cell
 size, reporting clicks); `decode` reads a payload back (tests do).
 
@@ -16,15 +16,61 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-CHART_JS = Path(__file__).with_name("chart.js")
-"""The browser side: draws a payload with Plotly.js."""
+CHART_DIR = Path(__file__).with_name("chart")
+"""The browser side, as ES modules (``chart.js`` the entry): draws a payload with Plotly.js."""
+CHART_JS = Path(__file__).resolve().parents[1] / "static" / "explorer-chart.js"
+"""The modules of `CHART_DIR` as one module (`chart_script`), committed: what the
+app serves (Streamlit's static serving), the report inlines and the benchmark's
+floor page loads. ``python -m explorer.charts`` writes it again."""
+
+_IMPORT = re.compile(r'^(import|export) (\{[^}]*\})\s*from "\./([\w-]+\.js)";\n', re.M)
+_DECLARED = re.compile(r"^(?:export )?(?:default )?(?:async )?(?:function\*?|const|let|class) "
+                       r"(\w+)", re.M)
+
+
+def chart_script(entry: str = "chart.js") -> str:
+    """The modules of `CHART_DIR` reachable from ``entry`` as one ES module, each
+    module once and after those it imports: their ``import``s dropped (every
+    module's top-level names share one scope, so each is declared once) and
+    ``export`` kept only in the entry (its re-exports become plain exports).
+    Raises ``ValueError`` when two modules declare the same top-level name."""
+    order: list[str] = []
+    sources: dict[str, str] = {}
+
+    def visit(name: str) -> None:
+        if name in sources:
+            return
+        sources[name] = (CHART_DIR / name).read_text(encoding="utf-8")
+        for match in _IMPORT.finditer(sources[name]):
+            visit(match[3])
+        order.append(name)
+
+    visit(entry)
+    parts, declared = [], {}
+    for name in order:
+        text = sources[name]
+        for declaration in _DECLARED.findall(text):
+            if declaration in declared:
+                raise ValueError(f"{declaration} is declared by both {declared[declaration]} "
+                                 f"and {name}: the modules share one scope in the bundle")
+            declared[declaration] = name
+        if name == entry:
+            text = _IMPORT.sub(lambda m: f"export {m[2]};\n" if m[1] == "export" else "", text)
+        else:
+            text = re.sub(r"^export (?=async |function|const|let|class)", "",
+                          _IMPORT.sub("", text), flags=re.M)
+        parts.append(f"// ---- {name} ----\n{text}")
+    return ("// The explorer's chart modules (explorer/chart/) as one: built by "
+            "`python -m explorer.charts`; do not edit.\n" + "\n".join(parts))
 
 
 @dataclass
@@ -38,7 +84,7 @@ class Chart:
     ``clickable`` sends clicks back;
     ``columns`` is how many charts share the page's row.
 
-    What lets the browser follow the learner without the server (chart.js):
+    What lets the browser follow the learner without the server (``explorer/chart/``):
     ``marks`` says what the chart outlines for the page's view, a step chart's
     step, head, whether its rows are tokens (the query row is outlined), and
     the first column it shows of its step (`explorer.figures.heatmap_chart`);
@@ -81,7 +127,7 @@ def matrix_hash(values: np.ndarray) -> str:
 
 
 def encode(chart: Chart, known: set[str] = frozenset(), plotly_url: str | None = None) -> bytes:
-    """The payload ``chart.js`` decodes, leaving out the blocks whose hash is
+    """The payload the chart modules decode (``explorer/chart/decode.js``), leaving out the blocks whose hash is
     in ``known`` (the page holds them)."""
     blocks, data = [], []
     for values, digest in zip(chart.matrices, chart.hashes()):
@@ -115,3 +161,8 @@ def decode(payload: bytes, known: dict[str, np.ndarray] | None = None
         if known is not None:
             known[block["hash"]] = matrices[-1]
     return header, matrices
+
+
+if __name__ == "__main__":  # python -m explorer.charts: write static/explorer-chart.js again
+    CHART_JS.write_text(chart_script(), encoding="utf-8")
+    sys.stdout.write(f"wrote {CHART_JS}\n")

@@ -9,7 +9,7 @@
 - `html_report(trace)`: one page with every chart the app's page shows, the
   settings, the tokens and ids: it opens offline, straight from disk.
 
-The report draws its charts with the app's own ``explorer/chart.js``, so that
+The report draws its charts with the app's own chart modules (``explorer/chart/``), so that
 they look exactly like the page's (cell numbers chosen from the real cell
 size, colours, head outlines, sizing). It carries three things once each:
 
@@ -18,9 +18,9 @@ size, colours, head outlines, sizing). It carries three things once each:
    chart.js's ``loadPlotly`` then uses instead of fetching anything;
 2. each chart's `explorer.charts.encode` payload, base64, in the
    ``data-chart`` attribute of its ``<div class="chart">``;
-3. one ``<script type="module">`` at the end of the body: chart.js's source,
-   unchanged (an inline module may declare exports that nothing imports, so no
-   rewriting is needed), followed by a four-line bootstrap that mounts every
+3. one ``<script type="module">`` at the end of the body: the chart modules as
+   one (`explorer.charts.CHART_JS`), unchanged (an inline module may declare
+   exports that nothing imports, so no rewriting is needed), followed by a four-line bootstrap that mounts every
    chart with chart.js's default export ``mountChart``, exactly as Streamlit's
    component does (same decoding, sizing and redraw on resize).
 

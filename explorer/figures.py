@@ -47,8 +47,8 @@ from explorer.tokenizer import token_labels
 from explorer.trace import Trace
 
 PLOTLY_MIN_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-"""The Plotly.js every chart is drawn with: the installed ``plotly`` package's
-(the app serves a copy, `explorer.ui.chart.ensure_static_files`; the report inlines it)."""
+"""The installed ``plotly`` package's full Plotly.js, which the report and notebooks
+inline (the app serves the partial bundle of the same version, `explorer.ui.chart.PLOTLY_JS`)."""
 SIGNED_SCALE = plotly.colors.get_colorscale("RdBu_r")  # ColorBrewer, negative blue
 POSITIVE_SCALE = [[round(2 * (at - 0.5), 6), colour] for at, colour in SIGNED_SCALE if at >= 0.5]
 """The positive half of `SIGNED_SCALE`, from 0 (white) up: for matrices with no negative value."""

@@ -1,6 +1,8 @@
 """Every chart of every page, as Chromium draws it at 1400 and 390 px: line and bar
-charts in distinct, real colours, and no label cut by the chart's edge or lying
-on another label (measured from the SVG's own boxes, rotated labels as drawn).
+charts in distinct, real colours, no label cut by the chart's edge or lying
+on another label (measured from the SVG's own boxes, rotated labels as drawn),
+and the numbers printed in cells inside the plot with at least 2 px between
+neighbours (issue 31), also for long tokens, 32 and 77 tokens, and 64 columns.
 
 One server for the module and one browser page per width, reused for every page.
 The Real model page needs model weights: tests/test_browser_models.py covers it.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page
 
+from explorer.tokenizer import token_labels
 from explorer.ui.experiments import EXPERIMENTS
 from tests.conftest import RUN_COUNTER
 from tests.test_browser import chart_count, page_url, settle
@@ -18,14 +21,31 @@ from tests.test_browser import chart_count, page_url, settle
 pytestmark = pytest.mark.browser
 
 WIDTHS = (1400, 390)
+LONG_TOKENS = "we saw extraordinarily unbelievable cats today"
+BOOK = "your journey starts with one step "
+
+
+def words(n: int) -> str:
+    """A sentence of ``n`` tokens (the book's, repeated: labels like ``step (35)``)."""
+    return " ".join((BOOK * (n // 6 + 1)).split()[:n])
+
+
 VIEWS = [("Home", {}), ("Simplified_attention", {}), ("Self_attention", {}),
          ("Self_attention", {"sentence": "the cat sat on the mat and then it slept"}),
+         ("Self_attention", {"sentence": LONG_TOKENS}),
+         ("Self_attention", {"sentence": words(32)}),
+         ("Self_attention", {"sentence": words(77)}),
+         ("Self_attention", {"sentence": words(8), "d_in": "64"}),
+         ("Simplified_attention", {"sentence": LONG_TOKENS}),
          ("Causal_and_multi_head", {}),
          ("Causal_and_multi_head", {"d_k": "4", "d_v": "4", "n_heads": "4"}),
+         ("Causal_and_multi_head", {"d_k": "32", "d_v": "32"}),
+         ("Causal_and_multi_head", {"sentence": LONG_TOKENS}),
          *(("Experiments", {"experiment": label}) for label in EXPERIMENTS)]
 """Each page with its default settings (the Self-attention page also with 10
-tokens, the multi-head page with 4 heads, whose grid is the narrowest), and
-every tab of the Experiments page."""
+tokens, long tokens, 32 and 77 tokens, and 8 tokens of d_in = 64; the multi-head
+page with 4 heads, whose grid is the narrowest, with 64 columns of two heads,
+and with long tokens), and every tab of the Experiments page."""
 
 CHARTS = """() => [...document.querySelectorAll('.explorer-chart')].map((gd) => {
   const svg = gd.querySelector('.main-svg').getBoundingClientRect();
@@ -59,12 +79,21 @@ CHARTS = """() => [...document.querySelectorAll('.explorer-chart')].map((gd) => 
     for (const c of [...colours]) if (/rgba\\(.*, 0\\)$/.test(c)) colours.delete(c);
     if (colours.size) series.push([...colours]);
   }
+  const box = (el) => { const b = el.getBoundingClientRect();
+                        return [b.left, b.top, b.right, b.bottom]; };
+  const cells = [...gd.querySelectorAll('.heatmaplayer text')]
+    .filter((t) => t.textContent.trim()).map((t) => ({text: t.textContent, box: box(t)}));
+  const plots = [...gd.querySelectorAll('.nsewdrag')].map(box);
   return {title: gd.layout.title?.text ?? '', svg: [svg.left, svg.top, svg.right, svg.bottom],
-          labels, series, view: [0, document.documentElement.clientWidth]};
+          labels, series, view: [0, document.documentElement.clientWidth], cells,
+          plots};
 })"""
 """Per chart: its title, the SVG's box, every label (tick labels, titles, axis
-titles, annotations, legend entries) with its drawn corners, and each series'
-colours (line strokes, marker and bar fills; invisible hover markers left out)."""
+titles, annotations, legend entries) with its drawn corners, each series'
+colours (line strokes, marker and bar fills; invisible hover markers left out),
+the numbers printed in its cells with their boxes, and its plot areas."""
+MIN_GAP_PX = 2.0
+"""Numbers in cells must have this much air between them (issue 31)."""
 
 
 def _placeholder(colour: str) -> bool:
@@ -115,12 +144,40 @@ def chart_problems(chart: dict) -> list[str]:
             if _overlap(label["quad"], other["quad"]):
                 problems.append(f"{label['kind']} {label['text']!r} lies on "
                                 f"{other['kind']} {other['text']!r}")
+    problems += cell_problems(chart)
     firsts = [colours[0] for colours in chart["series"]]
     for colour in {c for colours in chart["series"] for c in colours}:
         if _placeholder(colour):
             problems.append(f"a series has Streamlit's stand-in colour {colour}")
     if len(set(firsts)) < len(firsts):
         problems.append(f"two series share a colour: {firsts}")
+    return problems
+
+
+def cell_problems(chart: dict) -> list[str]:
+    """Numbers printed in cells that leave the plot area, or that come closer
+    than `MIN_GAP_PX` to a neighbour in their row or column."""
+    problems = []
+    cells = chart["cells"]
+    for cell in cells:  # inside a plot area (a grid of heads has one per head)
+        x0, y0, x1, y1 = cell["box"]
+        if not any(x0 >= left - 0.5 and x1 <= right + 0.5 and y0 >= top - 0.5
+                   and y1 <= bottom + 0.5 for left, top, right, bottom in chart["plots"]):
+            problems.append(f"cell number {cell['text']!r} leaves the plot")
+            break
+    for along, across in ((0, 1), (1, 0)):  # neighbours in a row, then in a column
+        lines: dict[int, list] = {}
+        for cell in cells:
+            box = cell["box"]
+            lines.setdefault(round((box[across] + box[across + 2]) / 2), []).append(cell)
+        for line in lines.values():
+            line.sort(key=lambda c: c["box"][along])
+            for a, b in zip(line, line[1:]):
+                gap = b["box"][along] - a["box"][along + 2]
+                if gap < MIN_GAP_PX:
+                    problems.append(f"cell numbers {a['text']!r} and {b['text']!r} are "
+                                    f"{gap:.1f} px apart")
+                    break
     return problems
 
 
@@ -201,3 +258,40 @@ def test_the_compare_panels_print_their_numbers(shared_server, windows):
     assert [len(texts) for texts in printed] == [36, 36, 36, 24, 24, 24]
     numbers = [text for texts in printed for text in texts]
     assert not [t for t in numbers if t.startswith("-") or t in ("\u22120.00", "\u22120.0000")]
+
+
+AXES = """() => [...document.querySelectorAll('.explorer-chart')].map((gd) => {
+  const texts = (selector) => [...gd.querySelectorAll(selector)].map((t) => t.textContent)
+    .filter((t) => t.trim());
+  return {title: gd.layout.title?.text ?? '', x: texts('.xtick text'), y: texts('.ytick text'),
+          xtitle: texts('.g-xtitle text').join(' '), ytitle: texts('.g-ytitle text').join(' ')};
+})"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("n", [8, 32, 77])
+def test_a_token_axis_labels_every_token_or_says_it_does_not(shared_server, windows, width, n):
+    # Issue 31: at 8 tokens and d_in = 64, Plotly labelled every other token; at 32, 11.
+    sentence = words(n)
+    labels = token_labels(sentence.split())
+    page = windows[width]
+    _open(page, page_url(shared_server, "Self_attention", sentence=sentence,
+                         d_in="64" if n == 8 else "4"))
+    charts = page.evaluate(AXES)
+    token_axes = 0
+    for chart in charts:
+        for axis in ("x", "y"):
+            ticks = chart[axis]
+            if not ticks or not set(ticks) <= set(labels):
+                continue
+            ticks = sorted(ticks, key=labels.index)  # a reversed axis draws them upwards
+            token_axes += 1
+            if n == 8:
+                assert ticks == labels, (chart["title"], axis, ticks)
+            elif len(ticks) < n:
+                assert ", every " in chart[f"{axis}title"], (chart["title"], axis, ticks)
+                step = labels.index(ticks[1]) - labels.index(ticks[0])
+                assert ticks == labels[::step][:len(ticks)], (chart["title"], axis, ticks)
+            else:
+                assert ticks == labels
+    assert token_axes >= 8

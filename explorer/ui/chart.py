@@ -6,7 +6,7 @@ Why not ``st.plotly_chart``: the explorer draws a dozen heatmaps a page, up to
 validated every figure again on the server, and remounted every selectable
 chart whenever anything in it changed; clicking a heatmap cell needed an
 invisible marker per cell. This component (Streamlit's components v2, no
-iframe) draws with the same Plotly.js (``explorer/chart.js``), but:
+iframe) draws with Plotly.js (the modules of ``explorer/chart/``), but:
 
 - matrices travel as raw float32 bytes, and one the page already holds is
   not sent again (only its hash);
@@ -15,55 +15,50 @@ iframe) draws with the same Plotly.js (``explorer/chart.js``), but:
 - the browser sizes each chart to its column and picks the cell text from the
   real cell size.
 
-Plotly.js is the one that ships with the ``plotly`` package, served by
-Streamlit's static file serving (`ensure_static_files`); so is chart.js.
+Streamlit's static file serving serves both scripts from the committed folder
+``static/`` at the app's root (``enableStaticServing``), under versioned URLs:
+``static/explorer-chart.js`` (`explorer.charts.CHART_JS`, the modules of
+``explorer/chart/`` as one) and Plotly.js's partial "cartesian" bundle of the
+plotly.js version the installed ``plotly`` package ships (``static/plotly/``,
+its version and sha256 in ``plotly-cartesian.json``). Nothing is written at run
+time, so a read-only deploy works.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import os
-import tempfile
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import plotly
 import streamlit as st
 
 from explorer.charts import CHART_JS, Chart, encode
-from explorer.figures import PLOTLY_MIN_JS
 from explorer.ui import private
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "static"
-"""Streamlit serves this folder at ``/app/static`` (git-ignored: filled by `ensure_static_files`)."""
-_CHART_JS_VERSION = hashlib.blake2b(CHART_JS.read_bytes(), digest_size=6).hexdigest()
-PLOTLY_URL = f"app/static/plotly.min.js?v={plotly.__version__}"
-CHART_URL = f"app/static/chart.js?v={_CHART_JS_VERSION}"
-"""Where the page loads Plotly.js and chart.js from: relative to the page, so a
-base URL path works too, and versioned, so a browser never keeps a stale copy."""
+"""Streamlit serves this folder at ``/app/static`` (``enableStaticServing``)."""
+PLOTLY_JS = STATIC / "plotly" / "plotly-cartesian.min.js"
+PLOTLY_JS_INFO = json.loads((STATIC / "plotly" / "plotly-cartesian.json").read_text())
+"""The vendored bundle's npm package, version and sha256."""
+
+
+def _versioned(path: Path) -> str:
+    digest = hashlib.blake2b(path.read_bytes(), digest_size=6).hexdigest()
+    return f"app/static/{path.relative_to(STATIC).as_posix()}?v={digest}"
+
+
+PLOTLY_URL = _versioned(PLOTLY_JS)
+CHART_URL = _versioned(CHART_JS)
+"""Where the page loads Plotly.js and the chart modules from: relative to the
+page, so a base URL path works too, and versioned by content, so a browser
+never keeps a stale copy."""
 _SENT_KEY = "_chart_sent"  # chart key -> hashes of the matrices its page holds
 
 
-@functools.cache
-def ensure_static_files() -> None:
-    """Copy the installed ``plotly`` package's ``plotly.min.js`` and the app's
-    ``chart.js`` to ``static/`` when they are missing or different: once per
-    server process, each written whole (a temporary file, then renamed), so a
-    page never loads half a file."""
-    STATIC.mkdir(exist_ok=True)
-    for source in (PLOTLY_MIN_JS, CHART_JS):
-        target = STATIC / source.name
-        if target.exists() and target.read_bytes() == source.read_bytes():
-            continue
-        with tempfile.NamedTemporaryFile(dir=STATIC, delete=False) as partial:
-            partial.write(source.read_bytes())
-        os.replace(partial.name, target)
-
-
-# The components themselves only load chart.js (once per page), so that each
-# chart's message carries a few lines of code, not the whole of chart.js.
+# The components themselves only load the chart modules (once per page), so that each
+# chart's message carries a few lines of code, not the whole of the chart modules.
 def _loader(function: str) -> str:
     return f"""export default function (component) {{
   import(new URL("{CHART_URL}", document.baseURI).href).then((m) => m.{function}(component));
@@ -82,7 +77,6 @@ def show(chart: Chart, key: str, on_click: Callable[[dict[str, int]], None] | No
     page updates it in place). ``on_click({"trace", "row", "col"})`` runs when
     a heatmap cell is clicked, ``on_lines(on)`` when the line view's switch
     (`Chart.lines`) is turned; the page shows both at once, by itself."""
-    ensure_static_files()
     sent = st.session_state.setdefault(_SENT_KEY, {})
     chart.clickable = on_click is not None
     # AppTest keeps only the last run's elements, so there every run sends every matrix.
@@ -98,12 +92,11 @@ def show(chart: Chart, key: str, on_click: Callable[[dict[str, int]], None] | No
 def picker(name: str, label: str, options: Sequence[str], value: int | None, *,
            none: str | None = None, buttons: bool = False, help: str | None = None,
            on_pick: Callable[[int | None], None]) -> int | None:
-    """A picker of the page's view drawn by chart.js (`mountPicker`): ``options``
+    """A picker of the page's view drawn by the chart modules (``explorer/chart/pickers.js``): ``options``
     named by their labels, as a drop-down (``none``: the label of no choice) or
     a row of ``buttons``. The page follows a choice at once, without the server;
     ``on_pick(index or None)`` then runs on the server (it sets state). Returns
     ``value``, the choice the page shows."""
-    ensure_static_files()
     key = f"picker-{name}"
     _picker(key=key, data={"name": name, "label": label, "help": help, "options": list(options),
                            "value": value, "none": none, "buttons": buttons},

@@ -1,0 +1,57 @@
+"""The browser's one seam to what is not public API (explorer/chart/seam.js):
+Plotly's private fields and DOM classes, Streamlit's DOM attributes. Each
+assumption is checked against the real Plotly.js and Streamlit in Chromium, so
+that an upgrade that changes one fails here (README: upgrading Streamlit or
+Plotly)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page
+
+from explorer.ui.chart import CHART_URL
+from tests.test_browser import chart_count, page_url, settle
+
+pytestmark = pytest.mark.browser
+
+CHECK = """async (url) => {
+  const seam = await import(new URL(url, document.baseURI).href);  // the page's own copy
+  return [...document.querySelectorAll('.explorer-chart')].map((gd) => seam.checkSeam(gd));
+}"""
+
+
+def test_the_seams_assumptions_hold_for_the_plotly_and_streamlit_installed(shared_server,
+                                                                            page: Page):
+    page.goto(page_url(shared_server, "Self_attention"))
+    settle(page)
+    count = chart_count(page)
+    assert count >= 5
+    # Streamlit says "running" during a run and "notRunning" after it.
+    page.evaluate("""() => {
+      window.__states = [];
+      setInterval(() => {
+        const state = document.querySelector("[data-testid='stApp']")?.dataset.testScriptState;
+        if (window.__states.at(-1) !== state) window.__states.push(state);
+      }, 1);
+    }""")
+    page.locator(".st-key-seed input").fill("5")
+    page.locator(".st-key-seed input").press("Enter")
+    page.wait_for_function("window.__states.join() === 'notRunning,running,notRunning'")
+    settle(page)
+    broken = page.evaluate(CHECK, CHART_URL)
+    assert len(broken) == count
+    assert broken == [[]] * count, broken
+
+
+def test_the_seam_notices_a_changed_private_field(shared_server, page: Page):
+    # What an upgrade that renames Plotly's private axis length would look like.
+    page.goto(page_url(shared_server, "Self_attention"))
+    settle(page)
+    chart_count(page)
+    broken = page.evaluate("""async (url) => {
+      const seam = await import(new URL(url, document.baseURI).href);
+      const gd = document.querySelector('.explorer-chart');
+      delete gd._fullLayout.xaxis._length;
+      return seam.checkSeam(gd);
+    }""", CHART_URL)
+    assert len(broken) == 1 and "_length" in broken[0]
