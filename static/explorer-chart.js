@@ -543,6 +543,136 @@ function linesFigure(values, n, spec, query, head) {
   return { data, layout };
 }
 
+// ---- schedule.js ----
+// @ts-check
+// Drawing what the learner sees first (issue 26). A payload's chart in the
+// window, or within one window's height of it, is drawn at once; the others are
+// marked stale and drawn when they come near (an IntersectionObserver) or when
+// the page is idle, one per task and nearest first, yielding between charts.
+// A stale chart keeps its last picture, or reserves its height when it has none,
+// so that nothing below it jumps when it is drawn. Tests and spares see a stale
+// chart as drawing (`data-drawing`) until it is drawn.
+
+/**
+ * How far an element lies from the window: 0 when it is in view.
+ * @param {Element} el
+ */
+function distanceFromView(el) {
+  const box = el.getBoundingClientRect();
+  if (box.bottom >= 0 && box.top <= window.innerHeight) return 0;
+  return box.top > window.innerHeight ? box.top - window.innerHeight : -box.bottom;
+}
+
+/** How near the window, in window heights, a chart is drawn at once. */
+const NEAR_SCREENS = 1;
+
+/**
+ * Whether a chart `distance` px from the window (0: in it) is drawn at once.
+ * @param {number} distance @param {number} windowHeight px
+ */
+function drawnAtOnce(distance, windowHeight) {
+  return distance <= NEAR_SCREENS * windowHeight;
+}
+
+/**
+ * The job of `jobs` nearest the window (`distance` of each), or null.
+ * @template T @param {Iterable<T>} jobs @param {(job: T) => number} distance
+ * @returns {T | null}
+ */
+function nearest(jobs, distance) {
+  let best = null;
+  let bestDistance = Infinity;
+  for (const job of jobs) {
+    const d = distance(job);
+    if (d < bestDistance) [best, bestDistance] = [job, d];
+  }
+  return best;
+}
+
+/** @typedef {{plot: () => HTMLElement | null, redraw: () => Promise<void> | undefined}} Job */
+
+/** @type {Set<Job>} stale charts, drawn when near or idle */
+const STALE = new Set();
+/** @type {IntersectionObserver | null} */
+let observer = null;
+/** @type {WeakMap<Element, Job>} */
+const JOB_OF = new WeakMap();
+let pumping = false;
+
+/**
+ * Draw `job`'s chart now when it is near the window, else mark it stale: drawn
+ * when it comes near or when the page is idle. `height` (px) is reserved for a
+ * chart that has no picture yet.
+ * @param {Job} job @param {number | undefined} height
+ */
+function drawSoon(job, height) {
+  const gd = job.plot();
+  if (!gd) return;
+  const earlier = JOB_OF.get(gd); // a payload that came while this chart was stale
+  if (earlier) STALE.delete(earlier);
+  if (!gd.querySelector(".main-svg") && height) gd.style.minHeight = `${height}px`;
+  if (typeof IntersectionObserver === "undefined"
+      || drawnAtOnce(distanceFromView(gd), window.innerHeight)) {
+    drawNow(job);
+    return;
+  }
+  gd.dataset.drawing = "1";
+  STALE.add(job);
+  JOB_OF.set(gd, job);
+  observer ??= new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      const near = entry.isIntersecting ? JOB_OF.get(entry.target) : undefined;
+      if (near && STALE.has(near)) drawNow(near);
+    }
+  }, { rootMargin: `${NEAR_SCREENS * 100}% 0px` });
+  observer.observe(gd);
+  if (!pumping) {
+    pumping = true;
+    setTimeout(pump, 0);
+  }
+}
+
+/** Draw `job`'s chart now (no longer stale). @param {Job} job */
+function drawNow(job) {
+  STALE.delete(job);
+  const gd = job.plot();
+  if (gd) observer?.unobserve(gd);
+  const drawn = job.redraw();
+  if (gd) Promise.resolve(drawn).finally(() => { gd.style.minHeight = ""; });
+}
+
+/** Whether a chart is being drawn (not stale ones): the idle pump waits for it. */
+function busy() {
+  return [...document.querySelectorAll(".explorer-chart[data-drawing]")].some((gd) => {
+    const job = JOB_OF.get(gd);
+    return !job || !STALE.has(job);
+  });
+}
+
+/** Draw the stale chart nearest the window, one per task, once nothing else draws. */
+async function pump() {
+  for (const job of [...STALE]) {
+    const gd = job.plot();
+    if (!gd || !gd.isConnected) STALE.delete(job);
+  }
+  if (!STALE.size) {
+    pumping = false;
+    return;
+  }
+  if (!busy()) {
+    const job = nearest(STALE, (j) => distanceFromView(/** @type {Element} */ (j.plot())));
+    if (job) {
+      const gd = job.plot();
+      STALE.delete(job);
+      if (gd) observer?.unobserve(gd);
+      await job.redraw();
+      if (gd) gd.style.minHeight = "";
+    }
+  }
+  const later = /** @type {any} */ (window).requestIdleCallback ?? setTimeout;
+  later(pump, { timeout: 200 });
+}
+
 // ---- seam.js ----
 // @ts-check
 // The one place that reaches what is not a public API: Plotly.js's private
@@ -1377,10 +1507,10 @@ async function draw(gd, header, matrices, onClick = null) {
   let state = chartOf(gd);
   if (!state) {
     state = new ChartState(/** @type {HTMLElement} */ (gd.parentElement));
-    Object.assign(state, { header, matrices });
     attach(gd, state);
   }
-  state.onClick = onClick;
+  // Every call draws its own payload (the floor's edit draws new numbers in the same plot).
+  Object.assign(state, { header, matrices, onClick });
   await drawChart(gd, state);
 }
 
@@ -1510,16 +1640,6 @@ function painted(el, by) {
     el.dataset.paintedBy = by;
     el.dispatchEvent(new CustomEvent("explorer:painted", { bubbles: true, detail: { by } }));
   });
-}
-
-/**
- * How far an element lies from the window: 0 when it is in view.
- * @param {Element} el
- */
-function distanceFromView(el) {
-  const box = el.getBoundingClientRect();
-  if (box.bottom >= 0 && box.top <= window.innerHeight) return 0;
-  return box.top > window.innerHeight ? box.top - window.innerHeight : -box.bottom;
 }
 
 // ---- resize.js ----
@@ -1680,6 +1800,7 @@ function mountPicker(component) {
 //   - view.js: the page's view (query token, explained cell, head, lines) and
 //     the outlines and head variant a chart draws for it;
 //   - draw.js: drawing with Plotly.js, a long title fitted, clicks reported;
+//   - schedule.js: the charts near the window drawn first, the others when near or idle;
 //   - page.js: a change of view followed by every chart, nearest first;
 //   - spares.js: the other heads drawn off-screen, swapped in on a switch;
 //   - lines.js, line-view.js: the weights as lines under their heatmap;
@@ -1772,5 +1893,9 @@ export default function mountChart(component) {
     return;
   }
   chart.picture = picture;
-  chart.redraw(true);
+  // Near the window: drawn now; else when it comes near or the page is idle, its
+  // height kept (schedule.js).
+  const { height } = layoutFor(figureFor(header, PAGE.view, PAGE.known).figure.layout,
+                               header.size, parentElement.clientWidth || 600, touchScreen());
+  drawSoon({ plot: onScreen, redraw: () => chart.redraw(true) }, height);
 }

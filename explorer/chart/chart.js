@@ -10,6 +10,7 @@
 //   - view.js: the page's view (query token, explained cell, head, lines) and
 //     the outlines and head variant a chart draws for it;
 //   - draw.js: drawing with Plotly.js, a long title fitted, clicks reported;
+//   - schedule.js: the charts near the window drawn first, the others when near or idle;
 //   - page.js: a change of view followed by every chart, nearest first;
 //   - spares.js: the other heads drawn off-screen, swapped in on a switch;
 //   - lines.js, line-view.js: the weights as lines under their heatmap;
@@ -21,12 +22,14 @@
 // the benchmark's floor page.
 
 import { decodePayload } from "./decode.js";
-import { drawChart } from "./draw.js";
+import { drawChart, touchScreen } from "./draw.js";
+import { layoutFor } from "./figure.js";
 import { addLines } from "./line-view.js";
 import { follow, setView } from "./page.js";
 import { redrawOnResize } from "./resize.js";
+import { drawSoon } from "./schedule.js";
 import { attach, ChartState, chartOf, MATRICES, PAGE } from "./state.js";
-import { pictureKey, viewOfClick } from "./view.js";
+import { figureFor, pictureKey, viewOfClick } from "./view.js";
 
 export { draw, loadPlotly } from "./draw.js";
 export { mountPicker } from "./pickers.js";
@@ -109,5 +112,9 @@ export default function mountChart(component) {
     return;
   }
   chart.picture = picture;
-  chart.redraw(true);
+  // Near the window: drawn now; else when it comes near or the page is idle, its
+  // height kept (schedule.js).
+  const { height } = layoutFor(figureFor(header, PAGE.view, PAGE.known).figure.layout,
+                               header.size, parentElement.clientWidth || 600, touchScreen());
+  drawSoon({ plot: onScreen, redraw: () => chart.redraw(true) }, height);
 }

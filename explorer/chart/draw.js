@@ -137,10 +137,10 @@ export async function draw(gd, header, matrices, onClick = null) {
   let state = chartOf(gd);
   if (!state) {
     state = new ChartState(/** @type {HTMLElement} */ (gd.parentElement));
-    Object.assign(state, { header, matrices });
     attach(gd, state);
   }
-  state.onClick = onClick;
+  // Every call draws its own payload (the floor's edit draws new numbers in the same plot).
+  Object.assign(state, { header, matrices, onClick });
   await drawChart(gd, state);
 }
 
@@ -270,14 +270,4 @@ export function painted(el, by) {
     el.dataset.paintedBy = by;
     el.dispatchEvent(new CustomEvent("explorer:painted", { bubbles: true, detail: { by } }));
   });
-}
-
-/**
- * How far an element lies from the window: 0 when it is in view.
- * @param {Element} el
- */
-export function distanceFromView(el) {
-  const box = el.getBoundingClientRect();
-  if (box.bottom >= 0 && box.top <= window.innerHeight) return 0;
-  return box.top > window.innerHeight ? box.top - window.innerHeight : -box.bottom;
 }

@@ -4,7 +4,8 @@
 // (`follow`): the charts in view in the same frame, then the others nearest
 // first.
 
-import { distanceFromView, headPicture, loadPlotly, painted } from "./draw.js";
+import { headPicture, loadPlotly, painted } from "./draw.js";
+import { distanceFromView } from "./schedule.js";
 import { followLines } from "./line-view.js";
 import { swapIn } from "./spares.js";
 import { chartOf, PAGE } from "./state.js";

@@ -9,7 +9,8 @@
 // cells over all their heads keep no spares (their memory would outgrow what
 // they save).
 
-import { distanceFromView, headPicture, listenForClicks, loadPlotly } from "./draw.js";
+import { headPicture, listenForClicks, loadPlotly } from "./draw.js";
+import { distanceFromView } from "./schedule.js";
 import { drawnWidth, scriptRunning } from "./seam.js";
 import { chartOf, moveChart, PAGE } from "./state.js";
 import { addStyle } from "./style.js";

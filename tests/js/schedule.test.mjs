@@ -1,0 +1,69 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { drawnAtOnce, drawSoon, nearest, NEAR_SCREENS } from "../../explorer/chart/schedule.js";
+
+// A page of fake plots, a window 1000 px high and an IntersectionObserver we trigger.
+const plots = [];
+const order = [];
+let observer = null;
+globalThis.window = { innerHeight: 1000 };
+globalThis.document = { querySelectorAll: () => plots.filter((p) => "drawing" in p.dataset) };
+globalThis.IntersectionObserver = class {
+  constructor(callback) { observer = { callback, watched: new Set() }; }
+  observe(el) { observer.watched.add(el); }
+  unobserve(el) { observer.watched.delete(el); }
+};
+
+function plot(name, top) {
+  const p = { name, dataset: {}, style: {}, isConnected: true, querySelector: () => null,
+              getBoundingClientRect: () => ({ top, bottom: top + 400 }) };
+  plots.push(p);
+  return p;
+}
+
+const job = (p) => ({ plot: () => p,
+                      redraw: async () => { order.push(p.name); delete p.dataset.drawing; } });
+
+async function until(done) {
+  for (let i = 0; i < 200 && !done(); i++) await new Promise((r) => setTimeout(r, 5));
+}
+
+test("a chart in the window or within a window's height of it is drawn at once", () => {
+  assert.equal(NEAR_SCREENS, 1);
+  assert.equal(drawnAtOnce(0, 1000), true);
+  assert.equal(drawnAtOnce(1000, 1000), true);
+  assert.equal(drawnAtOnce(1001, 1000), false);
+});
+
+test("the idle drawing takes the stale chart nearest the window first", () => {
+  const far = { d: 3000 }, near = { d: 1200 }, farther = { d: 9000 };
+  assert.equal(nearest([far, near, farther], (j) => j.d), near);
+  assert.equal(nearest([], (j) => j.d), null);
+});
+
+test("charts near the window are drawn at once, the others later, nearest first", async () => {
+  const inView = plot("in view", 100), next = plot("next screen", 1800);
+  const far = plot("far", 4000), farther = plot("farther", 9000);
+  for (const p of [inView, farther, far, next]) drawSoon(job(p), 300);
+  assert.deepEqual(order, ["in view", "next screen"]);
+  // The others are stale (tests and spares wait for them) and keep their height.
+  assert.equal(far.dataset.drawing, "1");
+  assert.equal(farther.style.minHeight, "300px");
+  await until(() => order.length === 4);
+  assert.deepEqual(order, ["in view", "next screen", "far", "farther"]);
+  assert.equal(farther.style.minHeight, "");
+  assert.equal("drawing" in farther.dataset, false);
+});
+
+test("a stale chart that comes near is drawn before the idle drawing reaches it", async () => {
+  order.length = 0;
+  const far = plot("far", 5000), coming = plot("coming near", 8000);
+  drawSoon(job(far), 300);
+  drawSoon(job(coming), 300);
+  assert.deepEqual(order, []);
+  observer.callback([{ isIntersecting: true, target: coming }]);
+  assert.deepEqual(order, ["coming near"]);
+  await until(() => order.length === 2);
+  assert.deepEqual(order, ["coming near", "far"]); // drawn once each
+});
