@@ -632,6 +632,12 @@ function drawSoon(job, height) {
   }
 }
 
+/** Whether the plot `gd` waits, stale, to be drawn. @param {Element} gd */
+function isStale(gd) {
+  const job = JOB_OF.get(gd);
+  return job !== undefined && STALE.has(job);
+}
+
 /** Draw `job`'s chart now (no longer stale). @param {Job} job */
 function drawNow(job) {
   STALE.delete(job);
@@ -822,6 +828,8 @@ class ChartState {
     this.onClick = null;
     /** @type {"view" | "server"} why the chart's pixels change next (`painted`) */
     this.cause = "server";
+    /** How many drawings of this chart have started (the last one clears `data-drawing`). */
+    this.drawRound = 0;
     /** @type {(always: boolean) => Promise<void> | undefined} draw the payload again */
     this.redraw = () => undefined;
     /** The element's width when last drawn, in px, the one before it, and when it
@@ -1554,7 +1562,8 @@ async function drawChart(gd, state) {
   listenForClicks(gd);
   gd.dataset.drawn = String(Number(gd.dataset.drawn ?? 0) + 1); // for tests and benchmarks
   painted(gd, state.cause);
-  if (state.mounted) {
+  // Spares only of the payload still to show: a newer one may have come while this drew.
+  if (state.mounted && state.header === header) {
     await followLines(gd, state);
     predrawHeads(state);
   }
@@ -1880,9 +1889,14 @@ export default function mountChart(component) {
   chart.redraw = () => {
     const main = onScreen();
     main.dataset.drawing = "1"; // until the picture is on the page (tests wait for it)
+    const round = ++chart.drawRound;
     return drawChart(main, chart).catch((error) => {
       main.textContent = `This chart could not be drawn: ${error.message}`;
-    }).finally(() => delete main.dataset.drawing);
+    }).finally(() => {
+      // Still drawing when a later drawing started, or when a newer payload made the
+      // chart stale while this one drew (schedule.js): that one clears the mark.
+      if (round === chart.drawRound && !isStale(main)) delete main.dataset.drawing;
+    });
   };
   // The same picture as last time (a rerun that changed other charts, or one
   // that sent only the hashes of matrices this page holds, or only the view):

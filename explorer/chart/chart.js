@@ -27,7 +27,7 @@ import { layoutFor } from "./figure.js";
 import { addLines } from "./line-view.js";
 import { follow, setView } from "./page.js";
 import { redrawOnResize } from "./resize.js";
-import { drawSoon } from "./schedule.js";
+import { drawSoon, isStale } from "./schedule.js";
 import { attach, ChartState, chartOf, MATRICES, PAGE } from "./state.js";
 import { figureFor, pictureKey, viewOfClick } from "./view.js";
 
@@ -99,9 +99,14 @@ export default function mountChart(component) {
   chart.redraw = () => {
     const main = onScreen();
     main.dataset.drawing = "1"; // until the picture is on the page (tests wait for it)
+    const round = ++chart.drawRound;
     return drawChart(main, chart).catch((error) => {
       main.textContent = `This chart could not be drawn: ${error.message}`;
-    }).finally(() => delete main.dataset.drawing);
+    }).finally(() => {
+      // Still drawing when a later drawing started, or when a newer payload made the
+      // chart stale while this one drew (schedule.js): that one clears the mark.
+      if (round === chart.drawRound && !isStale(main)) delete main.dataset.drawing;
+    });
   };
   // The same picture as last time (a rerun that changed other charts, or one
   // that sent only the hashes of matrices this page holds, or only the view):

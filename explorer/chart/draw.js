@@ -184,7 +184,8 @@ export async function drawChart(gd, state) {
   listenForClicks(gd);
   gd.dataset.drawn = String(Number(gd.dataset.drawn ?? 0) + 1); // for tests and benchmarks
   painted(gd, state.cause);
-  if (state.mounted) {
+  // Spares only of the payload still to show: a newer one may have come while this drew.
+  if (state.mounted && state.header === header) {
     await followLines(gd, state);
     predrawHeads(state);
   }

@@ -86,6 +86,12 @@ export function drawSoon(job, height) {
   }
 }
 
+/** Whether the plot `gd` waits, stale, to be drawn. @param {Element} gd */
+export function isStale(gd) {
+  const job = JOB_OF.get(gd);
+  return job !== undefined && STALE.has(job);
+}
+
 /** Draw `job`'s chart now (no longer stale). @param {Job} job */
 function drawNow(job) {
   STALE.delete(job);

@@ -57,6 +57,8 @@ export class ChartState {
     this.onClick = null;
     /** @type {"view" | "server"} why the chart's pixels change next (`painted`) */
     this.cause = "server";
+    /** How many drawings of this chart have started (the last one clears `data-drawing`). */
+    this.drawRound = 0;
     /** @type {(always: boolean) => Promise<void> | undefined} draw the payload again */
     this.redraw = () => undefined;
     /** The element's width when last drawn, in px, the one before it, and when it

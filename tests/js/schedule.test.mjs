@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { drawnAtOnce, drawSoon, nearest, NEAR_SCREENS } from "../../explorer/chart/schedule.js";
+import { drawnAtOnce, drawSoon, isStale, nearest, NEAR_SCREENS } from "../../explorer/chart/schedule.js";
 
 // A page of fake plots, a window 1000 px high and an IntersectionObserver we trigger.
 const plots = [];
@@ -49,11 +49,14 @@ test("charts near the window are drawn at once, the others later, nearest first"
   assert.deepEqual(order, ["in view", "next screen"]);
   // The others are stale (tests and spares wait for them) and keep their height.
   assert.equal(far.dataset.drawing, "1");
+  assert.equal(isStale(far), true);
+  assert.equal(isStale(inView), false);
   assert.equal(farther.style.minHeight, "300px");
   await until(() => order.length === 4);
   assert.deepEqual(order, ["in view", "next screen", "far", "farther"]);
   assert.equal(farther.style.minHeight, "");
   assert.equal("drawing" in farther.dataset, false);
+  assert.equal(isStale(far), false);
 });
 
 test("a stale chart that comes near is drawn before the idle drawing reaches it", async () => {
