@@ -327,3 +327,36 @@ def test_a_head_switch_swaps_in_the_heads_drawn_while_idle(shared_server, page: 
         np.testing.assert_array_equal(np.array(shown["z"], dtype=np.float32),
                                       other[name][0].numpy(), err_msg=name)
         assert outlines(page, f"chart-{name}") == server_outlines(other, name, 0, 3, None)
+
+
+def test_a_chart_drawn_late_holds_the_edits_numbers_and_answers_a_click(shared_server,
+                                                                         page: Page):
+    """Issue 26: a chart far below the window is drawn when it comes near or when the
+    page is idle. The context vectors, edited while off-screen (the window holds the
+    embeddings), show the new seed's numbers once scrolled to, and a click on them is
+    explained by the server."""
+    open_charts(page, shared_server, "Self_attention")
+    seed = page.locator(".st-key-seed input")
+    seed.fill("7")
+    seed.press("Enter")
+    # The run over (its payloads sent), and only then the chart scrolled to.
+    page.wait_for_function("() => window.__runsDone > window.__settledRuns"
+                           " && document.querySelector(\"[data-testid='stApp']\")"
+                           ".dataset.testScriptState === 'notRunning'")
+    page.wait_for_timeout(300)
+    plot = page.locator(".st-key-chart-context .explorer-chart")
+    plot.scroll_into_view_if_needed()
+    trace = compute_trace(AttentionConfig(seed=7))
+    expected = trace["context"].numpy()
+    page.wait_for_function("""([key, want]) => {
+      const gd = document.querySelector(`.st-key-${key} .explorer-chart`);
+      return Boolean(gd && !gd.dataset.drawing && gd.data
+                     && Math.abs(gd.data[0].z[0][0] - want) < 1e-4);
+    }""", arg=["chart-context", float(expected[0, 0])])
+    shown = page.evaluate(SHOWN, "chart-context")
+    np.testing.assert_allclose(np.array(shown["z"], dtype=np.float32), expected, atol=1e-5)
+    settle(page)
+    click_cell(page, "chart-context", 2, 1, *expected.shape)
+    settle(page)
+    expect(page.get_by_text(explain_cell(trace, "context", 2, 1).cell,
+                            exact=True)).to_be_visible()
