@@ -117,9 +117,10 @@ export default function mountChart(component) {
     return;
   }
   chart.picture = picture;
-  // Near the window: drawn now; else when it comes near or the page is idle, its
-  // height kept (schedule.js).
-  const { height } = layoutFor(figureFor(header, PAGE.view, PAGE.known).figure.layout,
-                               header.size, parentElement.clientWidth || 600, touchScreen());
+  // Near the window: drawn now; else when it comes near or the page is idle, a new
+  // chart's height kept (schedule.js).
+  const height = () => layoutFor(figureFor(header, PAGE.view, PAGE.known).figure.layout,
+                                 header.size, parentElement.clientWidth || 600,
+                                 touchScreen()).height;
   drawSoon({ plot: onScreen, redraw: () => chart.redraw(true) }, height);
 }

@@ -55,16 +55,19 @@ let pumping = false;
 
 /**
  * Draw `job`'s chart now when it is near the window, else mark it stale: drawn
- * when it comes near or when the page is idle. `height` (px) is reserved for a
- * chart that has no picture yet.
- * @param {Job} job @param {number | undefined} height
+ * when it comes near or when the page is idle. A chart that has no picture yet
+ * reserves `height()` px (asked only then: the figure is laid out for it).
+ * @param {Job} job @param {() => number | undefined} height
  */
 export function drawSoon(job, height) {
   const gd = job.plot();
   if (!gd) return;
   const earlier = JOB_OF.get(gd); // a payload that came while this chart was stale
   if (earlier) STALE.delete(earlier);
-  if (!gd.querySelector(".main-svg") && height) gd.style.minHeight = `${height}px`;
+  if (!gd.querySelector(".main-svg")) {
+    const reserved = height();
+    if (reserved) gd.style.minHeight = `${reserved}px`;
+  }
   if (typeof IntersectionObserver === "undefined"
       || drawnAtOnce(distanceFromView(gd), window.innerHeight)) {
     drawNow(job);
@@ -92,21 +95,22 @@ export function isStale(gd) {
   return job !== undefined && STALE.has(job);
 }
 
-/** Draw `job`'s chart now (no longer stale). @param {Job} job */
-function drawNow(job) {
+/** Draw `job`'s chart now (no longer stale); resolves once it is drawn. @param {Job} job */
+async function drawNow(job) {
   STALE.delete(job);
   const gd = job.plot();
   if (gd) observer?.unobserve(gd);
-  const drawn = job.redraw();
-  if (gd) Promise.resolve(drawn).finally(() => { gd.style.minHeight = ""; });
+  try {
+    await job.redraw();
+  } finally {
+    if (gd) gd.style.minHeight = "";
+  }
 }
 
 /** Whether a chart is being drawn (not stale ones): the idle pump waits for it. */
 function busy() {
-  return [...document.querySelectorAll(".explorer-chart[data-drawing]")].some((gd) => {
-    const job = JOB_OF.get(gd);
-    return !job || !STALE.has(job);
-  });
+  return [...document.querySelectorAll(".explorer-chart[data-drawing]")]
+    .some((gd) => !isStale(gd));
 }
 
 /** Draw the stale chart nearest the window, one per task, once nothing else draws. */
@@ -121,13 +125,7 @@ async function pump() {
   }
   if (!busy()) {
     const job = nearest(STALE, (j) => distanceFromView(/** @type {Element} */ (j.plot())));
-    if (job) {
-      const gd = job.plot();
-      STALE.delete(job);
-      if (gd) observer?.unobserve(gd);
-      await job.redraw();
-      if (gd) gd.style.minHeight = "";
-    }
+    if (job) await drawNow(job);
   }
   const later = /** @type {any} */ (window).requestIdleCallback ?? setTimeout;
   later(pump, { timeout: 200 });

@@ -45,7 +45,7 @@ test("the idle drawing takes the stale chart nearest the window first", () => {
 test("charts near the window are drawn at once, the others later, nearest first", async () => {
   const inView = plot("in view", 100), next = plot("next screen", 1800);
   const far = plot("far", 4000), farther = plot("farther", 9000);
-  for (const p of [inView, farther, far, next]) drawSoon(job(p), 300);
+  for (const p of [inView, farther, far, next]) drawSoon(job(p), () => 300);
   assert.deepEqual(order, ["in view", "next screen"]);
   // The others are stale (tests and spares wait for them) and keep their height.
   assert.equal(far.dataset.drawing, "1");
@@ -62,8 +62,8 @@ test("charts near the window are drawn at once, the others later, nearest first"
 test("a stale chart that comes near is drawn before the idle drawing reaches it", async () => {
   order.length = 0;
   const far = plot("far", 5000), coming = plot("coming near", 8000);
-  drawSoon(job(far), 300);
-  drawSoon(job(coming), 300);
+  drawSoon(job(far), () => 300);
+  drawSoon(job(coming), () => 300);
   assert.deepEqual(order, []);
   observer.callback([{ isIntersecting: true, target: coming }]);
   assert.deepEqual(order, ["coming near"]);
