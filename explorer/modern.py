@@ -372,13 +372,20 @@ MAX_TILE_STEPS = 256
 Python step (at 512 tokens, tiles of 32 × 32: about 1 s on a loaded core)."""
 
 
+def tile_steps(n_tokens: int, block_q: int, block_k: int) -> int:
+    """How many steps the online softmax walks: (query tiles) × (key tiles), each
+    tile ``block_q`` queries × ``block_k`` keys, the last one of a row or column
+    possibly shorter."""
+    return -(-n_tokens // block_q) * -(-n_tokens // block_k)
+
+
 def check_tiles(n_tokens: int, block_q: int, block_k: int) -> None:
     """Raise `ConfigError` unless 1 ≤ block_q, block_k ≤ n_tokens and the tiles
     take at most `MAX_TILE_STEPS` steps."""
     for name, size in (("block_q", block_q), ("block_k", block_k)):
         _need(1 <= size <= n_tokens, name,
               f"{name} must be between 1 and the {n_tokens} tokens (got {size})")
-    count = -(-n_tokens // block_q) * -(-n_tokens // block_k)
+    count = tile_steps(n_tokens, block_q, block_k)
     _need(count <= MAX_TILE_STEPS, "block_k",
           f"the tiles take {count:,} steps for {n_tokens} tokens; at most {MAX_TILE_STEPS:,} are "
           f"walked: make block_q × block_k at least {-(-n_tokens ** 2 // MAX_TILE_STEPS)}")
@@ -554,8 +561,7 @@ class ModernTrace:
     @property
     def n_tile_steps(self) -> int:
         """(query tiles) × (key tiles) of the online softmax."""
-        n, c = self.n_tokens, self.config
-        return -(-n // c.block_q) * -(-n // c.block_k)
+        return tile_steps(self.n_tokens, self.config.block_q, self.config.block_k)
 
     def tile_of(self, step: int) -> tuple[int, int]:
         """The (query tile, key tile) of the online softmax's ``step``-th step."""

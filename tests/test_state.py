@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import AttentionConfig, compute_trace
 from explorer import config as cfg
+from explorer import modern
 from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, PRESETS, SELF_ATTENTION_PAGE,
                               SIMPLIFIED_PAGE)
 from explorer.ui import private, state
@@ -173,7 +174,7 @@ def _modern_values(rng: random.Random) -> dict[str, Any]:
     n_kv_heads = rng.choice((1, 2, 4))
     n_query_heads = n_kv_heads * rng.choice((1, 2, 3))
     block_q, block_k = rng.randrange(1, MIN_TOKENS + 1), rng.randrange(1, MIN_TOKENS + 1)
-    tile_steps = -(-MIN_TOKENS // block_q) * -(-MIN_TOKENS // block_k)
+    tile_steps = modern.tile_steps(MIN_TOKENS, block_q, block_k)
     return {"n_query_heads": n_query_heads, "n_kv_heads": n_kv_heads,
             "head_dim": rng.choice((2, 4, 6)), "rope_base": rng.choice((2, 500, 500_000)),
             "window": rng.randrange(1, MIN_TOKENS + 1),

@@ -59,10 +59,9 @@ def modern_config(values: dict) -> ModernConfig:
 def _tile_for(config: ModernConfig, n_tokens: int) -> tuple[int, int]:
     """The tile step the page shows (the ``tile`` entry), as (query tile, key
     tile); the first when it is outside the tiles."""
-    k_tiles = -(-n_tokens // config.block_k)
-    count = -(-n_tokens // config.block_q) * k_tiles
+    count = modern.tile_steps(n_tokens, config.block_q, config.block_k)
     step = state.value("tile") or 0
-    return divmod(step if 0 <= step < count else 0, k_tiles)
+    return divmod(step if 0 <= step < count else 0, -(-n_tokens // config.block_k))
 
 
 def settings() -> ModernView | None:
