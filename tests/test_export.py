@@ -103,9 +103,14 @@ class ScriptRun:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, ScriptRun]:
     """Every config's script, run once; the hostile one with a hostile link too."""
+    # The folders are made here, one thread: tmp_path_factory is not thread-safe (two
+    # threads making the worker's first temporary folder at once raised FileExistsError
+    # in CI).
+    folders = {case: tmp_path_factory.mktemp(case) for case in SCRIPT_CONFIGS}
+
     def run(case: str) -> ScriptRun:
         link = HOSTILE_LINK if case == "hostile-sentence" else None
-        return ScriptRun(SCRIPT_CONFIGS[case], tmp_path_factory.mktemp(case), link)
+        return ScriptRun(SCRIPT_CONFIGS[case], folders[case], link)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(zip(SCRIPT_CONFIGS, pool.map(run, SCRIPT_CONFIGS)))
