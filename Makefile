@@ -39,13 +39,15 @@ test-fast: $(VENV)/.dev-installed
 
 ## make bench: speed figures, printed and written to benchmarks/results/; then the
 ## capacity (visitors served with an edit p95 <= 2 s): of one process on one core with
-## Locust visitors on Streamlit's protocol, and of 2 replicas behind nginx; a class of
+## Locust visitors on Streamlit's protocol, then twice that held (it must only get
+## slower), and of 2 replicas behind nginx; a class of
 ## 30 opening one link at once; then with Chromium visitors that do not draw and that
 ## draw (about 30 minutes)
 bench: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.browser
 	$(BIN)/python -m benchmarks.capacity --protocol --profile --seconds 40
+	$(BIN)/python -m benchmarks.capacity --protocol --overload --seconds 120
 	$(BIN)/python -m benchmarks.capacity --protocol --replicas 2 --seconds 40
 	$(BIN)/python -m benchmarks.class_link
 	$(BIN)/python -m benchmarks.capacity --no-draw --profile --seconds 30

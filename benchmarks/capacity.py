@@ -43,6 +43,12 @@ few ms of CPU per edit), opening the worked example's link and editing every
 The counts go up (`PROTOCOL_COUNTS`), each held ``--seconds``, until an edit's
 p95 passes `P95_LIMIT_S` or a number is wrong (`protocol_ramp`). With
 ``--replicas N`` the replicas are not pinned: they and the load share the cores.
+
+``--protocol --overload`` holds twice the capacity the last ramp measured
+(latest.json; or ``--counts N``) for ``--seconds``, however slow: beyond its
+capacity the server must only get slower (`overload_verdict`: no failure or
+wrong number, every visitor's first page served, no traceback, the peak
+resident memory within the budget); the exit code says whether it did.
 """
 
 from __future__ import annotations
@@ -64,6 +70,7 @@ from pathlib import Path
 
 from benchmarks.browser import RESULTS, write_results
 from benchmarks.protocol import WORKED_EXAMPLE, Visitor
+from explorer import budget
 from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from tests import soak
 from tests.server import Replicas, Server
@@ -423,13 +430,14 @@ def pin(pid: int, core: str) -> None:
 
 
 def protocol_ramp(counts: tuple[int, ...], seconds: float, profile: bool,
-                  replicas: int = 0) -> dict:
+                  replicas: int = 0, hold: bool = False) -> dict:
     """Protocol visitors (`benchmarks.locustfile`, run by Locust in a process of
     its own) against a fresh server: each count of ``counts`` held ``seconds``,
     stopping at the first whose edit p95 passes `P95_LIMIT_S` or with a failure.
     One process is pinned to `SERVER_CORE` and Locust to `LOAD_CORE`; ``replicas``
     behind nginx are not pinned. ``profile``: py-spy samples the server (the
-    first replica) from after the warm-up to the end. Returns the steps and the
+    first replica) from after the warm-up to the end. ``hold``: every count is
+    held to its end, however slow (`overload_verdict`). Returns the steps and the
     capacity: the largest count served."""
     locustfile = str(Path(__file__).with_name("locustfile.py"))  # not imported: Locust
     # patches this process's sockets and threads (gevent) on import
@@ -453,6 +461,7 @@ def protocol_ramp(counts: tuple[int, ...], seconds: float, profile: bool,
                "EXPLORER_RAMP_STEP_S": str(seconds), "EXPLORER_RAMP_OUT": str(out),
                "EXPLORER_SERVER_PIDS": ",".join(map(str, server.pids)),
                **({} if replicas else {"EXPLORER_SERVER_CORE": SERVER_CORE}),
+               **({"EXPLORER_RAMP_HOLD": "1"} if hold else {}),
                "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
         started = time.monotonic()
         try:
@@ -483,6 +492,34 @@ def protocol_ramp(counts: tuple[int, ...], seconds: float, profile: bool,
             "date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count()}
 
 
+def last_capacity(label: str = "1 process, protocol visitors") -> int | None:
+    """The capacity the last protocol ramp measured (latest.json), or None."""
+    try:
+        return json.loads(RESULTS.read_text())["capacity"][label]["capacity"] or None
+    except (FileNotFoundError, ValueError, KeyError):
+        return None
+
+
+def overload_verdict(result: dict) -> list[str]:
+    """What went wrong in an overload run (``protocol_ramp(..., hold=True)``);
+    [] = it only got slower: every count held to its end without a failure or a
+    wrong number, each visitor's first page served, the peak resident memory
+    within `explorer.budget.MEMORY_BUDGET_BYTES`, no traceback in the log."""
+    limit_mib = budget.MEMORY_BUDGET_BYTES / budget.MIB
+    problems = [] if result["rows"] else ["no step was recorded"]
+    if result["server logged a traceback"]:
+        problems.append("the server logged a traceback")
+    for r in result["rows"]:
+        at = f"{r['visitors']} visitors"
+        if r["failures"]:
+            problems.append(f"{at}: {r['failures']} failures: {r['problems'][:2]}")
+        if r.get("first pages served", 0) < r["visitors"]:
+            problems.append(f"{at}: {r.get('first pages served', 0)} first pages served")
+        if r["peak rss MiB"] > limit_mib:
+            problems.append(f"{at}: peak RSS {r['peak rss MiB']} MiB over {limit_mib:.0f}")
+    return problems
+
+
 def _print_ramp(result: dict) -> None:
     print(f"{'visitors':>8} {'edits':>6} {'p50 s':>6} {'p95 s':>6} {'fails':>5}"
           f" {'server%':>7} {'ms/edit':>7} {'RSS MiB':>7}")
@@ -494,6 +531,10 @@ def _print_ramp(result: dict) -> None:
         other = r.get("other work on the server's core %")
         print(f"    p95 by kind: {r['p95 by kind']}" + ("" if other is None else
               f"; other work on the server's core: {other:.0f}% of it"))
+        if "first pages served" in r:
+            print(f"    first pages served: {r['first pages served']} of {r['visitors']};"
+                  f" slowest run {r['slowest run s']:.1f} s;"
+                  f" runs with a waiting note: {r['runs with a waiting note']}")
         for problem in r["problems"]:
             print(f"    {problem[:300]}")
     split = result["server busy time %"]
@@ -533,15 +574,35 @@ def main(argv: list[str] | None = None) -> int:
                         help="visitors that speak Streamlit's protocol (Locust, no browser), "
                         "server and visitors pinned to a core each; counts default to "
                         + ",".join(map(str, PROTOCOL_COUNTS)))
+    parser.add_argument("--overload", action="store_true",
+                        help="with --protocol: hold twice the last measured capacity (or "
+                        "--counts) for --seconds, however slow; fails unless nothing but "
+                        "the speed suffered")
     parser.add_argument("--label", help='this run\'s name under "capacity" in latest.json '
                         '(default: "1 process" or "N replicas behind nginx", and '
                         '", not drawing" with --no-draw)')
     args = parser.parse_args(argv)
     if args.replicas and args.url:
         parser.error("--replicas starts its own replicas and nginx: leave out --url")
+    if args.overload and not args.protocol:
+        parser.error("--overload needs --protocol")
     label = args.label or ((f"{args.replicas} replicas behind nginx" if args.replicas
                             else "1 process") + (", protocol visitors" if args.protocol else "")
                            + (", not drawing" if args.no_draw else ""))
+    if args.overload:
+        measured = last_capacity()
+        counts = (tuple(int(c) for c in args.counts.split(",")) if args.counts
+                  else (2 * measured,) if measured else None)
+        if counts is None:
+            parser.error("no capacity measured yet (latest.json): run the ramp, or give --counts")
+        result = protocol_ramp(counts, args.seconds, False, args.replicas, hold=True)
+        result["capacity it doubles"] = measured
+        _print_ramp(result)
+        problems = overload_verdict(result)
+        result["overload problems"] = problems
+        print("beyond capacity: " + ("only slower" if not problems else "; ".join(problems)))
+        _merge(args.label or "1 process, protocol visitors, overload", result)
+        return 1 if problems else 0
     if args.protocol:
         counts = tuple(int(c) for c in args.counts.split(",")) if args.counts else PROTOCOL_COUNTS
         result = protocol_ramp(counts, args.seconds, args.profile, args.replicas)

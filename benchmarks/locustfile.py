@@ -19,7 +19,11 @@ opening a link), resets Locust's statistics at each step and writes each
 step's figures (edits, p50 and p95 of an edit, failures, the server's CPU
 and peak resident memory) to ``EXPLORER_RAMP_OUT`` as JSON. It stops by
 itself after the last count, at the first step whose edit p95 passes
-`P95_LIMIT_S` or with a failure, and never later than the counts' time.
+`P95_LIMIT_S` or with a failure, and never later than the counts' time. With
+``EXPLORER_RAMP_HOLD=1`` (the overload run) a slow p95 does not stop it: every
+count is held to its end, and a step also says how many visitors' first page
+came, the slowest run, and how many runs showed a waiting note (an info alert:
+`benchmarks.protocol.Run.notes`).
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ RAMP_ENV = {"EXPLORER_RAMP_COUNTS": "visitor counts, comma-separated",
             "EXPLORER_RAMP_STEP_S": "seconds each count is held",
             "EXPLORER_RAMP_OUT": "where the steps' figures are written (JSON)",
             "EXPLORER_SERVER_PIDS": "the server processes whose CPU and memory are read",
-            "EXPLORER_SERVER_CORE": "the core the server is pinned to, if it is"}
+            "EXPLORER_SERVER_CORE": "the core the server is pinned to, if it is",
+            "EXPLORER_RAMP_HOLD": "1: hold every count to its end, however slow"}
 MAX_WORDS = 7
 EDITS = {"seed": 3, "sentence": 3, "d_k": 2, "head": 3, "causal": 2, "n_heads": 1, "page": 2}
 """The edits a learner makes, with their weights; those the page has no control
@@ -56,6 +61,9 @@ TICK = os.sysconf("SC_CLK_TCK")
 _numbers = itertools.count(1)
 _edits: list[tuple[str, float]] = []
 """(kind, seconds) of each edit of the step under way, for its p95 by kind."""
+_runs: list[tuple[str, float, bool]] = []
+"""(request name, seconds, whether it showed a waiting note) of each run of the
+step under way that came back."""
 
 
 class WrongNumbers(AssertionError):
@@ -147,6 +155,7 @@ class Learner(User):
         error = WrongNumbers(f"visitor {self.number} on {self.page}, {config}: "
                              + "; ".join(problems[:3])) if problems else None
         self._report(name, run.seconds, run.received, error)
+        _runs.append((name, run.seconds, bool(run.notes)))
         return run.seconds
 
     def _report(self, name: str, seconds: float, received: int, error) -> None:
@@ -187,6 +196,7 @@ class Ramp(LoadTestShape):
         self.out = Path(os.environ.get("EXPLORER_RAMP_OUT", "ramp.json"))
         self.pids = [int(p) for p in os.environ.get("EXPLORER_SERVER_PIDS", "").split(",") if p]
         self.core = os.environ.get("EXPLORER_SERVER_CORE")
+        self.hold = os.environ.get("EXPLORER_RAMP_HOLD") == "1"
         self.steps: list[dict] = []
         self._step = -1
         self._started = (0.0, 0, (0, 0))
@@ -208,6 +218,7 @@ class Ramp(LoadTestShape):
             self._step = step
             self.runner.stats.reset_all()
             _edits.clear()
+            _runs.clear()
             self._started = (time.monotonic(), _server_ticks(self.pids), _core_ticks(self.core))
             self._peak_rss = sum(rss_mib(p) for p in self.pids)
         count = self.counts[self._step]
@@ -235,6 +246,10 @@ class Ramp(LoadTestShape):
                "peak rss MiB": round(self._peak_rss),
                "p95 by kind": {k: round(float(np.percentile(v, 95)), 2)
                                for k, v in sorted(by_kind.items())}}
+        if self.hold:
+            row["first pages served"] = sum(name == "open" for name, _, _ in _runs)
+            row["slowest run s"] = round(max((took for _, took, _ in _runs), default=0.0), 2)
+            row["runs with a waiting note"] = sum(noted for _, _, noted in _runs)
         if self.core is not None and all1 > all0:  # what else ran on the server's core
             row["server core busy %"] = round(100 * (busy1 - busy0) / (all1 - all0), 1)
             row["other work on the server's core %"] = round(
@@ -242,6 +257,8 @@ class Ramp(LoadTestShape):
         self.steps.append(row)
         self.out.write_text(json.dumps(self.steps, indent=2))
         print(json.dumps(row), flush=True)
+        if self.hold:
+            return row["failures"] > 0
         return row["failures"] > 0 or row["p95"] is None or row["p95"] > P95_LIMIT_S
 
 

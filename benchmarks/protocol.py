@@ -68,13 +68,16 @@ class Run:
     """What one run sent: ``charts`` maps a chart's widget key
     (``chart-attn_weights``) to its decoded payload (header, matrices; a
     matrix sent as a hash the visitor does not hold is None); ``errors``
-    the texts of error alerts and exceptions; ``seconds`` from sending the
-    request until the run finished; ``received`` the bytes read."""
+    the texts of error alerts and exceptions; ``notes`` those of info alerts
+    (a page waiting for memory says so in one: `explorer.ui.cache.waiting_note`);
+    ``seconds`` from sending the request until the run finished; ``received``
+    the bytes read."""
 
     seconds: float = 0.0
     charts: dict[str, tuple[dict[str, Any], list[np.ndarray | None]]] = field(
         default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     received: int = 0
 
 
@@ -218,6 +221,8 @@ class Visitor:
             run.errors.append(f"exception: {element.exception.message}")
         elif kind == "alert" and element.alert.format == Alert.ERROR:
             run.errors.append(element.alert.body)
+        elif kind == "alert" and element.alert.format == Alert.INFO:
+            run.notes.append(element.alert.body)
         proto = getattr(element, kind) if kind else None
         key = _user_key(getattr(proto, "id", "") or "")
         if key is None:
