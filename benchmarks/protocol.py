@@ -38,6 +38,7 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from explorer import AttentionConfig, compute_trace
 from explorer.charts import decode
+from explorer.ui.cache import WAITING_ICON
 from explorer.steps import STEPS
 from tests.soak import step_numbers, url_path
 
@@ -68,8 +69,8 @@ class Run:
     """What one run sent: ``charts`` maps a chart's widget key
     (``chart-attn_weights``) to its decoded payload (header, matrices; a
     matrix sent as a hash the visitor does not hold is None); ``errors``
-    the texts of error alerts and exceptions; ``notes`` those of info alerts
-    (a page waiting for memory says so in one: `explorer.ui.cache.waiting_note`);
+    the texts of error alerts and exceptions; ``notes`` those of the notes that
+    say the page waits for its turn (`explorer.ui.cache.WAITING_ICON`);
     ``seconds`` from sending the request until the run finished; ``received``
     the bytes read."""
 
@@ -221,7 +222,7 @@ class Visitor:
             run.errors.append(f"exception: {element.exception.message}")
         elif kind == "alert" and element.alert.format == Alert.ERROR:
             run.errors.append(element.alert.body)
-        elif kind == "alert" and element.alert.format == Alert.INFO:
+        elif kind == "alert" and element.alert.icon == WAITING_ICON:
             run.notes.append(element.alert.body)
         proto = getattr(element, kind) if kind else None
         key = _user_key(getattr(proto, "id", "") or "")

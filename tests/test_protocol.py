@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
-from benchmarks.protocol import WORKED_EXAMPLE, Visitor, wrong_numbers
+from benchmarks.protocol import WORKED_EXAMPLE, Run, Visitor, wrong_numbers
 from explorer import AttentionConfig
 from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from tests.test_seeds import OMEGA_1_002
@@ -61,3 +61,28 @@ def test_twenty_visitors_at_once_each_get_their_own_numbers(shared_server):
         results = list(pool.map(lambda i: _own_numbers(shared_server.url, i), range(20)))
     assert [problems for problems, _ in results] == [[]] * 20
     assert all(others for _, others in results)
+
+
+def _waiting_page() -> None:
+    import streamlit as st
+
+    from explorer.ui.cache import WAITING_ICON
+    st.info("Waiting for memory: 1 visitor ahead.", icon=WAITING_ICON)
+    st.info("An ordinary note.", icon=":material/info:")
+
+
+def test_a_waiting_note_is_recognised_on_the_wire():
+    """`Visitor` knows a waiting note by its icon (`explorer.ui.cache.WAITING_ICON`)
+    as Streamlit writes it into the alert it sends; the overload benchmark counts
+    them. Fails if Streamlit rewrites the icon on the way."""
+    from streamlit.proto.Delta_pb2 import Delta
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_waiting_page).run()
+    visitor, run = object.__new__(Visitor), Run()
+    visitor._elements, visitor._known = {}, {}
+    for info in at.info:
+        delta = Delta()
+        delta.new_element.alert.CopyFrom(info.proto)
+        visitor._element(delta, run)
+    assert run.notes == ["Waiting for memory: 1 visitor ahead."]

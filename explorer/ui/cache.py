@@ -97,6 +97,9 @@ def cached_trace(config: AttentionConfig, tell: bool = True) -> Trace:
         raise
 
 
+WAITING_ICON = ":material/hourglass_top:"
+"""The icon of every note that says a page waits for its turn (what a visitor
+on the protocol, `benchmarks.protocol`, recognises it by)."""
 SHARED_NOTE_AFTER_SECONDS = 0.5
 """How long a session waits for another's computation of its config before saying so."""
 
@@ -112,7 +115,7 @@ def _shared(pending: Future, tell: bool) -> Trace:
     place = st.empty()
     place.info("Waiting for another visitor's computation of this same configuration; "
                "this page shows its result as soon as it is done.",
-               icon=":material/hourglass_top:")
+               icon=WAITING_ICON)
     try:
         return pending.result()
     finally:
@@ -181,7 +184,7 @@ def waiting_note() -> Callable[[int], None]:
         visitors = "1 visitor" if ahead == 1 else f"{ahead} visitors"
         place.info(f"Waiting for memory: {visitors} ahead. Other visitors' large "
                    "configurations are being computed; this one follows in turn.",
-                   icon=":material/hourglass_top:")
+                   icon=WAITING_ICON)
 
     return tell
 
