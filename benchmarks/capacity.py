@@ -417,7 +417,7 @@ def series(counts: tuple[int, ...], seconds: float, url: str | None, pids: tuple
             "date": time.strftime("%Y-%m-%d %H:%M"), "cores": os.cpu_count()}
 
 
-PROTOCOL_COUNTS = (1, 10, 20, 25, 30, 35, 40, 50, 60, 80)
+PROTOCOL_COUNTS = (1, 10, 20, 30, 40, 60, 80, 100, 120, 150, 200, 250, 300)
 """Visitor counts of the protocol ramp (``--protocol``), each held ``--seconds``."""
 SERVER_CORE, LOAD_CORE = "0", "1"
 """The cores the server and the protocol visitors are pinned to (``taskset``)."""
@@ -460,7 +460,8 @@ def protocol_ramp(counts: tuple[int, ...], seconds: float, profile: bool,
         env = {**os.environ, "EXPLORER_RAMP_COUNTS": ",".join(map(str, counts)),
                "EXPLORER_RAMP_STEP_S": str(seconds), "EXPLORER_RAMP_OUT": str(out),
                "EXPLORER_SERVER_PIDS": ",".join(map(str, server.pids)),
-               **({} if replicas else {"EXPLORER_SERVER_CORE": SERVER_CORE}),
+               **({} if replicas else {"EXPLORER_SERVER_CORE": SERVER_CORE,
+                                       "EXPLORER_LOAD_CORE": LOAD_CORE}),
                **({"EXPLORER_RAMP_HOLD": "1"} if hold else {}),
                "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
         started = time.monotonic()
@@ -528,9 +529,10 @@ def _print_ramp(result: dict) -> None:
               f" {r['p95'] or math.nan:>6.2f} {r['failures']:>5}"
               f" {r['server cpu % of one core']:>7.0f} {r['server cpu ms per edit'] or math.nan:>7.0f}"
               f" {r['peak rss MiB']:>7}")
-        other = r.get("other work on the server's core %")
+        other, load = r.get("other work on the server's core %"), r.get("load core busy %")
         print(f"    p95 by kind: {r['p95 by kind']}" + ("" if other is None else
-              f"; other work on the server's core: {other:.0f}% of it"))
+              f"; other work on the server's core: {other:.0f}% of it") + (
+              "" if load is None else f"; the visitors' core busy: {load:.0f}%"))
         if "first pages served" in r:
             print(f"    first pages served: {r['first pages served']} of {r['visitors']};"
                   f" slowest run {r['slowest run s']:.1f} s;"

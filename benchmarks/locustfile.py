@@ -52,6 +52,7 @@ RAMP_ENV = {"EXPLORER_RAMP_COUNTS": "visitor counts, comma-separated",
             "EXPLORER_RAMP_OUT": "where the steps' figures are written (JSON)",
             "EXPLORER_SERVER_PIDS": "the server processes whose CPU and memory are read",
             "EXPLORER_SERVER_CORE": "the core the server is pinned to, if it is",
+            "EXPLORER_LOAD_CORE": "the core Locust is pinned to, if it is",
             "EXPLORER_RAMP_HOLD": "1: hold every count to its end, however slow"}
 MAX_WORDS = 7
 EDITS = {"seed": 3, "sentence": 3, "d_k": 2, "head": 3, "causal": 2, "n_heads": 1, "page": 2}
@@ -196,6 +197,7 @@ class Ramp(LoadTestShape):
         self.out = Path(os.environ.get("EXPLORER_RAMP_OUT", "ramp.json"))
         self.pids = [int(p) for p in os.environ.get("EXPLORER_SERVER_PIDS", "").split(",") if p]
         self.core = os.environ.get("EXPLORER_SERVER_CORE")
+        self.load_core = os.environ.get("EXPLORER_LOAD_CORE")
         self.hold = os.environ.get("EXPLORER_RAMP_HOLD") == "1"
         self.steps: list[dict] = []
         self._step = -1
@@ -219,7 +221,8 @@ class Ramp(LoadTestShape):
             self.runner.stats.reset_all()
             _edits.clear()
             _runs.clear()
-            self._started = (time.monotonic(), _server_ticks(self.pids), _core_ticks(self.core))
+            self._started = (time.monotonic(), _server_ticks(self.pids), _core_ticks(self.core),
+                             _core_ticks(self.load_core))
             self._peak_rss = sum(rss_mib(p) for p in self.pids)
         count = self.counts[self._step]
         return count, count
@@ -246,6 +249,9 @@ class Ramp(LoadTestShape):
                "peak rss MiB": round(self._peak_rss),
                "p95 by kind": {k: round(float(np.percentile(v, 95)), 2)
                                for k, v in sorted(by_kind.items())}}
+        (busy0, all0), (busy1, all1) = self._started[3], _core_ticks(self.load_core)
+        if all1 > all0:  # the visitors' own core: near 100% the latencies are theirs too
+            row["load core busy %"] = round(100 * (busy1 - busy0) / (all1 - all0), 1)
         if self.hold:
             row["first pages served"] = sum(name == "open" for name, _, _ in _runs)
             row["slowest run s"] = round(max((took for _, took, _ in _runs), default=0.0), 2)
