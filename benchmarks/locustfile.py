@@ -249,9 +249,9 @@ class Ramp(LoadTestShape):
                "peak rss MiB": round(self._peak_rss),
                "p95 by kind": {k: round(float(np.percentile(v, 95)), 2)
                                for k, v in sorted(by_kind.items())}}
-        (busy0, all0), (busy1, all1) = self._started[3], _core_ticks(self.load_core)
-        if all1 > all0:  # the visitors' own core: near 100% the latencies are theirs too
-            row["load core busy %"] = round(100 * (busy1 - busy0) / (all1 - all0), 1)
+        (load0, ticks0), (load1, ticks1) = self._started[3], _core_ticks(self.load_core)
+        if ticks1 > ticks0:  # the visitors' own core: near 100% the latencies are theirs too
+            row["load core busy %"] = round(100 * (load1 - load0) / (ticks1 - ticks0), 1)
         if self.hold:
             row["first pages served"] = sum(name == "open" for name, _, _ in _runs)
             row["slowest run s"] = round(max((took for _, took, _ in _runs), default=0.0), 2)
