@@ -814,65 +814,99 @@ def _undone(names: list[str], found: dict[str, Tensor | None]) -> list[str]:
             all(found[t] is None for t in _downstream(s, names))]
 
 
+_Located = tuple[str, Tensor | None, "_Variant | None", str]
+"""(step, their tensor there, the mistake that explains it or None, its diagnosis)."""
+
+
 def _locate(names: list[str], reference: dict[str, Tensor], found: dict[str, Tensor | None],
-            variants: list[_Variant], lookup) -> tuple[str, Tensor | None, _Variant | None, str]:
+            variants: list[_Variant], lookup) -> _Located:
     """Where the learner's numbers first differ: (step, their tensor there, the
-    mistake that explains it or None, its diagnosis).
+    mistake that explains it or None, its diagnosis). ``lookup(step)``: the
+    `_Yours` to search for that step.
 
-    ``lookup(step)``: the `_Yours` to search for that step. With a mistake
-    whose output equals theirs: its first step that their tensors show and the
-    reference's do not. Without: a mistake whose values, new ones (no step of
-    the reference's), are theirs at two or more of the steps `_undone` (two
-    mistakes at once: the first is named), from the first of them. Else,
-    unnamed: the first `_undone` step for which they have a tensor of its kind
-    (new, agreeing with this step in more cells than with any other, and in
-    one at least), their tensor being the most agreeing such one (the last
-    made, what their next step used, among equals); failing that, the first with a new tensor nearest it of
-    all steps (the nearest such); else the last step and what forward returned.
+    A decision table: the rules of `_Where` in this order, the first that
+    finds a step deciding (each states its tie-breaks):
+
+    1. `_Where.explained_output`: a mistake whose output equals theirs;
+    2. `_Where.mistake_in_two`: a mistake seen in two or more of their new tensors;
+    3. `_Where.kindred`, agreeing: their new tensor of a step's kind, equal in a cell;
+    4. `_Where.kindred`, not agreeing: the nearest such tensor;
+    5. else the last step and what forward returned (`_Where.last_step`).
     """
-    final = names[-1]
-    explaining = [v for v in variants if lookup(final).find(final, v.steps[final]) is not None]
-    for variant in explaining[:1]:
-        for step in names:
-            theirs = None if found[step] is not None or step not in variant.steps else \
-                lookup(step).find(step, variant.steps[step])
-            if theirs is not None:
-                return step, theirs, variant, _diagnosis(explaining)
+    where = _Where(names, reference, found, variants, lookup)
+    return (where.explained_output() or where.mistake_in_two() or where.kindred(agreeing=True)
+            or where.kindred(agreeing=False) or where.last_step())
 
-    def new(tensor: Tensor) -> bool:
+
+@dataclass
+class _Where:
+    """The rules of `_locate`, over one check's steps and tensors."""
+
+    names: list[str]
+    reference: dict[str, Tensor]
+    found: dict[str, Tensor | None]
+    variants: list[_Variant]
+    lookup: Any
+
+    def explained_output(self) -> _Located | None:
+        """A mistake whose output equals theirs (the first such of `_variants`'
+        order): its first step that their tensors show and the reference's do
+        not; the diagnosis names every such mistake."""
+        final = self.names[-1]
+        explaining = [v for v in self.variants
+                      if self.lookup(final).find(final, v.steps[final]) is not None]
+        for variant in explaining[:1]:
+            for step in self.names:
+                theirs = None if self.found[step] is not None or step not in variant.steps \
+                    else self.lookup(step).find(step, variant.steps[step])
+                if theirs is not None:
+                    return step, theirs, variant, _diagnosis(explaining)
+        return None
+
+    def mistake_in_two(self) -> _Located | None:
+        """A mistake whose values, new ones (no step of the reference's), are
+        theirs at two or more of the steps `_undone` (two mistakes at once: the
+        first of `_variants`' is named), from the first of those steps."""
+        for variant in self.variants:
+            shown = [s for s in _undone(self.names, self.found) if s in variant.steps
+                     and self.new(variant.steps[s])
+                     and self.lookup(s).find(s, variant.steps[s]) is not None]
+            if len(shown) >= 2:
+                return (shown[0], self.lookup(shown[0]).find(shown[0], variant.steps[shown[0]]),
+                        variant, variant.diagnosis)
+        return None
+
+    def kindred(self, agreeing: bool) -> _Located | None:
+        """Unnamed: the first `_undone` step but the last for which they have a
+        new tensor of its kind (`kind`); ``agreeing``: one equal to it in at
+        least one cell, the most agreeing (the last made, what their next step
+        used, among equals); else the nearest of all such tensors."""
+        for step in _undone(self.names, self.found)[:-1]:
+            options = [t for t in self.lookup(step).options(step, self.reference[step])
+                       if self.new(t) and self.kind(t) == step
+                       and (not agreeing or _agreement(self.reference[step], t))]
+            if options:
+                theirs = max(reversed(options), key=lambda t: _agreement(self.reference[step], t)) \
+                    if agreeing else _nearest(self.reference[step], options)
+                return step, theirs, None, ""
+        return None
+
+    def last_step(self) -> _Located:
+        """The last step, with the nearest of what forward returned."""
+        step = self.names[-1]
+        return step, _nearest(self.reference[step],
+                              self.lookup(step).options(step, self.reference[step])), None, ""
+
+    def new(self, tensor: Tensor) -> bool:
         """Not equal to any step of the reference's."""
-        return not any(close(reference[s], tensor) for s in names)
+        return not any(close(self.reference[s], tensor) for s in self.names)
 
-    def kind(tensor: Tensor) -> str:
+    def kind(self, tensor: Tensor) -> str:
         """The reference step of ``tensor``'s shape that it agrees with in the
         most cells (then: the least largest difference; then: the earliest)."""
-        same_shape = [s for s in names if reference[s].shape == tensor.shape]
-        return min(same_shape, key=lambda s: (-_agreement(reference[s], tensor),
-                                              difference(reference[s], tensor)))
-
-    def kindred(step: str, agreeing: bool) -> list[Tensor]:
-        """Their tensors that are new and of this step's kind (``agreeing``:
-        equal to it in at least one cell)."""
-        return [t for t in lookup(step).options(step, reference[step])
-                if new(t) and kind(t) == step and (not agreeing or _agreement(reference[step], t))]
-
-    after = _undone(names, found)
-    for variant in variants:  # a mistake that shows in two or more of their new tensors
-        shown = [s for s in after if s in variant.steps and new(variant.steps[s])
-                 and lookup(s).find(s, variant.steps[s]) is not None]
-        if len(shown) >= 2:
-            return (shown[0], lookup(shown[0]).find(shown[0], variant.steps[shown[0]]), variant,
-                    variant.diagnosis)
-    for agreeing in (True, False):
-        for step in after[:-1]:
-            options = kindred(step, agreeing)
-            if options:  # the most agreeing (of those, the last made), else the nearest
-                theirs = max(reversed(options), key=lambda t: _agreement(reference[step], t)) \
-                    if agreeing else _nearest(reference[step], options)
-                return step, theirs, None, ""
-    step = final
-    theirs = _nearest(reference[step], lookup(step).options(step, reference[step]))
-    return step, theirs, None, ""
+        same_shape = [s for s in self.names if self.reference[s].shape == tensor.shape]
+        return min(same_shape, key=lambda s: (-_agreement(self.reference[s], tensor),
+                                              difference(self.reference[s], tensor)))
 
 
 def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any = None,
@@ -919,9 +953,7 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     weights = read_weights(module, causal)
     x, tokens, where = _inputs(weights.d_in, sentence, inputs, seed)
     h, n = weights.n_heads, x.shape[-2]
-    # nn.MultiheadAttention draws its dropout inside one function: no masks can be handed in
-    dropout_on = weights.training and weights.dropout > 0 and dropout_seed is not None \
-        and weights.torch_mha is None and weights.inner_mha is None
+    dropout_on = _dropout_compared(weights, dropout_seed)
 
     def masks(batch: int) -> Tensor | None:
         return recipes.dropout_mask((batch, h, n, n), weights.dropout, dropout_seed) \
@@ -937,21 +969,10 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     yours = _Yours(recording.tensors, batch, h)
     returned = _Yours([recording.output], batch, h)
     if recording.causal_call and causal is None and not weights.causal:
-        weights.causal = True  # a mask without a mask buffer
-        weights.found.append("causal: scaled_dot_product_attention(..., is_causal=True)")
+        _causal_by_call(weights)
     pipeline = {"n_heads": h, "causal": weights.causal,
                 "dropout": weights.dropout if dropout_on else 0.0, "keep_mask": keep_masks}
-    # The weights as read, then each other reading of them (a fused layer's
-    # per-head layout, square parameters used as x @ W.T): the first whose
-    # queries the forward computed is what it computes.
-    for candidate in (weights, *weights.alternatives):
-        _found_biases(module, candidate, xb, yours)
-        reference = attention_steps(xb, candidate.params(), **pipeline)
-        if yours.find("queries", reference["queries"]) is not None:
-            weights = candidate
-            break
-    else:
-        reference = attention_steps(xb, weights.params(), **pipeline)
+    weights, reference = _reading(module, weights, xb, yours, pipeline)
     names = [s for s in COMPARED if s in reference]
     final = names[-1]
 
@@ -968,32 +989,16 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
         variants = _variants(weights, xb, pipeline, reference, yours, interface)
         first, theirs, mistake, diagnosis = _locate(names, reference, found, variants, lookup)
 
-    results, n_values, worst = [], 0, (0.0, "")
-    undone = _undone(names, found)
-    for i, s in enumerate(names):
-        if found[s] is not None:
-            diff = difference(reference[s], found[s])
-            results.append(StepResult(s, MATCH, diff))
-            n_values += reference[s].numel()
-            worst = max(worst, (diff, s))
-        elif first is None or s not in undone or i < names.index(first):
-            results.append(StepResult(s, NOT_SEEN))
-        else:
-            nearest = theirs if s == first else _nearest(
-                reference[s], lookup(s).options(s, reference[s]))
-            results.append(StepResult(s, DIFFERS, None if nearest is None
-                                      else difference(reference[s], nearest)))
+    results = _step_results(names, reference, found, first, theirs, lookup)
+    n_values, worst = _matched_totals(results, reference)
     first_difference = None if first is None else _difference_at(
         first, reference[first], theirs, tokens, recording.output if first == final else None)
     notes = [note for note in (how, _dropout_note(weights, dropout_seed, dropout_on, interface))
              if note]
     slug = mistake.slug if mistake else None
     if batch_error is not None:
-        wrong, text = _batch_outcome(module, weights, batch_error, x_run)
-        if wrong and ok:
-            ok, slug, diagnosis = False, NO_BATCH, text
-        else:
-            notes.insert(0, text)
+        ok, slug, diagnosis = _batch_verdict(module, weights, batch_error, x_run,
+                                             (ok, slug, diagnosis), notes)
     return CheckReport(
         module=type(module).__name__, ok=ok, steps=results, first_difference=first_difference,
         diagnosis=diagnosis or None, mistake=slug, tokens=tokens,
@@ -1002,6 +1007,78 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
         notes=notes + recording.notes,
         warnings=hidden_steps(module, weights, n, interface),
         n_values=n_values, max_difference=worst[0], worst_step=worst[1])
+
+
+def _batch_verdict(module: nn.Module, weights: LearnerWeights, batch_error: CheckError,
+                   x_run: Tensor, verdict: tuple[bool, str | None, str], notes: list[str]
+                   ) -> tuple[bool, str | None, str]:
+    """The verdict (ok, mistake slug, diagnosis) once the book's batch failed
+    where one sentence ran (`_batch_outcome`): code that passes one sentence but
+    is wrong on a batch is no pass (`NO_BATCH`); otherwise the batch's failure
+    is the first of ``notes``."""
+    wrong, text = _batch_outcome(module, weights, batch_error, x_run)
+    if wrong and verdict[0]:
+        return False, NO_BATCH, text
+    notes.insert(0, text)
+    return verdict
+
+
+def _dropout_compared(weights: LearnerWeights, dropout_seed: int | None) -> bool:
+    """Whether dropout is compared on, with masks drawn from ``dropout_seed``:
+    in train mode with p > 0 and a seed, and not inside nn.MultiheadAttention,
+    which draws its dropout in one function where no masks can be handed in."""
+    return (weights.training and weights.dropout > 0 and dropout_seed is not None
+            and weights.torch_mha is None and weights.inner_mha is None)
+
+
+def _causal_by_call(weights: LearnerWeights) -> None:
+    """The forward called ``scaled_dot_product_attention(..., is_causal=True)``:
+    a causal mask without a mask buffer."""
+    weights.causal = True
+    weights.found.append("causal: scaled_dot_product_attention(..., is_causal=True)")
+
+
+def _matched_totals(results: list[StepResult], reference: dict[str, Tensor]
+                    ) -> tuple[int, tuple[float, str]]:
+    """The numbers compared in the matching steps, and the largest difference
+    with its step ((0.0, "") when none matched)."""
+    matched = [r for r in results if r.status == MATCH]
+    return (sum(reference[r.step].numel() for r in matched),
+            max(((r.max_difference, r.step) for r in matched), default=(0.0, "")))
+
+
+def _reading(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours: _Yours,
+             pipeline: dict[str, Any]) -> tuple[LearnerWeights, dict[str, Tensor]]:
+    """The reading of the module's weights its forward computes, and the
+    reference steps of it: the weights as read, then each other reading of
+    them (a fused layer's per-head layout, square parameters used as x @ W.T):
+    the first whose queries the forward computed (else the first reading)."""
+    for candidate in (weights, *weights.alternatives):
+        _found_biases(module, candidate, xb, yours)
+        reference = attention_steps(xb, candidate.params(), **pipeline)
+        if yours.find("queries", reference["queries"]) is not None:
+            return candidate, reference
+    return weights, attention_steps(xb, weights.params(), **pipeline)
+
+
+def _step_results(names: list[str], reference: dict[str, Tensor],
+                  found: dict[str, Tensor | None], first: str | None, theirs: Tensor | None,
+                  lookup) -> list[StepResult]:
+    """Each step's verdict: matched (with the largest difference), differs (from
+    the first difference on, with their nearest tensor's difference), or not
+    seen (before it, or a step whose tensor they never made)."""
+    results, undone = [], _undone(names, found)
+    for i, s in enumerate(names):
+        if found[s] is not None:
+            results.append(StepResult(s, MATCH, difference(reference[s], found[s])))
+        elif first is None or s not in undone or i < names.index(first):
+            results.append(StepResult(s, NOT_SEEN))
+        else:
+            nearest = theirs if s == first else _nearest(
+                reference[s], lookup(s).options(s, reference[s]))
+            results.append(StepResult(s, DIFFERS, None if nearest is None
+                                      else difference(reference[s], nearest)))
+    return results
 
 
 def reference_steps(module: nn.Module, inputs: Any, *, causal: bool | None = None

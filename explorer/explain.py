@@ -10,8 +10,10 @@ trace's value, so the UI can write the numbers out with confidence.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -157,6 +159,21 @@ def dot_product_terms(a: Tensor, b: Tensor, labels: list[str]) -> tuple[Term, ..
                  for c in range(a.shape[0]))
 
 
+def softmax_terms(scores: Tensor, labels: list[str], shift: bool = True
+                  ) -> tuple[tuple[Term, ...], float]:
+    """The denominator of a softmax over one row of ``scores`` (n,), one `Term`
+    per key: its score (−∞ where masked) and exp(score − m), m the row's
+    maximum when ``shift`` (the stable softmax), else 0 (the naive one). The
+    exponentials are taken in float32, as the trace takes them, so an overflow
+    shows as inf. Returns the terms and m; the weight of key j is
+    ``terms[j].value / Σ values``."""
+    scores = scores.to(torch.float64)
+    m = float(scores.max()) if shift else 0.0
+    exps = torch.exp((scores - m).to(torch.float32)).to(torch.float64)
+    return tuple(Term(labels[j], (float(scores[j]),), float(exps[j]))
+                 for j in range(scores.shape[0])), m
+
+
 def written_sum(terms: tuple[Term, ...], decimals: int = 4) -> str:
     """``"0.3374·(−0.1000) + ..."``: the terms as a learner would write them."""
     return " + ".join("·".join(_num(f, decimals) for f in t.factors) for t in terms)
@@ -185,12 +202,39 @@ class _Names:
         return f"{symbol}[{r}, {c}]"
 
 
+@dataclass(frozen=True)
+class _Cell:
+    """What every step's explainer is given: the cell (``name``, ``row``,
+    ``col``, ``head``), its ``value``, the head's suffix ``h`` (``"_1"`` for a
+    per-head step of several heads, else ``""``), the row's and column's names
+    ``q`` and ``k`` (tokens or numbers) and ``at``, `Explanation` with the
+    step, position and value filled in."""
+
+    trace: Any
+    name: str
+    row: int
+    col: int
+    head: int
+    value: float
+    h: str
+    q: str
+    k: str
+    names: _Names
+    at: Callable[..., Explanation]
+
+    @property
+    def config(self):
+        return self.trace.config
+
+
 def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explanation:
     """Explain cell ``(row, col)`` of step ``name`` (of head ``head`` for a
     per-head step). Cells are named by their tokens (``ω["is", "Life"]``), with
     the position in ``Explanation.position``; the notation is the steps' own
-    (`explorer.steps.STEPS`: ω, ω̃, ω̂, α, α′, Z). Raises ``KeyError`` for a step
-    not in the trace and ``IndexError`` for a cell outside it."""
+    (`explorer.steps.STEPS`: ω, ω̃, ω̂, α, α′, Z). Each step's rule is one
+    function of `EXPLAINERS`; a step without one was drawn, typed or read
+    (`origin`). Raises ``KeyError`` for a step not in the trace and
+    ``IndexError`` for a cell outside it."""
     c = trace.config
     matrix = trace.head(name, head)
     if matrix.dim() == 1:
@@ -199,103 +243,134 @@ def explain_cell(trace, name: str, row: int, col: int, head: int = 0) -> Explana
         raise IndexError(f"{name} has no cell ({row}, {col}); its shape is {tuple(matrix.shape)}")
     value = float(matrix[row, col])
     per_head = c.n_heads > 1 and trace.per_head(name)
-    h = f"_{head}" if per_head else ""
-    names = _Names(trace)
-    at = partial(Explanation, name, position=(f"head {head}, " if per_head else "")
-                 + f"row {row}, column {col}", value=value)
-    step = STEPS[name]
-    q = names.token(row) if step.rows.labels == TOKENS else str(row)
-    k = names.token(col) if step.cols.labels == TOKENS else str(col)
+    names, step = _Names(trace), STEPS[name]
+    cell = _Cell(
+        trace, name, row, col, head, value, h=f"_{head}" if per_head else "",
+        q=names.token(row) if step.rows.labels == TOKENS else str(row),
+        k=names.token(col) if step.cols.labels == TOKENS else str(col), names=names,
+        at=partial(Explanation, name, value=value, position=(
+            f"head {head}, " if per_head else "") + f"row {row}, column {col}"))
+    return EXPLAINERS.get(name, _given)(cell)
 
-    if name in _PROJECTIONS:
-        letter, weight, bias = _PROJECTIONS[name]
-        global_col = head * matrix.shape[1] + col if c.n_heads > 1 else col
-        x, w = trace["embeddings"][row], trace[weight][:, global_col]
-        terms = dot_product_terms(x, w, [f"X[{q}, {j}]·{weight}[{j}, {global_col}]"
-                                         for j in range(c.d_in)])
-        offset = float(trace[bias][global_col]) if bias in trace else 0.0
-        offset_name = f"{bias}[{global_col}]" if bias in trace else ""
-        plus = f" + {offset_name}" if offset_name else ""
-        return at(names.cell(name, f"{letter}{h}", row, col),
-                  f"Σ_j X[{q}, j] · {weight}[j, {global_col}]{plus}", SUM, terms,
-                  offset=offset, offset_name=offset_name)
 
-    if name in _SCORE_SYMBOLS:
-        cell = names.cell(name, f"{_SCORE_SYMBOLS[name]}{h}", row, col)
-        if name == "masked_scores" and col > row:
-            weight = float(trace.head("attn_weights", head)[row, col])
-            then = ("so its weight is exactly 0" if weight == 0 else
-                    f"yet its weight is {number(weight)}, not 0: the row's kept scores sum to 0, "
-                    "and 0 / 0 is NaN")
-            return at(cell, "−∞ (masked)", MASKED, (),
-                      note=f"Key {k} (position {col}) comes after query {q} (position {row}): "
-                           f"masked to −∞, {then}.")
-        qv, kv = trace.head("queries", head)[row], trace.head("keys", head)[col]
-        terms = dot_product_terms(qv, kv, [f"Q{h}[{q}, {i}]·K{h}[{k}, {i}]"
-                                           for i in range(qv.shape[0])])
-        formula = f"q{h}[{q}] · k{h}[{k}] = Σ_i Q{h}[{q}, i] · K{h}[{k}, i]"
-        if name == "attn_scores" or not c.scale:
-            return at(cell, formula, SUM, terms)
-        return at(cell, f"({formula}) / √{c.head_dim}", SCALED, terms,
-                  divisor=math.sqrt(c.head_dim))
+def _projection(x: _Cell) -> Explanation:
+    """Q, K or V: X's row times a column of the weight (+ its bias)."""
+    c = x.config
+    letter, weight, bias = _PROJECTIONS[x.name]
+    width = x.trace.head(x.name, x.head).shape[-1]
+    global_col = x.head * width + x.col if c.n_heads > 1 else x.col
+    terms = dot_product_terms(x.trace["embeddings"][x.row], x.trace[weight][:, global_col],
+                              [f"X[{x.q}, {j}]·{weight}[{j}, {global_col}]"
+                               for j in range(c.d_in)])
+    offset = float(x.trace[bias][global_col]) if bias in x.trace else 0.0
+    offset_name = f"{bias}[{global_col}]" if bias in x.trace else ""
+    plus = f" + {offset_name}" if offset_name else ""
+    return x.at(x.names.cell(x.name, f"{letter}{x.h}", x.row, x.col),
+                f"Σ_j X[{x.q}, j] · {weight}[j, {global_col}]{plus}", SUM, terms,
+                offset=offset, offset_name=offset_name)
 
-    if name == "attn_weights":
-        source = "masked_scores" if c.causal else "scaled_scores"
-        s = _SCORE_SYMBOLS[source if c.scale or c.causal else "attn_scores"] + h
-        scores = trace.head(source, head)[row].to(torch.float64)
-        labels = [f"key {names.token(j)}" for j in range(scores.shape[0])]
-        cell = names.cell(name, f"α{h}", row, col)
-        if c.normalization == "sum":
-            kept = torch.nan_to_num(scores, neginf=0.0)
-            terms = tuple(Term(labels[j], (float(kept[j]),), float(kept[j]))
-                          for j in range(len(labels)))
-            return at(cell, f"{s}[{q}, {k}] / Σ_j {s}[{q}, j]", RATIO, terms,
-                      numerator=float(kept[col]))
-        shift = float(scores.max()) if c.normalization == "softmax" else 0.0
-        # exp in the trace's float32, so that an overflow (naive softmax) shows as inf
-        exps = torch.exp((scores - shift).to(torch.float32)).to(torch.float64)
-        terms = tuple(Term(labels[j], (float(scores[j]),), float(exps[j]))
+
+def _score(x: _Cell) -> Explanation:
+    """ω, ω̃ or ω̂: a query's dot product with a key (÷ √head_dim once scaled;
+    −∞ above the diagonal once masked)."""
+    c, trace, h = x.config, x.trace, x.h
+    cell = x.names.cell(x.name, f"{_SCORE_SYMBOLS[x.name]}{h}", x.row, x.col)
+    if x.name == "masked_scores" and x.col > x.row:
+        weight = float(trace.head("attn_weights", x.head)[x.row, x.col])
+        then = ("so its weight is exactly 0" if weight == 0 else
+                f"yet its weight is {number(weight)}, not 0: the row's kept scores sum to 0, "
+                "and 0 / 0 is NaN")
+        return x.at(cell, "−∞ (masked)", MASKED, (),
+                    note=f"Key {x.k} (position {x.col}) comes after query {x.q} (position "
+                         f"{x.row}): masked to −∞, {then}.")
+    qv, kv = trace.head("queries", x.head)[x.row], trace.head("keys", x.head)[x.col]
+    terms = dot_product_terms(qv, kv, [f"Q{h}[{x.q}, {i}]·K{h}[{x.k}, {i}]"
+                                       for i in range(qv.shape[0])])
+    formula = f"q{h}[{x.q}] · k{h}[{x.k}] = Σ_i Q{h}[{x.q}, i] · K{h}[{x.k}, i]"
+    if x.name == "attn_scores" or not c.scale:
+        return x.at(cell, formula, SUM, terms)
+    return x.at(cell, f"({formula}) / √{c.head_dim}", SCALED, terms,
+                divisor=math.sqrt(c.head_dim))
+
+
+def _weights(x: _Cell) -> Explanation:
+    """α: the cell's share of its row, by softmax (stable or naive) or by the sum."""
+    c, q, k = x.config, x.q, x.k
+    source = "masked_scores" if c.causal else "scaled_scores"
+    s = _SCORE_SYMBOLS[source if c.scale or c.causal else "attn_scores"] + x.h
+    scores = x.trace.head(source, x.head)[x.row].to(torch.float64)
+    labels = [f"key {x.names.token(j)}" for j in range(scores.shape[0])]
+    cell = x.names.cell(x.name, f"α{x.h}", x.row, x.col)
+    if c.normalization == "sum":
+        kept = torch.nan_to_num(scores, neginf=0.0)
+        terms = tuple(Term(labels[j], (float(kept[j]),), float(kept[j]))
                       for j in range(len(labels)))
-        formula = (f"exp({s}[{q}, {k}] − m) / Σ_j exp({s}[{q}, j] − m), m = the row's max"
-                   if c.normalization == "softmax" else
-                   f"exp({s}[{q}, {k}]) / Σ_j exp({s}[{q}, j])")
-        return at(cell, formula, RATIO, terms, numerator=float(exps[col]),
-                  note=f"m = {shift:.4f}" if c.normalization == "softmax" else "")
+        return x.at(cell, f"{s}[{q}, {k}] / Σ_j {s}[{q}, j]", RATIO, terms,
+                    numerator=float(kept[x.col]))
+    stable = c.normalization == "softmax"
+    terms, shift = softmax_terms(scores, labels, shift=stable)
+    formula = (f"exp({s}[{q}, {k}] − m) / Σ_j exp({s}[{q}, j] − m), m = the row's max"
+               if stable else f"exp({s}[{q}, {k}]) / Σ_j exp({s}[{q}, j])")
+    return x.at(cell, formula, RATIO, terms, numerator=terms[x.col].value,
+                note=f"m = {shift:.4f}" if stable else "")
 
-    if name == "dropped_weights":
-        alpha = float(trace.head("attn_weights", head)[row, col])
-        kept = float(trace.head("dropout_mask", head)[row, col])
-        factor = 1.0 / (1.0 - c.dropout)
-        term = Term("α·D/(1−p)", (alpha, kept, factor), alpha * kept * factor)
-        return at(names.cell(name, f"α′{h}", row, col),
-                  f"α{h}[{q}, {k}] · D{h}[{q}, {k}] / (1 − p)", PRODUCT, (term,))
 
-    if name == "context":
-        width = c.head_dim_v
-        head_of_col, local = (col // width, col % width) if c.n_heads > 1 else (0, col)
-        hh = f"_{head_of_col}" if c.n_heads > 1 else ""
-        weights = "dropped_weights" if "dropped_weights" in trace else "attn_weights"
-        a = trace.head(weights, head_of_col)[row].to(torch.float64)
-        v = trace.head("values", head_of_col)[:, local].to(torch.float64)
-        alpha = "α′" if "dropped_weights" in trace else "α"
-        terms = tuple(Term(f"{alpha}{hh}[{q}, {names.token(j)}]·V{hh}[{names.token(j)}, {local}]",
-                           (float(a[j]), float(v[j])), float(a[j] * v[j]))
-                      for j in range(a.shape[0]))
-        return at(names.cell(name, "Z", row, col),
-                  f"Σ_j {alpha}{hh}[{q}, j] · V{hh}[j, {local}]", SUM, terms,
-                  note=f"Column {col} comes from head {head_of_col}." if hh else "")
+def _dropped(x: _Cell) -> Explanation:
+    """α′: the weight times the dropout mask, scaled up by 1/(1 − p)."""
+    c = x.config
+    alpha = float(x.trace.head("attn_weights", x.head)[x.row, x.col])
+    kept = float(x.trace.head("dropout_mask", x.head)[x.row, x.col])
+    factor = 1.0 / (1.0 - c.dropout)
+    term = Term("α·D/(1−p)", (alpha, kept, factor), alpha * kept * factor)
+    return x.at(x.names.cell(x.name, f"α′{x.h}", x.row, x.col),
+                f"α{x.h}[{x.q}, {x.k}] · D{x.h}[{x.q}, {x.k}] / (1 − p)", PRODUCT, (term,))
 
-    if name == "output":
-        z, w = trace["context"][row], trace["W_out"][:, col]
-        terms = dot_product_terms(z, w, [f"Z[{q}, {j}]·W_out[{j}, {col}]"
-                                         for j in range(z.shape[0])])
-        return at(names.cell(name, "O", row, col),
-                  f"Σ_j Z[{q}, j] · W_out[j, {col}] + b_out[{col}]", SUM, terms,
-                  offset=float(trace["b_out"][col]), offset_name=f"b_out[{col}]")
 
-    symbol = STEPS[name].symbol + (h if STEPS[name].per_head else "")
-    return at(names.cell(name, symbol, row, col), origin(trace, name, row, col, value),
-              GIVEN, ())
+def _context(x: _Cell) -> Explanation:
+    """Z: the row's weights times a column of V (of the head the column belongs to)."""
+    c, trace, names = x.config, x.trace, x.names
+    width = c.head_dim_v
+    head_of_col, local = (x.col // width, x.col % width) if c.n_heads > 1 else (0, x.col)
+    hh = f"_{head_of_col}" if c.n_heads > 1 else ""
+    dropped = "dropped_weights" in trace
+    a = trace.head("dropped_weights" if dropped else "attn_weights", head_of_col)[x.row]
+    v = trace.head("values", head_of_col)[:, local]
+    a, v = a.to(torch.float64), v.to(torch.float64)
+    alpha = "α′" if dropped else "α"
+    terms = tuple(Term(f"{alpha}{hh}[{x.q}, {names.token(j)}]·V{hh}[{names.token(j)}, {local}]",
+                       (float(a[j]), float(v[j])), float(a[j] * v[j]))
+                  for j in range(a.shape[0]))
+    return x.at(names.cell(x.name, "Z", x.row, x.col),
+                f"Σ_j {alpha}{hh}[{x.q}, j] · V{hh}[j, {local}]", SUM, terms,
+                note=f"Column {x.col} comes from head {head_of_col}." if hh else "")
+
+
+def _output(x: _Cell) -> Explanation:
+    """O: the context row times a column of W_out, plus b_out."""
+    z, w = x.trace["context"][x.row], x.trace["W_out"][:, x.col]
+    terms = dot_product_terms(z, w, [f"Z[{x.q}, {j}]·W_out[{j}, {x.col}]"
+                                     for j in range(z.shape[0])])
+    return x.at(x.names.cell(x.name, "O", x.row, x.col),
+                f"Σ_j Z[{x.q}, j] · W_out[j, {x.col}] + b_out[{x.col}]", SUM, terms,
+                offset=float(x.trace["b_out"][x.col]), offset_name=f"b_out[{x.col}]")
+
+
+def _given(x: _Cell) -> Explanation:
+    """A number that was drawn, typed or read: where it came from (`origin`)."""
+    step = STEPS[x.name]
+    symbol = step.symbol + (x.h if step.per_head else "")
+    return x.at(x.names.cell(x.name, symbol, x.row, x.col),
+                origin(x.trace, x.name, x.row, x.col, x.value), GIVEN, ())
+
+
+EXPLAINERS: dict[str, Callable[[_Cell], Explanation]] = {
+    "queries": _projection, "keys": _projection, "values": _projection,
+    "attn_scores": _score, "scaled_scores": _score, "masked_scores": _score,
+    "attn_weights": _weights, "dropped_weights": _dropped, "context": _context,
+    "output": _output,
+}
+"""Each computed step's rule (`explorer.steps.STEPS` names); any other step's
+cells were given (`_given`)."""
 
 
 def origin(trace, name: str, row: int, col: int, value: float) -> str:

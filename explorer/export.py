@@ -649,7 +649,7 @@ def _chart_div(trace: Trace, name: str, head: int | None, columns: int, colorbar
     return chart_div(chart, div_id, chart_caption(trace, name, head or 0))
 
 
-def _row(cells: Sequence[str]) -> str:
+def chart_row(cells: Sequence[str]) -> str:
     """Charts side by side, in equal columns; one under the other on a narrow
     screen (``.row`` in `_STYLE`)."""
     return f'<div class="row" style="--columns: {len(cells)}">{"".join(cells)}</div>'
@@ -672,7 +672,7 @@ def _head_charts(trace: Trace, names: list[str], heads: Sequence[int] | None
     rows: dict[str, list[str]] = {}
     if c.n_heads > 1 and {"queries", "keys", "values"} <= set(names):
         rows["split"] = [
-            _row([chart_div(figures.head_split_chart(trace, name), f"chart-{name}-split")
+            chart_row([chart_div(figures.head_split_chart(trace, name), f"chart-{name}-split")
                   for name in ("queries", "keys", "values")]),
             f'<p class="caption">{literal.html(figures.head_split_caption(trace))}</p>']
     route = verify.second_causal_route(trace) if "attn_weights" in names else None
@@ -680,11 +680,11 @@ def _head_charts(trace: Trace, names: list[str], heads: Sequence[int] | None
         for head in _chart_heads(trace, heads):
             rows[f"route {head}"] = [
                 "<h3>The same weights by the other route</h3>",
-                _row([chart_div(figures.second_route_chart(trace, route, head),
+                chart_row([chart_div(figures.second_route_chart(trace, route, head),
                                   f"chart-second-route-head-{head}", route.explanation())])]
     if c.n_heads > 1 and "attn_weights" in names:
         rows["grid"] = ["<h2>Every head at a glance</h2>",
-                        _row([chart_div(figures.heads_grid_chart(trace), "chart-heads-grid",
+                        chart_row([chart_div(figures.heads_grid_chart(trace), "chart-heads-grid",
                                           "Every head's attention weights on one scale.")])]
     return rows
 
@@ -780,7 +780,7 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
             colour = "" if head is None else f' style="color: {head_colour(head)}"'
             body.append(f"<h2{colour}>{literal.html(heading)}</h2>")
         for row in layout_rows(section):
-            body.append(_row([_chart_div(trace, name, head if trace.per_head(name) else None,
+            body.append(chart_row([_chart_div(trace, name, head if trace.per_head(name) else None,
                                          len(row), shows_colour_bar(row, i))
                               for i, name in enumerate(row)]))
             if "attn_weights" in row:  # in a head's section, or the only one
@@ -790,23 +790,33 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
         if index == last_head:
             body += extra.get("grid", [])
     sentence = getattr(trace.config, "sentence", None) or " ".join(trace.tokens)
-    title = _comment_text(sentence, 60)
+    return html_page("Self-attention", "Self-attention, step by step", sentence, link, [
+        "<h2>Settings</h2>", _settings_html(trace.config),
+        "<h2>Tokens and ids</h2>", _tokens_html(trace),
+        "<h2>Steps</h2>",
+        *body])
+
+
+def html_page(title: str, heading: str, sentence: str, link: str | None,
+              parts: Sequence[str]) -> str:
+    """A standalone report page: ``title`` (then the sentence's start) in the
+    window's title, ``heading``, the ``sentence`` and the ``link`` to the view
+    in the explorer (plain text, escaped here), then ``parts`` (HTML), with
+    Plotly.js and the chart modules inlined once each (`plotly_script`,
+    `mount_script`), so it works offline. Every report's page is this one."""
     view = f"<p>View in the explorer: {_link_html(link)}</p>" if link else ""
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>Self-attention: {literal.html(title)}</title>",
+        f"<title>{literal.html(title)}: {literal.html(_comment_text(sentence, 60))}</title>",
         f"<style>{_STYLE}</style>",
         plotly_script(),
         "</head><body>",
-        "<h1>Self-attention, step by step</h1>",
+        f"<h1>{literal.html(heading)}</h1>",
         f'<p>Sentence: <q class="sentence">{literal.html(sentence)}</q></p>',
         view,
-        "<h2>Settings</h2>", _settings_html(trace.config),
-        "<h2>Tokens and ids</h2>", _tokens_html(trace),
-        "<h2>Steps</h2>",
-        *body,
+        *parts,
         ("<footer><p class=\"caption\">Made by the self-attention explorer. Hover or tap a cell "
          "for its value; each chart's toolbar saves it as PNG or SVG. Plotly.js is included "
          "in this file, so it works offline.</p></footer>"),
@@ -814,3 +824,12 @@ def html_report(trace: Trace, link: str | None = None, steps: list[str] | None =
         "</body></html>",
         "",
     ])
+
+
+def table_html(frame) -> str:
+    """A pandas table (its numbers already text, `explorer.figures.table_text`)
+    as an HTML table, every header and cell passed through `explorer.literal.html`."""
+    head = "".join(f"<th>{literal.html(str(c))}</th>" for c in frame.columns)
+    rows = "".join("<tr>" + "".join(f"<td>{literal.html(str(v))}</td>" for v in row) + "</tr>"
+                   for row in frame.itertuples(index=False))
+    return f"<table><tr>{head}</tr>{rows}</table>"

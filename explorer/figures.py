@@ -188,6 +188,18 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
              "matrix": {"block": 0, "rows": n_rows, "cols": n_cols, "hover": where,
                         "words": list(step.cell_text) if step.cell_text else None,
                         **({"decimals": list(decimals)} if decimals else {})}}
+    shapes = _marks(n_rows, n_cols, highlight_row, marked_cell, marked_cells)
+    layout, size = _matrix_layout(step, title, columns, shapes, row_labels, col_labels,
+                                  values.shape)
+    return Chart({"data": [trace], "layout": layout}, [values.astype(np.float32, copy=False)],
+                 filename=filename, size=size, columns=columns)
+
+
+def _marks(n_rows: int, n_cols: int, highlight_row: int | None,
+           marked_cell: tuple[int, int] | None, marked_cells: Sequence[Sequence[int]]
+           ) -> list[dict]:
+    """The outlines of `matrix_chart`: the query's row, the explained cell (named
+    "cell"), the other marked cells; those outside the matrix left out."""
     shapes = []
     if highlight_row is not None and 0 <= highlight_row < n_rows:
         shapes.append(query_shape(highlight_row))
@@ -195,6 +207,17 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
                                    + list(marked_cells)):
         if 0 <= row < n_rows and 0 <= col < n_cols:
             shapes.append(cell_shape(row, col, "cell" if i == 0 and marked_cell else None))
+    return shapes
+
+
+def _matrix_layout(step: Step, title: str, columns: int, shapes: list[dict],
+                   row_labels: list[str], col_labels: list[str], shape: tuple[int, int]
+                   ) -> tuple[dict, dict]:
+    """`matrix_chart`'s layout (title, category axes, margins: measured by
+    Plotly up to `FIXED_MARGIN_SIDE` rows or columns, set here beyond) and the
+    size rule chart.js sizes it by (cells up to `MAX_CELL_PX`, room for labels
+    and a colour bar)."""
+    n_rows, n_cols = shape
     tokens_on_x = step.cols.labels == TOKENS
     layout = {
         "title": {"text": literal.plotly(title), "x": 0, "xanchor": "left",
@@ -219,8 +242,7 @@ def matrix_chart(values: np.ndarray, row_labels: list[str], col_labels: list[str
                             "b": vertical - 20, "autoexpand": False}
     size = {"rows": n_rows, "cols": n_cols, "max_cell": MAX_CELL_PX, "chrome": chrome,
             "vertical": vertical, "min_height": MIN_HEIGHT_PX, "max_height": MAX_HEIGHT_PX}
-    return Chart({"data": [trace], "layout": layout}, [values.astype(np.float32, copy=False)],
-                 filename=filename, size=size, columns=columns)
+    return layout, size
 
 
 MARK_STYLES = {"query": {"color": HIGHLIGHT_COLOUR, "width": 3},

@@ -379,6 +379,12 @@ def tile_steps(n_tokens: int, block_q: int, block_k: int) -> int:
     return -(-n_tokens // block_q) * -(-n_tokens // block_k)
 
 
+def tile_of(step: int, n_tokens: int, block_k: int) -> tuple[int, int]:
+    """The (query tile, key tile) of the online softmax's ``step``-th step (the
+    key tiles of a query tile in turn)."""
+    return divmod(step, -(-n_tokens // block_k))
+
+
 def check_tiles(n_tokens: int, block_q: int, block_k: int) -> None:
     """Raise `ConfigError` unless 1 ≤ block_q, block_k ≤ n_tokens and the tiles
     take at most `MAX_TILE_STEPS` steps."""
@@ -565,7 +571,7 @@ class ModernTrace:
 
     def tile_of(self, step: int) -> tuple[int, int]:
         """The (query tile, key tile) of the online softmax's ``step``-th step."""
-        return divmod(step, -(-self.n_tokens // self.config.block_k))
+        return tile_of(step, self.n_tokens, self.config.block_k)
 
     @property
     def nbytes(self) -> int:

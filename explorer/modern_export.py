@@ -1,6 +1,7 @@
 """The Modern attention page taken home: a standalone PyTorch script that
-recomputes every step of the page (`modern_script`), and every matrix as
-strict JSON (`modern_json`).
+recomputes every step of the page (`modern_script`), every matrix as
+strict JSON (`modern_json`), and the page's charts, tables and checks as a
+standalone HTML page (`modern_report`, the report of the other pages').
 
 The script imports only torch (and argparse); X is written in it as the page's
 float32 numbers (the other pages' scripts show how X is drawn), and every
@@ -16,12 +17,15 @@ import json
 
 from torch import Tensor
 
-from explorer.export import _assign_tensor, _comment_text
+from explorer import literal
+from explorer.export import _assign_tensor, _comment_text, chart_div, chart_row, html_page, \
+    table_html
 from explorer.modern import ModernTrace
 from explorer.trace import json_safe
 
 SCRIPT_FILE = "modern_attention.py"
 JSON_FILE = "modern_attention.json"
+REPORT_FILE = "modern_attention.html"
 
 
 def modern_steps(trace: ModernTrace) -> dict[str, Tensor]:
@@ -54,6 +58,39 @@ def modern_json(trace: ModernTrace, tokens: list[str]) -> str:
                                                  else t.tolist())
                                  for name, t in modern_steps(trace).items()}},
                       allow_nan=False)
+
+
+def modern_report(trace: ModernTrace, labels: list[str], sentence: str, head: int = 0,
+                  position: int | None = None, link: str | None = None) -> str:
+    """The page as a standalone HTML page (`explorer.export.html_page`): its
+    settings, then each part (`explorer.modern_figures.PARTS`) with its charts
+    for query head ``head`` as the page draws them
+    (`explorer.modern_figures.chart_of`; ``position``: the decoded token, by
+    default the last), its tables and its check line. Raises ``ValueError`` for
+    a head that does not exist."""
+    import pandas as pd  # the script needs neither pandas nor plotly
+
+    from explorer import figures, modern_figures, modern_verify
+
+    if not 0 <= head < trace.config.n_heads:
+        raise ValueError(f"there is no query head {head}; the page has {trace.config.n_heads}")
+    position = trace.n_tokens - 1 if position is None else position
+    checks = modern_verify.checks(trace)
+    settings = pd.DataFrame([(f.name, str(getattr(trace.config, f.name)))
+                             for f in dataclasses.fields(trace.config)], columns=["setting", "value"])
+    body = ["<h2>Settings</h2>", table_html(settings),
+            f"<p>Query head shown: {head}.</p>"]
+    for part in modern_figures.PARTS:
+        body.append(f"<h2>{literal.html(part.heading)}</h2>")
+        for row in part.rows:
+            body.append(chart_row([chart_div(modern_figures.chart_of(
+                trace, key, head, labels, position=position, columns=len(row)),
+                f"chart-{key}") for key in row]))
+        for caption, frame in modern_figures.part_tables(trace, part, head, labels):
+            body += [f"<h3>{literal.html(caption)}</h3>",
+                     table_html(figures.table_text(frame))]
+        body.append(f'<p class="check">{literal.html(checks[part.check].line())}</p>')
+    return html_page("Modern attention", "Modern attention, step by step", sentence, link, body)
 
 
 _BODY = '''

@@ -5,16 +5,16 @@ pandas table. No Streamlit."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
-from explorer import figures, modern
+from explorer import figures, modern, modern_explain
 from explorer.modern import ModernTrace
 from explorer.steps import DIMS, KEY_COLS, MASK, QUERY_ROWS, SIGNED, TOKEN_ROWS, WEIGHTS, Axis, Step
-from explorer.tokenizer import token_labels
 
 DIM_COLS = Axis("dimension", DIMS)
 HEAD_ROWS = Axis("query head", DIMS)
@@ -63,8 +63,94 @@ def chart(values: torch.Tensor, kind: str, title: str, labels: list[str], *,
     return drawn
 
 
-def labels_of(tokens: list[str]) -> list[str]:
-    return token_labels(tokens)
+@dataclass(frozen=True)
+class Part:
+    """One part of the page: its heading, its check's name
+    (`explorer.modern_verify.checks`) and its charts' rows as the report lays
+    them out (keys of `explorer.modern_explain.CHARTS`)."""
+
+    heading: str
+    check: str
+    rows: tuple[tuple[str, ...], ...]
+
+
+PARTS = (
+    Part("1. Rotary position embeddings (RoPE)", "RoPE",
+         (("cos", "sin"), ("q-before", "q-after"), ("scores-before", "scores-after"))),
+    Part("2. Grouped-query and multi-query attention", "Grouped-query attention",
+         (("k-shared",), ("gqa-weights",))),
+    Part("3. Sliding-window attention", "Sliding window",
+         (("mask-causal", "mask-window"), ("window-weights",))),
+    Part("4. The KV cache, one token at a time", "KV cache", (("decode-row",),)),
+    Part("5. FlashAttention's online softmax", "Online softmax", (("tile",), ("tile-output",))),
+)
+"""The page's five parts in order (the page's headings are these)."""
+PART = {part.check: part for part in PARTS}
+"""The parts by their check's name."""
+
+
+def part_tables(trace: ModernTrace, part: Part, head: int, labels: list[str]
+                ) -> list[tuple[str, pd.DataFrame]]:
+    """The tables a part shows, each with its caption."""
+    c = trace.config
+    if part.check == "RoPE":
+        return [("RoPE's frequencies", frequency_table(c))]
+    if part.check == "Grouped-query attention":
+        return [("Who shares which K/V head", group_table(c)),
+                ("KV-cache bytes per token", cache_table(c))]
+    if part.check == "Online softmax":
+        step = modern_explain.shown_tile(trace)
+        return [(f"Query tile {step.q_tile}, key tile {step.k_tile}: m, the correction, ℓ",
+                 tile_table(step, head, labels)), ("Memory", memory_table(trace))]
+    return []
+
+
+def _titles(trace: ModernTrace, head: int, position: int) -> dict[str, tuple[str, str]]:
+    """Each chart of the page (`explorer.modern_explain.CHARTS`): how it is drawn
+    (a kind of `STEPS`) and its title."""
+    c, n = trace.config, trace.n_tokens
+    kv = modern.kv_head_of(c.n_heads, c.n_kv_heads)[head]
+    positions = f"positions {c.rope_offset} … {c.rope_offset + n - 1}"
+    return {
+        "cos": ("table", f"cos(m·θ), {positions}"),
+        "sin": ("table", f"sin(m·θ), {positions}"),
+        "q-before": ("heads", f"Q of head {head}, before RoPE"),
+        "q-after": ("heads", f"Q of head {head}, after RoPE"),
+        "scores-before": ("scores", f"scores of head {head} without RoPE, Q·Kᵀ/√head_dim"),
+        "scores-after": ("scores", f"scores of head {head} with RoPE"),
+        "k-shared": ("heads", f"K of K/V head {kv}, read by query head {head} (after RoPE)"),
+        "gqa-weights": ("weights", f"causal attention weights of query head {head}"),
+        "mask-causal": ("mask", "causal mask (dark: seen)"),
+        "mask-window": ("mask", f"window w = {c.window} (dark: seen)"),
+        "window-weights": ("weights", f"windowed attention weights of query head {head}"),
+        "decode-row": ("row", f"head {head}: token {position}'s one row of weights (reads "
+                              f"keys 0 … {position})"),
+        "tile": ("scores", f"head {head}: the tile read (masked scores S; the page draws them "
+                           "all, the kernel never does)"),
+        "tile-output": ("output", f"head {head}: O after this tile (not yet divided by ℓ)"),
+    }
+
+
+def chart_of(trace: ModernTrace, key: str, head: int, labels: list[str], *, position: int = 0,
+             columns: int = 1, shapes: list[dict[str, Any]] = ()):
+    """The page's chart ``key`` (`explorer.modern_explain.CHARTS`) for query head
+    ``head`` as the page and its report draw it: its matrix
+    (`explorer.modern_explain.chart_matrix`, the rows `chart_rows` says; the
+    decoded row is token ``position``'s), kind, title and outlines (RoPE's pair
+    0 on cos and sin, the tile read), plus ``shapes``."""
+    kind, title = _titles(trace, head, position)[key]
+    values = modern_explain.chart_matrix(trace, key, head)
+    rows = modern_explain.chart_rows(trace, key, position)
+    own = []
+    if key in ("cos", "sin"):
+        own = pair_shapes(trace.config, trace.n_tokens)
+    elif key == "tile":
+        step = modern_explain.shown_tile(trace)
+        own = [tile_shape(step.rows, step.cols)]
+    return chart(values if rows is None else values[rows], kind, title, labels,
+                 row_labels=None if rows is None else [labels[i] for i in rows],
+                 columns=columns, zrange=(-1, 1) if kind == "table" else None,
+                 shapes=[*own, *shapes])
 
 
 # ---------------------------------------------------------------------------
@@ -96,19 +182,6 @@ def pair_shapes(config: modern.ModernConfig, n_rows: int, pair: int = 0) -> list
 def cell_outline(row: int, col: int) -> dict:
     """The outline of the explained cell, as on the other pages."""
     return figures.cell_shape(row, col)
-
-
-def rope_terms_table(trace: ModernTrace, head: int, row: int, col: int) -> pd.DataFrame:
-    """The terms of one score with RoPE: per dimension, the rotated query's and
-    key's numbers and their product (the score is their sum / √head_dim)."""
-    c = trace.config
-    kv = modern.kv_head_of(c.n_heads, c.n_kv_heads)[head]
-    q, k = trace.queries_rope[head, row], trace.keys_rope[kv, col]
-    partner = {a: b for pair in modern.rope_pairs(c.head_dim, c.rope_pairing)
-               for a, b in (pair, pair[::-1])}
-    return pd.DataFrame({"dimension": range(c.head_dim),
-                         "turns with": [partner[d] for d in range(c.head_dim)],
-                         "q′": _np(q), "k′": _np(k), "q′ × k′": _np(q * k)})
 
 
 # ---------------------------------------------------------------------------

@@ -44,6 +44,16 @@ class Check:
     def ok(self) -> bool:
         return self.exact or self.max_abs_diff < self.tolerance
 
+    def line(self, code: str = "") -> str:
+        """"✓ RoPE: verified against <reference>, same …, max |difference| = …",
+        the line the page and its report show; ``code`` marks the reference
+        (the page's Markdown: a backtick)."""
+        exact = " (bit for bit)" if self.exact else ""
+        return (f"{'✓' if self.ok else '✗'} {self.part}: verified against "
+                f"{code}{self.reference}{code}, same {self.compared}{exact}, max |difference| = "
+                f"{self.max_abs_diff:.1e} (agreement: below {self.tolerance:.0e}, float32 "
+                "rounding).")
+
 
 def _diff(a: Tensor, b: Tensor) -> float:
     return float((a.to(torch.float64) - b.to(torch.float64)).abs().max()) if a.numel() else 0.0

@@ -68,6 +68,22 @@ def _address_space() -> int:
         return 0
 
 
+def _lower_address_space(memory_mb: int) -> tuple[int, int] | None:
+    """Lower ``RLIMIT_AS`` to ``memory_mb`` MB beyond the address space held now
+    (within the hard limit); returns the limits to put back, or None where it
+    cannot be lowered."""
+    import resource
+
+    previous = resource.getrlimit(resource.RLIMIT_AS)
+    wanted, hard = _address_space() + memory_mb * 2**20, previous[1]
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (
+            wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
+    except (ValueError, OSError):
+        return None
+    return previous
+
+
 @contextmanager
 def limits(timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
            interface: str = "api"):
@@ -97,18 +113,8 @@ def limits(timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
 
         previous_handler = signal.signal(signal.SIGALRM, time_up)
         signal.setitimer(signal.ITIMER_REAL, timeout)
-    previous_memory = None
-    if memory_mb and main:  # the limit is the process's: never under a server's other threads
-        import resource
-
-        previous_memory = resource.getrlimit(resource.RLIMIT_AS)
-        wanted = _address_space() + memory_mb * 2**20
-        hard = previous_memory[1]
-        try:
-            resource.setrlimit(resource.RLIMIT_AS, (
-                wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
-        except (ValueError, OSError):
-            previous_memory = None
+    # the limit is the process's: never under a server's other threads
+    previous_memory = _lower_address_space(memory_mb) if memory_mb and main else None
     _limited.active = True
     try:
         yield

@@ -13,7 +13,8 @@ page_header(
     "many layers see only a **window** of recent tokens; generation reads keys and values from a "
     "**cache**; and the kernels never build the n × n matrix (FlashAttention's **online "
     "softmax**). Each part is checked against an independent reference, and a tiny random "
-    "Llama layer from `transformers` is reproduced at the end.",
+    "Llama layer from `transformers` is reproduced at the end. **Click any cell of a chart** "
+    "to see how its number was computed.",
 )
 view = modern.settings()
 if view is not None:

@@ -3,12 +3,16 @@ with its check, bad sizes explained, the charts' numbers, and the link."""
 
 from __future__ import annotations
 
+import base64
+import json
 import random
+import re
 
 import numpy as np
 import pytest
 
-from explorer import modern
+from explorer import modern, modern_explain
+from explorer.charts import decode
 from explorer.config import AttentionConfig
 from explorer.trace import compute_trace
 from explorer.ui import state
@@ -117,7 +121,7 @@ def _random_values(rng: random.Random) -> dict[str, object]:
             "prefill": rng.randrange(0, 6), "block_q": rng.randrange(1, 7),
             "block_k": rng.randrange(1, 7), "decode_row": rng.randrange(0, 6),
             "tile": rng.randrange(0, 4), "head": rng.randrange(n_heads),
-            "rope_cell": (rng.randrange(6), rng.randrange(6))}
+            "modern_cell": (rng.choice(modern_explain.CHARTS), rng.randrange(6), rng.randrange(6))}
 
 
 def test_a_random_value_of_every_setting_survives_the_link():
@@ -163,7 +167,7 @@ def test_the_script_and_the_json_reproduce_every_step_of_the_page(tmp_path):
     trace = modern.modern_attention(embeddings, config, AttentionConfig().seed)
     from explorer.ui.modern import _build
     x_config = AttentionConfig()
-    script = _build(x_config, config, (0, 0), "http://localhost/Modern_attention", False)
+    script = _build(x_config, config, (0, 0), "http://localhost/Modern_attention", "script")
     (tmp_path / "modern.py").write_text(script)
     run = subprocess.run([sys.executable, str(tmp_path / "modern.py"), "--save",
                           str(tmp_path / "steps.pt")], capture_output=True, text=True, timeout=120)
@@ -171,26 +175,72 @@ def test_the_script_and_the_json_reproduce_every_step_of_the_page(tmp_path):
     saved = torch.load(tmp_path / "steps.pt")
     for name, value in modern_export.modern_steps(trace).items():
         assert torch.equal(saved[name], value), name
-    steps = json.loads(_build(x_config, config, (0, 0), "", True))["steps"]
+    steps = json.loads(_build(x_config, config, (0, 0), "", "json"))["steps"]
     assert np.allclose(steps["scores_rope"], trace.scores_rope.numpy(), atol=1e-6)
     assert steps["window_mask"] == trace.window_mask.tolist()
 
 
+def test_the_report_holds_every_chart_table_and_check_of_the_view():
+    from explorer.ui.modern import _build
+    x_config = AttentionConfig()
+    report = _build(x_config, modern.ModernConfig(), (0, 0), "http://localhost/Modern_attention",
+                    "report", 2, 3)
+    for key in modern_explain.CHARTS:
+        assert f'id="chart-{key}"' in report, key
+    payload = re.search(r'id="chart-decode-row" data-chart="([^"]+)"', report).group(1)
+    header, matrices = decode(base64.b64decode(payload), {})
+    assert "head 2: token 3's one row" in json.dumps(header, ensure_ascii=False)
+    x = compute_trace(x_config)["embeddings"]
+    trace = modern.modern_attention(x, modern.ModernConfig(), x_config.seed, (0, 0))
+    assert np.array_equal(matrices[0], modern.decoded_weights(trace.decoding, 6)[2, 3:4].numpy())
+    assert report.count('<p class="check">✓') == 5
+    assert "RoPE&#x27;s frequencies" in report or "RoPE's frequencies" in report
+    assert 'href="http://localhost/Modern_attention"' in report
+
+
 def test_a_click_on_a_score_with_rope_explains_it():
     at = open_link(PAGE, {"head": "1", "rope_offset": "50"})
-    assert "Click a score with RoPE" in " ".join(c.value for c in at.caption)
-    # what the chart's click callback (`_explain_rope`) stores for the cell clicked
-    at.session_state["rope_cell"] = (3, 1)
+    assert "Click any cell of a chart" in " ".join(m.value for m in at.main.markdown)
+    # what a chart's click callback (`_clicked`) stores for the cell clicked
+    at.session_state["modern_cell"] = ("scores-after", 3, 1)
     at.run()
-    text = " ".join(m.value for m in at.main.markdown)
-    assert "ω′[eat, is]" in text and "m − n = 2" in text
+    text = " ".join(m.value for m in at.main.markdown).replace("\\", "")  # Markdown escapes
+    assert 'S′_1["eat", "is"]' in text, text
+    assert "m − n = 2" in " ".join(c.value for c in at.caption).replace("\\", "")
     embeddings = compute_trace(AttentionConfig())["embeddings"]
     trace = modern.modern_attention(embeddings, modern.ModernConfig(rope_offset=50),
                                     AttentionConfig().seed)
-    terms = next(t.value for t in at.dataframe if "q′ × k′" in t.value.columns)
-    products = terms["q′ × k′"].astype(str).str.replace("−", "-").astype(float)
+    terms = next(t.value for t in at.dataframe if "product" in t.value.columns)
+    products = terms["product"].astype(str).str.replace("−", "-").astype(float)
     assert np.isclose(products.sum() / np.sqrt(8), float(trace.scores_rope[1, 3, 1]), atol=1e-3)
-    assert [int(v) for v in terms["turns with"]] == [4, 5, 6, 7, 0, 1, 2, 3]
     shapes = all_charts(at)["modern-scores-after"]["layout"]["shapes"]
     assert any(s.get("name") == "cell" and s["x0"] == 0.5 and s["y0"] == 2.5 for s in shapes)
-    assert "rope_cell=3,1" in link_of(at)
+    assert "modern_cell=scores-after%3A3%2C1" in link_of(at) or \
+        "modern_cell=scores-after:3,1" in link_of(at)
+
+
+@pytest.mark.parametrize("chart, cell, words", [
+    ("decode-row", (0, 2), "exp(S′"),          # the decoded token's row: row 0 is token 5
+    ("tile-output", (1, 0), "over keys 0 … 1"),  # the default tile: query tile 0 × key tile 0
+    ("mask-window", (4, 1), "4 − 3 < 1 ≤ 4 is false"),
+    ("k-shared", (2, 5), "turns with dimension 1"),
+])
+def test_a_click_on_any_chart_explains_its_cell(chart, cell, words):
+    at = open_link(PAGE)
+    at.session_state["modern_cell"] = (chart, *cell)
+    at.run()
+    assert not at.exception and errors(at) == []
+    shown = " ".join([m.value for m in at.main.markdown] + [c.value for c in at.caption]
+                     + [c.value for c in at.code]).replace("\\", "")  # Markdown escapes
+    assert words in shown, shown[-2000:]
+    shapes = all_charts(at)[f"modern-{chart}"]["layout"]["shapes"]
+    assert any(s.get("name") == "cell" for s in shapes)
+
+
+def test_a_linked_cell_outside_its_chart_explains_nothing():
+    at = open_link(PAGE, {"modern_cell": "tile-output:40,0"})
+    assert not at.exception and errors(at) == []
+    at = open_link(PAGE, {"modern_cell": "nowhere:1,0"})
+    assert not at.exception
+    assert any("modern_cell must name a chart" in e for e in errors(at) + [
+        w.value for w in at.warning])

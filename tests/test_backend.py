@@ -567,7 +567,7 @@ def test_trace_mapping_basics():
 # The compute modules stay free of UI libraries
 # ---------------------------------------------------------------------------
 COMPUTE_MODULES = ("config", "tokenizer", "recipes", "attention", "trace", "steps", "explain",
-                   "presets", "verify", "experiments", "budget")
+                   "presets", "verify", "experiments", "budget", "modern", "modern_explain")
 """The modules that import torch and the standard library only."""
 
 
@@ -577,6 +577,7 @@ def test_compute_modules_import_no_ui_libraries():
         "import explorer.config, explorer.tokenizer, explorer.recipes, explorer.attention\n"
         "import explorer.trace, explorer.steps, explorer.explain, explorer.presets\n"
         "import explorer.verify, explorer.experiments, explorer.budget, explorer\n"
+        "import explorer.modern, explorer.modern_explain\n"
         "from explorer import compute_trace, AttentionConfig\n"
         "compute_trace(AttentionConfig(causal=True, n_heads=2, d_k=4, d_v=4))\n"
         "loaded = [m for m in ('streamlit', 'plotly', 'pandas') if m in sys.modules]\n"

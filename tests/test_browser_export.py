@@ -172,3 +172,34 @@ def test_the_report_reflows_on_a_phone_as_the_app_does(browser: Browser, tmp_pat
         assert not any(_overlap(a, b) for i, a in enumerate(heads) for b in heads[i + 1:]), \
             chart["title"]
     context.close()
+
+
+def test_the_modern_attention_report_draws_every_chart_from_disk(browser: Browser, tmp_path):
+    """The Modern attention page's report (`modern_report`): every chart of the
+    page drawn from disk with no request, each part's check line, a hostile
+    sentence as text."""
+    from explorer import modern
+    from explorer.modern_explain import CHARTS
+    from explorer.modern_export import modern_report
+    from explorer.tokenizer import token_labels
+
+    config = AttentionConfig(sentence="<b>bold</b> & <script>x</script> go")
+    x = compute_trace(config)
+    trace = modern.modern_attention(x["embeddings"], modern.ModernConfig(), config.seed, (0, 0))
+    report = tmp_path / "modern.html"
+    report.write_text(modern_report(trace, token_labels(x.tokens), config.sentence, head=1),
+                      encoding="utf-8")
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:"))
+            else problems.append(f"fetched {r.url}"))
+    page.goto(report.as_uri())
+    assert page.locator("div.chart[data-chart]").count() == len(CHARTS)
+    expect(page.locator(".explorer-chart:has(.main-svg)")).to_have_count(len(CHARTS))
+    checks = page.locator("p.check").all_text_contents()
+    assert len(checks) == 5 and all(line.startswith("✓") for line in checks), checks
+    assert page.locator("q.sentence").inner_text() == config.sentence
+    assert page.locator("b, script:not([type])").count() == 1  # Plotly's own script alone
+    page.close()
+    assert problems == []

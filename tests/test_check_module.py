@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from explorer import check
 from explorer.charts import decode, encode
 from explorer.check import (
     COMPARED,
@@ -246,10 +247,6 @@ def test_an_unnamed_mistake_is_caught_at_its_step_without_a_diagnosis():
 
 
 def test_two_mistakes_at_once_name_the_first_one_seen():
-    class ViewSplitAndViewCombine(L.SplitWithView):  # the combine mirrors the wrong split
-        def combine(self, context_vec, b, num_tokens):
-            return context_vec.contiguous().view(b, num_tokens, self.d_out)
-
     report = check_module(build(ViewSplitAndViewCombine, 3, 8, 6, 0.0, num_heads=2))
     assert (report.first_difference.step, report.mistake) == ("attn_scores", "split_with_view")
 
@@ -806,3 +803,49 @@ def test_scaled_dot_product_attention_with_is_causal_is_checked_as_causal():
     assert report.ok, report.text()
     assert "is_causal=True" in report.settings[1]
     assert statuses(report)["context"] == MATCH
+
+
+class WeightsNudged(L.SelfAttention_v2):  # softmax of 3 × the scaled scores: no weight agrees
+    def forward(self, x):
+        keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
+        attn_weights = torch.softmax(queries @ keys.T / keys.shape[-1]**0.5 * 3, dim=-1)
+        return attn_weights @ values
+
+
+class OutputNudged(L.Tweakable):  # only what forward returns is off
+    def project_out(self, context_vec):
+        return super().project_out(context_vec) * 1.01
+
+
+class ViewSplitAndViewCombine(L.SplitWithView):  # two mistakes: the combine mirrors the split
+    def combine(self, context_vec, b, num_tokens):
+        return context_vec.contiguous().view(b, num_tokens, self.d_out)
+
+
+@pytest.mark.parametrize("cls, rule, step", [
+    (L.NoScaling, "explained_output", "scaled_scores"),
+    (ViewSplitAndViewCombine, "mistake_in_two", "attn_scores"),
+    (L.PositionBias, "kindred(agreeing=True)", "masked_scores"),
+    (WeightsNudged, "kindred(agreeing=False)", "attn_weights"),
+    (OutputNudged, "last_step", "output"),
+], ids=lambda v: v.__name__ if isinstance(v, type) else None)
+def test_each_row_of_the_locating_table_decides_a_case(monkeypatch, cls, rule, step):
+    """`check._locate` is a decision table (`check._Where`): each rule, in its
+    order, is the one that places a mistake of its kind."""
+    decided: list[str] = []
+
+    def spy(name, method):
+        def rule_of(self, *args, **kwargs):
+            located = method(self, *args, **kwargs)
+            label = f"{name}(agreeing={kwargs['agreeing']})" if "agreeing" in kwargs else name
+            if located is not None and not decided:
+                decided.append(label)
+            return located
+        return rule_of
+
+    for name in ("explained_output", "mistake_in_two", "kindred", "last_step"):
+        monkeypatch.setattr(check._Where, name, spy(name, getattr(check._Where, name)))
+    args = (3, 2) if issubclass(cls, L.SelfAttention_v2) else (3, 8, 6, 0.0)
+    report = check_module(build(cls, *args, **({} if len(args) == 2 else {"num_heads": 2})))
+    assert not report.ok
+    assert (decided, report.first_difference.step) == ([rule], step)

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import AttentionConfig, compute_trace
 from explorer import config as cfg
-from explorer import modern
+from explorer import modern, modern_explain
 from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, PRESETS, SELF_ATTENTION_PAGE,
                               SIMPLIFIED_PAGE)
 from explorer.ui import private, state
@@ -170,7 +170,7 @@ def _modern_values(rng: random.Random) -> dict[str, Any]:
     """Valid settings of the Modern attention page for any sentence of `SENTENCES`
     (at least `MIN_TOKENS` tokens): n_kv_heads divides n_heads, head_dim is even
     (RoPE turns pairs), the base is at least 2, and the window, prefill, tiles, the
-    token decoded, the tile step and the RoPE score explained fall within the tokens."""
+    token decoded, the tile step and the cell explained fall within the tokens."""
     n_kv_heads = rng.choice((1, 2, 4))
     n_query_heads = n_kv_heads * rng.choice((1, 2, 3))
     block_q, block_k = rng.randrange(1, MIN_TOKENS + 1), rng.randrange(1, MIN_TOKENS + 1)
@@ -181,7 +181,8 @@ def _modern_values(rng: random.Random) -> dict[str, Any]:
             "prefill": rng.randrange(MIN_TOKENS + 1), "block_q": block_q, "block_k": block_k,
             "head": rng.randrange(n_query_heads), "tile": rng.randrange(tile_steps),
             "decode_row": rng.randrange(MIN_TOKENS),
-            "rope_cell": (rng.randrange(MIN_TOKENS), rng.randrange(MIN_TOKENS))}
+            "modern_cell": (rng.choice(modern_explain.CHARTS), rng.randrange(MIN_TOKENS),
+                            rng.randrange(MIN_TOKENS))}
 
 
 def open_random(page: str, seed: int) -> tuple[AppTest, dict[str, Any]]:

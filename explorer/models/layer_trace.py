@@ -171,20 +171,7 @@ def compute_model_trace(model: LoadedModel, text: str | None = None, *, input_id
     steps.update((name, weights[name]) for name in
                  ("W_query", "W_key", "W_value", "b_query", "b_key", "b_value"))
     with torch.no_grad():
-        per_head = {  # Q, K, V = X·W + b, per head: (h, n, hd)
-            "queries": project_heads(x, weights["W_query"], weights["b_query"], h),
-            "keys": project_heads(x, weights["W_key"], weights["b_key"], h),
-            "values": project_heads(x, weights["W_value"], weights["b_value"], h),
-        }
-        # Scores Q·Kᵀ, scaled by 1/√hd, causally masked (GPT-2), softmax: (h, n, n)
-        scores = att.attention_scores(per_head["queries"], per_head["keys"])
-        per_head["attn_scores"] = scores
-        scores = per_head["scaled_scores"] = att.scale_scores(scores, config.head_dim)
-        if config.causal:
-            per_head["causal_mask"] = att.causal_mask(len(seq.ids))  # (n, n) bool
-            scores = per_head["masked_scores"] = att.apply_mask(scores, per_head["causal_mask"])
-        per_head["attn_weights"] = att.softmax(scores)
-
+        per_head = _per_head_steps(x, weights, h, config.head_dim, config.causal)
         # Context A·V, heads side by side: (h, n, hd) -> (n, d); then the output projection
         context = att.combine_heads(att.context_vectors(per_head["attn_weights"],
                                                         per_head["values"]))
@@ -194,6 +181,22 @@ def compute_model_trace(model: LoadedModel, text: str | None = None, *, input_id
         steps[name] = tensor[0] if h == 1 and tensor.dim() == 3 else tensor
     steps.update(context=context, W_out=weights["W_out"], b_out=weights["b_out"], output=output)
     return Trace(config, list(seq.tokens), steps)
+
+
+def _per_head_steps(x: Tensor, weights: dict[str, Tensor], h: int, head_dim: int,
+                    causal: bool) -> dict[str, Tensor]:
+    """`compute_model_trace`'s per-head steps of X (n, d): Q, K, V = X·W + b cut
+    into heads (h, n, hd); the scores Q·Kᵀ, scaled by 1/√hd, causally masked
+    (GPT-2; with the (n, n) bool mask), and their softmax (h, n, n)."""
+    per_head = {name: project_heads(x, weights[f"W_{w}"], weights[f"b_{w}"], h)
+                for name, w in (("queries", "query"), ("keys", "key"), ("values", "value"))}
+    scores = per_head["attn_scores"] = att.attention_scores(per_head["queries"], per_head["keys"])
+    scores = per_head["scaled_scores"] = att.scale_scores(scores, head_dim)
+    if causal:
+        per_head["causal_mask"] = att.causal_mask(x.shape[0])  # (n, n) bool
+        scores = per_head["masked_scores"] = att.apply_mask(scores, per_head["causal_mask"])
+    per_head["attn_weights"] = att.softmax(scores)
+    return per_head
 
 
 def model_trace_bytes(model: LoadedModel, n_tokens: int) -> int:

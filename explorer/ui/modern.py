@@ -18,15 +18,16 @@ from functools import partial
 import streamlit as st
 import torch
 
-from explorer import literal, modern, modern_export, modern_verify
+from explorer import literal, modern, modern_explain, modern_export, modern_verify
 from explorer import modern_figures as mf
 from explorer.budget import BudgetError
 from explorer.config import AttentionConfig, ConfigError
+from explorer.explain import Explanation
 from explorer.modern import ModernConfig, ModernTrace
 from explorer.tokenizer import token_labels
 from explorer.ui import cache, chart, state, widgets
 from explorer.ui.navigation import MODERN_PAGE
-from explorer.ui.render import number_table
+from explorer.ui.render import explanation_box, number_table
 from explorer.ui.sidebar import Frame
 from explorer.ui.state import Context, View
 
@@ -61,7 +62,7 @@ def _tile_for(config: ModernConfig, n_tokens: int) -> tuple[int, int]:
     tile); the first when it is outside the tiles."""
     count = modern.tile_steps(n_tokens, config.block_q, config.block_k)
     step = state.value("tile") or 0
-    return divmod(step if 0 <= step < count else 0, -(-n_tokens // config.block_k))
+    return modern.tile_of(step if 0 <= step < count else 0, n_tokens, config.block_k)
 
 
 def settings() -> ModernView | None:
@@ -109,13 +110,16 @@ def _trace_of(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, 
 
 
 def _build(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, int], link: str,
-           json_file: bool) -> str:
-    """A download's text, built when it is clicked, from the cached steps (a
-    button holds the settings, never the trace)."""
+           kind: str, head: int = 0, position: int | None = None) -> str:
+    """A download's text (``kind``: "script", "json" or "report"), built when it
+    is clicked, from the cached steps (a button holds the settings, never the
+    trace); the report shows query head ``head`` and decoded token ``position``."""
     trace = _trace_of(x_config, config, tile)
     tokens = list(token_labels(x_config.tokens))
-    if json_file:
+    if kind == "json":
         return modern_export.modern_json(trace, tokens)
+    if kind == "report":
+        return modern_export.modern_report(trace, tokens, x_config.sentence, head, position, link)
     return modern_export.modern_script(trace, tokens, x_config.seed, link)
 
 
@@ -125,16 +129,23 @@ def take_it_with_you(view: ModernView, x_config: AttentionConfig, tile: tuple[in
     link = state.url(st.context.url or "", st.query_params.to_dict())  # as `frame.finish` wrote it
     with st.expander("Take it with you", icon=":material/download:"):
         st.download_button("Reproduce in PyTorch", key="download-modern-script",
-                           data=partial(_build, x_config, view.config, tile, link, False),
+                           data=partial(_build, x_config, view.config, tile, link, "script"),
                            file_name=modern_export.SCRIPT_FILE, mime="text/x-python",
                            on_click="ignore", icon=":material/download:",
                            help="A script (torch only) that recomputes every step of this page "
                                 "and checks it against PyTorch's SDPA; --save FILE keeps them.")
         st.download_button("Every matrix (JSON)", key="download-modern-json",
-                           data=partial(_build, x_config, view.config, tile, link, True),
+                           data=partial(_build, x_config, view.config, tile, link, "json"),
                            file_name=modern_export.JSON_FILE, mime="application/json",
                            on_click="ignore", icon=":material/download:",
                            help='Strict JSON: −∞ is the string "-Infinity".')
+        st.download_button("Report (HTML)", key="download-modern-report",
+                           data=partial(_build, x_config, view.config, tile, link, "report",
+                                        view.head, view["decode_row"]),
+                           file_name=modern_export.REPORT_FILE, mime="text/html",
+                           on_click="ignore", icon=":material/download:",
+                           help="This page's charts, tables and checks in one HTML file that "
+                                "works offline.")
 
 
 # ---------------------------------------------------------------------------
@@ -142,11 +153,7 @@ def take_it_with_you(view: ModernView, x_config: AttentionConfig, tile: tuple[in
 # ---------------------------------------------------------------------------
 def check_line(check: modern_verify.Check) -> None:
     """"✓ Verified against <reference>: max |difference| = …", as the multi-head page."""
-    exact = " (bit for bit)" if check.exact else ""
-    line = (f"{'✓' if check.ok else '✗'} {check.part}: verified against `{check.reference}`, "
-            f"same {check.compared}{exact}, max |difference| = {check.max_abs_diff:.1e} "
-            f"(agreement: below {check.tolerance:.0e}, float32 rounding).")
-    (st.success if check.ok else st.error)(line)
+    (st.success if check.ok else st.error)(check.line(code="`"))
 
 
 def _checks(view: ModernView) -> dict[str, modern_verify.Check]:
@@ -171,28 +178,38 @@ def _pick(name: str, value) -> None:
     state.changed()
 
 
-def _show(drawn, key: str, on_click=None) -> None:
-    chart.show(drawn, key=f"modern-{key}", on_click=on_click)
+def _chart(view: ModernView, head: int, key: str, *, position: int = 0, columns: int = 1) -> None:
+    """The page's chart ``key`` (`explorer.modern_figures.chart_of`; ``position``:
+    the decoded token). A click on a cell explains it under the chart (the
+    ``modern_cell`` entry), the cell outlined."""
+    explanation = _explained(view, head, key, position)
+    outline = [mf.cell_outline(*view["modern_cell"][1:])] if explanation else []
+    drawn = mf.chart_of(view.trace, key, head, list(view.labels), position=position,
+                        columns=columns, shapes=outline)
+    chart.show(drawn, key=f"modern-{key}", on_click=partial(_clicked, key))
+    if explanation is not None:
+        explanation_box(explanation)
 
 
-def _explain_rope(cell: dict[str, int]) -> None:
-    """A click on a score with RoPE: explain that cell (the ``rope_cell`` entry)."""
-    state.put("rope_cell", (cell["row"], cell["col"]))
+def _explained(view: ModernView, head: int, key: str, position: int) -> Explanation | None:
+    """The explanation of the clicked cell if it is one of chart ``key``'s, else
+    None (also for a cell outside it: a link made for other sizes)."""
+    cell = view["modern_cell"]
+    if not cell or cell[0] != key:
+        return None
+    _, row, col = cell
+    rows = modern_explain.chart_rows(view.trace, key, position)
+    try:
+        token = row if rows is None else rows[row]
+        return modern_explain.explain_modern_cell(view.trace, key, token, col, head, view.labels)
+    except IndexError:
+        return None
+
+
+def _clicked(key: str, cell: dict[str, int]) -> None:
+    """A click on chart ``key``: explain that cell (the ``modern_cell`` entry)."""
+    state.put("modern_cell", (key, cell["row"], cell["col"]))
     state.changed()
-
-
-def rope_cell_explanation(view: ModernView, head: int, row: int, col: int) -> None:
-    """How the clicked score with RoPE was computed: the rotated query and key
-    multiplied dimension by dimension, summed, divided by √head_dim."""
-    trace, c, labels = view.trace, view.config, list(view.labels)
-    m, n = c.rope_offset + row, c.rope_offset + col
-    with st.container(border=True):
-        st.markdown(f"**ω′[{literal.markdown(labels[row])}, {literal.markdown(labels[col])}]** "
-                    f"(head {head}, row {row}, column {col}) = q′ · k′ / √{c.head_dim} = "
-                    f"{float(trace.scores_rope[head, row, col]):.4f}: the query turned for "
-                    f"position m = {m}, the key for n = {n}; they meet at m − n = {m - n}, "
-                    "so any offset gives the same number.")
-        number_table(mf.rope_terms_table(trace, head, row, col))
 
 
 # ---------------------------------------------------------------------------
@@ -201,9 +218,9 @@ def rope_cell_explanation(view: ModernView, head: int, row: int, col: int) -> No
 def rope(view: ModernView, head: int) -> None:
     """1. RoPE: the frequencies, the cos and sin tables, Q and K before and after,
     the scores before and after, the offset that changes nothing."""
-    trace, c, labels = view.trace, view.config, list(view.labels)
+    trace, c = view.trace, view.config
     kv = modern.kv_head_of(c.n_heads, c.n_kv_heads)[head]
-    st.header("1. Rotary position embeddings (RoPE)")
+    st.header(mf.PART["RoPE"].heading)
     st.markdown(
         "Instead of adding a position vector to X, RoPE **turns** each query and key by an "
         "angle that grows with its position m: the dimensions go in pairs, and pair i turns by "
@@ -214,32 +231,19 @@ def rope(view: ModernView, head: int) -> None:
     st.latex(r"\theta_i = \mathrm{base}^{-2i/\mathrm{head\_dim}}")
     number_table(mf.frequency_table(c))
     cos_col, sin_col = st.columns(2)
-    positions = f"positions {c.rope_offset} … {c.rope_offset + trace.n_tokens - 1}"
+    show = partial(_chart, view, head, columns=2)
     with cos_col:
-        _show(mf.chart(trace.cos, "table", f"cos(m·θ), {positions}", labels, columns=2,
-                       zrange=(-1, 1), shapes=mf.pair_shapes(c, trace.n_tokens)), "cos")
+        show("cos")
     with sin_col:
-        _show(mf.chart(trace.sin, "table", f"sin(m·θ), {positions}", labels, columns=2,
-                       zrange=(-1, 1), shapes=mf.pair_shapes(c, trace.n_tokens)), "sin")
+        show("sin")
     st.caption("Outlined: the two columns of pair 0, which turn together.")
     before, after = st.columns(2)
     with before:
-        _show(mf.chart(trace.queries[head], "heads", f"Q of head {head}, before RoPE", labels,
-                       columns=2), "q-before")
-        _show(mf.chart(trace.scores_no_rope[head], "scores", f"scores of head {head} without "
-                       "RoPE, Q·Kᵀ/√head_dim", labels, columns=2), "scores-before")
+        show("q-before")
+        show("scores-before")
     with after:
-        _show(mf.chart(trace.queries_rope[head], "heads", f"Q of head {head}, after RoPE",
-                       labels, columns=2), "q-after")
-        cell = view["rope_cell"]
-        cell = cell if cell and max(cell) < trace.n_tokens else None
-        _show(mf.chart(trace.scores_rope[head], "scores", f"scores of head {head} with RoPE",
-                       labels, columns=2, shapes=[mf.cell_outline(*cell)] if cell else []),
-              "scores-after", on_click=_explain_rope)
-    if cell is None:
-        st.caption("Click a score with RoPE to see how it was computed.")
-    else:
-        rope_cell_explanation(view, head, *cell)
+        show("q-after")
+        show("scores-after")
     st.caption(f"Head {head}'s keys are K/V head {kv}'s, turned the same way. Token 0 (m = "
                f"{c.rope_offset}) turns by {c.rope_offset}·θ_i.")
     moved = trace.offset_change
@@ -257,11 +261,11 @@ def rope(view: ModernView, head: int) -> None:
 
 def grouped_query(view: ModernView, head: int) -> None:
     """2. Grouped-query attention: who shares which K/V head, the repeated K, the cache bytes."""
-    trace, c, labels = view.trace, view.config, list(view.labels)
+    c = view.config
     kind = ("multi-query attention (one K/V head)" if c.n_kv_heads == 1 else
             "multi-head attention (one K/V head per query head)" if c.n_kv_heads == c.n_heads
             else "grouped-query attention")
-    st.header("2. Grouped-query and multi-query attention")
+    st.header(mf.PART["Grouped-query attention"].heading)
     st.markdown(
         f"{c.n_heads} query heads share {c.n_kv_heads} key/value heads: {literal.markdown(kind)}. "
         f"Each K/V head serves {c.n_heads // c.n_kv_heads} neighbouring query heads; its keys "
@@ -271,11 +275,8 @@ def grouped_query(view: ModernView, head: int) -> None:
     with table_col:
         number_table(mf.group_table(c))
     with k_col:
-        kv = modern.kv_head_of(c.n_heads, c.n_kv_heads)[head]
-        _show(mf.chart(trace.keys_rope[kv], "heads", f"K of K/V head {kv}, read by query head "
-                       f"{head} (after RoPE)", labels, columns=2), "k-shared")
-    _show(mf.chart(trace.causal.attn_weights[head], "weights",
-                   f"causal attention weights of query head {head}", labels), "gqa-weights")
+        _chart(view, head, "k-shared", columns=2)
+    _chart(view, head, "gqa-weights")
     st.subheader("KV-cache bytes per token")
     number_table(mf.cache_table(c))
     check_line(_checks(view)["Grouped-query attention"])
@@ -283,8 +284,8 @@ def grouped_query(view: ModernView, head: int) -> None:
 
 def sliding_window(view: ModernView, head: int) -> None:
     """3. The sliding window: its mask beside the causal one, the weights, the convention."""
-    trace, c, labels = view.trace, view.config, list(view.labels)
-    st.header("3. Sliding-window attention")
+    c = view.config
+    st.header(mf.PART["Sliding window"].heading)
     st.markdown(
         f"**Convention: with window w = {c.window}, each query sees itself and the "
         f"{c.window - 1} tokens before it ({c.window} keys in all)**: key j is seen by query i "
@@ -293,13 +294,10 @@ def sliding_window(view: ModernView, head: int) -> None:
         "more dark cell left of each row's diagonal.")
     causal_col, window_col = st.columns(2)
     with causal_col:
-        _show(mf.chart(modern.causal_mask(trace.n_tokens), "mask", "causal mask (dark: seen)",
-                       labels, columns=2), "mask-causal")
+        _chart(view, head, "mask-causal", columns=2)
     with window_col:
-        _show(mf.chart(trace.window_mask, "mask", f"window w = {c.window} (dark: seen)", labels,
-                       columns=2), "mask-window")
-    _show(mf.chart(trace.windowed.attn_weights[head], "weights",
-                   f"windowed attention weights of query head {head}", labels), "window-weights")
+        _chart(view, head, "mask-window", columns=2)
+    _chart(view, head, "window-weights")
     check_line(_checks(view)["Sliding window"])
 
 
@@ -307,7 +305,7 @@ def kv_cache(view: ModernView, head: int) -> None:
     """4. The KV cache, one token at a time."""
     trace, c, labels = view.trace, view.config, list(view.labels)
     decoding = trace.decoding
-    st.header("4. The KV cache, one token at a time")
+    st.header(mf.PART["KV cache"].heading)
     st.markdown(
         f"Generation feeds the sentence in steps: **prefill** the first {c.prefill} tokens at "
         "once (their keys and values go into the cache), then **decode** one token at a time: "
@@ -320,24 +318,18 @@ def kv_cache(view: ModernView, head: int) -> None:
         position = widgets.index("decode_row", trace.n_tokens, "token", labels=labels,
                                  buttons=False)
         if position < c.prefill:
-            weights = decoding.prefill.attn_weights[head, position:position + 1]
             st.markdown(f"Token {position} ({literal.markdown(labels[position])}) is in the "
                         f"prefill: its row comes from the causal attention of the first "
                         f"{c.prefill} tokens at once. Pick a later token to see it decoded.")
         else:
             step = decoding.steps[position - c.prefill]
-            weights = step.attn_weights[head][None]
             st.markdown(f"Decoding token {position} ({literal.markdown(labels[position])}): "
                         f"the cache holds the keys and values of tokens 0 … {position} "
                         f"({step.cache_len} tokens × {c.n_kv_heads} K/V heads × head_dim "
                         f"{c.head_dim}, keys and values: "
                         f"{2 * step.cache_len * c.n_kv_heads * c.head_dim * 4:,} bytes in "
                         "float32). Its one query reads all of them.")
-        row = torch.zeros(1, trace.n_tokens)
-        row[0, :weights.shape[1]] = weights[0]
-        _show(mf.chart(row, "row", f"head {head}: token {position}'s one row of weights "
-                       f"(reads keys 0 … {position})", labels, row_labels=[labels[position]]),
-              "decode-row")
+        _chart(view, head, "decode-row", position=position)
         st.caption(f"The cache grew {' → '.join(map(str, decoding.cache_lengths[:12]))}"
                    f"{' …' if len(decoding.cache_lengths) > 12 else ''} tokens, one per step.")
     check_line(_checks(view)["KV cache"])
@@ -347,7 +339,7 @@ def online_softmax(view: ModernView, head: int) -> None:
     """5. FlashAttention's online softmax: the tile read, m, ℓ, the correction and O."""
     trace, c, labels = view.trace, view.config, list(view.labels)
     flash = trace.flash
-    st.header("5. FlashAttention's online softmax")
+    st.header(mf.PART["Online softmax"].heading)
     st.markdown(
         f"FlashAttention never builds the {trace.n_tokens} × {trace.n_tokens} scores. It "
         f"walks tiles of {c.block_q} queries × {c.block_k} keys and keeps, per query row, the "
@@ -362,17 +354,10 @@ def online_softmax(view: ModernView, head: int) -> None:
     step = next((s for s in flash.steps if (s.q_tile, s.k_tile) == (q_tile, k_tile)), None)
     if step is None:  # the cached trace kept another tile: shown on the next run
         return
-    masked = trace.causal.attn_scores[head].masked_fill(
-        ~modern.causal_mask(trace.n_tokens), float("-inf"))
-    _show(mf.chart(masked, "scores",
-                   f"head {head}: the tile read (masked scores S; the page draws them all, the "
-                   "kernel never does)", labels,
-                   shapes=[mf.tile_shape(step.rows, step.cols)]), "tile")
+    _chart(view, head, "tile")
     number_table(mf.tile_table(step, head, labels))
     if step.O is not None:
-        _show(mf.chart(step.O[head], "output", f"head {head}: O after this tile (not yet "
-                       "divided by ℓ)", labels, row_labels=[labels[i] for i in step.rows]),
-              "tile-output")
+        _chart(view, head, "tile-output")
     st.subheader("Memory")
     number_table(mf.memory_table(trace))
     check_line(_checks(view)["Online softmax"])

@@ -145,18 +145,28 @@ def cell_explanation(view: View, name: str, row: int, col: int, head: int = 0) -
     """How the explained cell was computed, with its real numbers."""
     trace = view.trace
     exp = explain.explain_cell(trace, name, row, col, head)
+    single_context = name == "context" and trace.config.n_heads == 1
+    explanation_box(exp, figures.context_table(trace, row) if single_context else None)
+
+
+def explanation_box(exp: explain.Explanation, table=None) -> None:
+    """An `explain.Explanation` written out in a box: the cell and its formula,
+    the computation with its numbers, the note, and the terms as a table
+    (``table``: another table in their place), or for a given number where it
+    came from. Every page's click-to-explain shows its cell with this box."""
     cell = f"**{literal.markdown(exp.cell)}** ({exp.position})"
     with st.container(border=True):
         if exp.combine == explain.GIVEN:
             st.markdown(f"{cell} = {figures.format_value(exp.value)}")
-            st.caption(literal.markdown(exp.formula[0].upper() + exp.formula[1:]) + ".")
+            st.caption(literal.markdown(exp.formula[0].upper() + exp.formula[1:]) + "."
+                       + (f" {literal.markdown(exp.note)}" if exp.note else ""))
             return
         st.markdown(f"{cell} = {literal.markdown(exp.formula)}")
         st.code(exp.written(), language=None, wrap_lines=True)
         if exp.note:
             st.caption(literal.markdown(exp.note))
-        if name == "context" and trace.config.n_heads == 1:
-            number_table(figures.context_table(trace, row))
+        if table is not None:
+            number_table(table)
         elif len(exp.terms) > 1:
             number_table(figures.terms_table(exp))
             st.caption(literal.markdown(exp.total_text()))

@@ -63,7 +63,7 @@ from explorer.presets import (EXPERIMENTS_PAGE, JOURNEY_SENTENCE, MULTI_HEAD_PAG
                               SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE, SIMPLIFIED, Preset)
 from explorer.steps import STEPS
 from explorer.listings import MULTI_HEAD_ATTENTION, MULTI_HEAD_ATTENTION_CLASS
-from explorer import modern
+from explorer import modern, modern_explain
 from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAGE
 
 # ---------------------------------------------------------------------------
@@ -255,6 +255,25 @@ class Pair(Kind):
 
     def text(self, value: Any) -> str:
         return f"{value[0]},{value[1]}"
+
+
+@dataclass(frozen=True)
+class ChartCell(Kind):
+    """A clicked cell of one of ``charts``, ``(chart, row, col)`` as the chart
+    numbers it, written ``chart:row,col`` (bounded by the page that draws it)."""
+
+    charts: tuple[str, ...] = ()
+
+    def parse(self, name: str, raw: str) -> tuple[str, int, int]:
+        chart, colon, where = str(raw).partition(":")
+        if not colon or chart not in self.charts:
+            raise ConfigError(name, f"{name} must name a chart and a cell such as "
+                                    f"{self.charts[0]}:1,0; the charts are "
+                                    f"{', '.join(self.charts)} (got {shown(raw)})")
+        return (chart, *Pair().parse(name, where))
+
+    def text(self, value: Any) -> str:
+        return f"{value[0]}:{value[1]},{value[2]}"
 
 
 @dataclass(frozen=True)
@@ -461,7 +480,7 @@ _MODERN_ENTRIES = [
     Entry("decode_row", Index(), _MODERN, "Token to decode",
           default=lambda c: c.trace.n_tokens - 1,
           allowed=lambda c: range(c.trace.n_tokens) if c.trace else None),
-    Entry("rope_cell", Pair(), _MODERN, default=None, widget=False),
+    Entry("modern_cell", ChartCell(modern_explain.CHARTS), _MODERN, default=None, widget=False),
     Entry("tile", Index(), _MODERN, "Tile step", default=0,
           allowed=lambda c: range(c.trace.n_tile_steps) if c.trace else None),
 ]
