@@ -16,9 +16,9 @@ from playwright.sync_api import Browser, Page, expect
 from explorer import AttentionConfig, compute_trace
 from explorer.ui.matrices import parse_csv_matrix
 from explorer.ui.navigation import PAGES
-from tests.conftest import RUN_COUNTER, _serve, url_path
+from tests.conftest import RUN_COUNTER, RUN_TIMEOUT_MS, _serve, url_path
 from tests.test_app import all_charts
-from tests.test_browser import chart_count, choose_option, page_url, settle
+from tests.test_browser import choose_option, page_url, settle
 from tests.test_state import ATTENTION_PAGES, link_of, open_random
 from tests.tiny_models import plant_in_hub_cache, save_tiny_gpt2
 
@@ -46,11 +46,21 @@ def expected_charts(at) -> dict[str, list]:
     return out
 
 
+READ_WHEN_DRAWN = f"""() => {{
+  const charts = [...document.querySelectorAll('.explorer-chart')];
+  const drawn = charts.length > 0 && charts.every((gd) => gd.layout && gd.data
+    && gd.querySelector('.main-svg') && !gd.dataset.drawing);
+  return drawn && ({CHARTS})();
+}}"""
+"""`CHARTS`, read in the same task as the check that every chart is drawn (a
+chart mounted between a wait and a later read had no picture yet: seen once
+in a full run, "Cannot read properties of undefined (reading 'shapes')")."""
+
+
 def browser_charts(page: Page) -> dict[str, list]:
-    chart_count(page)
     import json
-    return {key: [title, shapes, json.loads(z)]
-            for key, (title, shapes, z) in page.evaluate(CHARTS).items()}
+    read = page.wait_for_function(READ_WHEN_DRAWN, timeout=RUN_TIMEOUT_MS).json_value()
+    return {key: [title, shapes, json.loads(z)] for key, (title, shapes, z) in read.items()}
 
 
 def fresh_page(browser: Browser, width: int = 1400) -> Page:
