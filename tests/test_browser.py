@@ -105,6 +105,10 @@ def test_each_page_opened_first_on_a_fresh_server(fresh_server, page: Page, name
     if name == "Check_your_code":  # off on this server: it says how to check elsewhere
         expect(page.get_by_text("This server does not run visitors' code")).to_be_visible()
     elif name != "Home":
+        # The charts mount one after another (the Experiments page's after its line
+        # charts): wait for a third, which fails here if the page never shows one.
+        page.wait_for_function("() => document.querySelectorAll('.explorer-chart').length >= 3",
+                               timeout=RUN_TIMEOUT_MS)
         assert chart_count(page) >= 3
         heatmaps = page.locator(".explorer-chart:has(g.heatmaplayer):visible")
         if heatmaps.count():  # the Experiments page opens on line charts

@@ -34,7 +34,7 @@ from pathlib import Path
 import streamlit as st
 
 from explorer.charts import CHART_JS, Chart, encode
-from explorer.ui import private
+from explorer.ui import private, state
 
 ROOT = Path(__file__).resolve().parents[2]
 STATIC = ROOT / "static"
@@ -54,7 +54,7 @@ CHART_URL = _versioned(CHART_JS)
 """Where the page loads Plotly.js and the chart modules from: relative to the
 page, so a base URL path works too, and versioned by content, so a browser
 never keeps a stale copy."""
-_SENT_KEY = "_chart_sent"  # chart key -> hashes of the matrices its page holds
+_SENT_KEY = state.CHART_SENT  # chart key -> hashes of the matrices its page holds
 
 
 # The components themselves only load the chart modules (once per page), so that each

@@ -72,7 +72,7 @@ def set_matrix(name: str, matrix: Any) -> None:
     """Replace a matrix (a worked example loading, a link, an import) and start
     its table afresh."""
     state.put(name, as_array(matrix))
-    st.session_state["_editor_version"] = st.session_state.get("_editor_version", 0) + 1
+    st.session_state[state.EDITOR_VERSION] = st.session_state.get(state.EDITOR_VERSION, 0) + 1
 
 
 def _drawn_matrices(config: AttentionConfig | None) -> dict[str, Any]:
@@ -137,7 +137,7 @@ def tables(page: str, values: dict[str, Any],
     if not wanted:
         return {}, {}
     starts = link_starts(page, values, preset)
-    screen = _drawn_matrices(st.session_state.get("_shown_config"))
+    screen = _drawn_matrices(st.session_state.get(state.SHOWN_CONFIG))
     tokens = tokenize(values["sentence"])
     dims = [str(i) for i in range(values["d_in"])]
     shapes = {name: (tokens if name == "embeddings" else dims, cols)
@@ -181,7 +181,7 @@ def edit_matrix(name: str, row_labels: list[str], n_cols: int,
     if values.size <= MAX_EDITABLE_CELLS:
         frame = pd.DataFrame(values, index=token_labels(row_labels),
                              columns=[f"dim {j}" for j in range(n_cols)])
-        version = st.session_state.get("_editor_version", 0)
+        version = st.session_state.get(state.EDITOR_VERSION, 0)
         edited = st.data_editor(
             frame, key=f"editor:{name}:{len(row_labels)}x{n_cols}:{version}", num_rows="fixed",
             width="stretch", column_config={c: st.column_config.NumberColumn(c, format="%.4f")
@@ -201,7 +201,7 @@ def edit_matrix(name: str, row_labels: list[str], n_cols: int,
     st.file_uploader(f"Import {title} from CSV", type=["csv", "txt"], key=upload_key,
                      on_change=_import, args=(name, upload_key, (len(row_labels), n_cols)),
                      label_visibility="collapsed")
-    if error := st.session_state.get(f"_import_error:{name}"):
+    if error := st.session_state.get(f"{state.IMPORT_ERROR}:{name}"):
         st.error(literal.markdown(error))
     return cells(values)
 
@@ -246,10 +246,10 @@ def _numeric(cell: Any) -> bool:
 def _import(name: str, upload_key: str, shape: tuple[int, int]) -> None:
     """Load an uploaded CSV into the table, or keep the table and say why not."""
     upload = st.session_state.get(upload_key)
-    st.session_state.pop(f"_import_error:{name}", None)
+    st.session_state.pop(f"{state.IMPORT_ERROR}:{name}", None)
     if upload is None:
         return
     try:
         set_matrix(name, parse_csv_matrix(upload.getvalue(), shape, name))
     except ConfigError as error:
-        st.session_state[f"_import_error:{name}"] = str(error)
+        st.session_state[f"{state.IMPORT_ERROR}:{name}"] = str(error)

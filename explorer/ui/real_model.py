@@ -37,7 +37,7 @@ from explorer.ui.state import FOLDER, Context, View
 
 EXAMPLE_WORK_TOKENS = 64
 """Tokens assumed when reserving work for measuring an example (they are short)."""
-_FOUND_KEY = "_model_example_found"  # declared in explorer.ui.state.INTERNAL
+_FOUND_KEY = state.MODEL_EXAMPLE_FOUND
 _SOURCES = {"cache": "the local Hugging Face cache",
             "hub": "the Hugging Face Hub (downloaded now, and kept in the local cache)"}
 SENTENCE_HELP = ("Read by the model's own tokenizer (GPT-2: byte-level BPE; BERT: WordPiece, "

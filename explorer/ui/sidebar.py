@@ -97,7 +97,7 @@ def settings(page: str) -> state.View | None:
     except ConfigError as error:
         st.error(literal.markdown(str(error)))
         return frame.finish(None, {**values, **given})
-    st.session_state["_shown_config"] = config
+    st.session_state[state.SHOWN_CONFIG] = config
     context = state.Context(trace, config, shown_steps=tuple(visible_steps(trace)))
     shown = {**values, **given, **state.resolve(page, context)}
     view = frame.finish(state.View(page, config, trace, shown, frame.preset, before_heads_only),

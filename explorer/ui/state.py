@@ -630,17 +630,21 @@ MATRICES: tuple[str, ...] = tuple(e.name for e in _ENTRIES if isinstance(e.kind,
 MAX_LINK_MATRIX_CHARS = 2048
 """The most characters the hand-edited matrices take in a link, together."""
 
+LINK_READ, LINK_CHECKS, PROBLEMS = "_link_read", "_link_checks", "_problems"
+SWITCH_TO, PAGE_FOLLOWS = "_switch_to", "_page_follows"
+SHOWN_CONFIG, EDITOR_VERSION, IMPORT_ERROR = "_shown_config", "_editor_version", "_import_error"
+CHART_SENT, MODEL_EXAMPLE_FOUND = "_chart_sent", "_model_example_found"
 INTERNAL: dict[str, str] = {
-    "_link_read": "the session's link has been read (its first run)",
-    "_link_checks": "names of link values whose bounds `resolve` has yet to check",
-    "_problems": "messages about a link's bad values, by parameter",
-    "_switch_to": "a page a callback asked to open (a worked example's)",
-    "_shown_config": "the config last drawn: where hand-entered tables start",
-    "_editor_version": "bumped when a table's numbers are replaced (a new editor)",
-    "_import_error": "a CSV import's message, per matrix (`_import_error:<name>`)",
-    "_chart_sent": "chart key -> hashes of the matrices its page holds",
-    "_model_example_found": "the last measured example of the Real model page",
-    "_page_follows": "a chart reran alone for a click; the whole page is to follow",
+    LINK_READ: "the session's link has been read (its first run)",
+    LINK_CHECKS: "names of link values whose bounds `resolve` has yet to check",
+    PROBLEMS: "messages about a link's bad values, by parameter",
+    SWITCH_TO: "a page a callback asked to open (a worked example's)",
+    SHOWN_CONFIG: "the config last drawn: where hand-entered tables start",
+    EDITOR_VERSION: "bumped when a table's numbers are replaced (a new editor)",
+    IMPORT_ERROR: "a CSV import's message, per matrix (`_import_error:<name>`)",
+    CHART_SENT: "chart key -> hashes of the matrices its page holds",
+    MODEL_EXAMPLE_FOUND: "the last measured example of the Real model page",
+    PAGE_FOLLOWS: "a chart reran alone for a click; the whole page is to follow",
 }
 """Session keys that are not entries, with what they hold."""
 
@@ -692,7 +696,7 @@ def put(name: str, new: Any) -> None:
 def problems() -> dict[str, str]:
     """Messages about the link's bad values, by parameter; they stay until the
     visitor changes a setting (`changed`)."""
-    return st.session_state.setdefault("_problems", {})
+    return st.session_state.setdefault(PROBLEMS, {})
 
 
 def note(name: str, raw: Any, error: Exception | str) -> None:
@@ -703,7 +707,7 @@ def note(name: str, raw: Any, error: Exception | str) -> None:
 def changed(name: str | None = None) -> None:
     """Every widget's ``on_change``: the visitor changed something, so the
     messages about the link no longer apply."""
-    st.session_state.pop("_problems", None)
+    st.session_state.pop(PROBLEMS, None)
 
 
 def page_follows() -> None:
@@ -712,7 +716,7 @@ def page_follows() -> None:
     shows at once; then the whole page reruns (`follow_page`) for what the
     click changed elsewhere: the link, another chart's explanation, a table of
     the query token."""
-    st.session_state["_page_follows"] = True
+    st.session_state[PAGE_FOLLOWS] = True
 
 
 FOLLOW_PAUSE_SECONDS = 0.05
@@ -727,7 +731,7 @@ def follow_page() -> None:
     """End of a chart's own rerun: rerun the whole page if a click asked
     for it (`page_follows`), after `FOLLOW_PAUSE_SECONDS`. A whole run clears
     the request (`begin`)."""
-    if st.session_state.pop("_page_follows", False):
+    if st.session_state.pop(PAGE_FOLLOWS, False):
         time.sleep(FOLLOW_PAUSE_SECONDS)
         st.rerun()
 
@@ -735,7 +739,7 @@ def follow_page() -> None:
 def request_switch(page: str) -> None:
     """Ask for ``page`` to be opened (from a callback, where `st.switch_page`
     is not allowed); `begin` opens it."""
-    st.session_state["_switch_to"] = page
+    st.session_state[SWITCH_TO] = page
 
 
 def begin(page: str) -> None:
@@ -744,11 +748,11 @@ def begin(page: str) -> None:
     first run reads its link (`read_link`)."""
     from explorer.ui.navigation import PAGES
 
-    st.session_state.pop("_page_follows", None)  # this run is the whole page
+    st.session_state.pop(PAGE_FOLLOWS, None)  # this run is the whole page
     for entry in _ENTRIES:
         if entry.widget and entry.name in st.session_state:
             st.session_state[entry.name] = st.session_state[entry.name]
-    target = st.session_state.pop("_switch_to", None)
+    target = st.session_state.pop(SWITCH_TO, None)
     if target is not None and target != page:
         st.switch_page(PAGES[target][0])
     read_link(page)
@@ -767,9 +771,9 @@ def read_link(page: str) -> None:
     depend on the trace are marked for `resolve`, which checks them once the
     trace is known. The URL is then rewritten from the state (`publish`).
     """
-    if st.session_state.get("_link_read"):
+    if st.session_state.get(LINK_READ):
         return
-    st.session_state["_link_read"] = True
+    st.session_state[LINK_READ] = True
     params = {key: st.query_params.get_all(key) for key in st.query_params}
     checks: set[str] = set()
     if "preset" in params:
@@ -806,7 +810,7 @@ def read_link(page: str) -> None:
             checks.add(name)
     if "cell" in checks and head is not None:
         put("cell", (*value("cell")[:3], head))
-    st.session_state["_link_checks"] = checks
+    st.session_state[LINK_CHECKS] = checks
 
 
 def apply_preset(preset: Preset | None) -> None:
@@ -897,7 +901,7 @@ def resolve(page: str, context: Context, names: Iterable[str] | None = None) -> 
     fewer heads, another head shown than a cell's) falls back to the page's
     default, and a link's value that does not fit is noted. Put into the
     session, for the widgets."""
-    checks = st.session_state.get("_link_checks", set())
+    checks = st.session_state.get(LINK_CHECKS, set())
     out: dict[str, Any] = {}
     for entry in entries_of(page, VIEW):
         if names is not None and entry.name not in names:
