@@ -21,6 +21,7 @@ from explorer import literal
 from explorer.export import _assign_tensor, _comment_text, chart_div, chart_row, html_page, \
     table_html
 from explorer.modern import ModernTrace
+from explorer.presets import MODERN_PAGE
 from explorer.trace import json_safe
 
 SCRIPT_FILE = "modern_attention.py"
@@ -90,7 +91,7 @@ def modern_report(trace: ModernTrace, labels: list[str], sentence: str, head: in
             body += [f"<h3>{literal.html(caption)}</h3>",
                      table_html(figures.table_text(frame))]
         body.append(f'<p class="check">{literal.html(checks[part.check].line())}</p>')
-    return html_page("Modern attention", "Modern attention, step by step", sentence, link, body)
+    return html_page(MODERN_PAGE, f"{MODERN_PAGE}, step by step", sentence, link, body)
 
 
 _BODY = '''

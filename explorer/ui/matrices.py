@@ -43,18 +43,11 @@ TITLES = {"embeddings": "X, the embeddings", "W_query": "W_query", "W_key": "W_k
           "W_value": "W_value"}
 
 
-def as_array(matrix: Any) -> np.ndarray:
-    """A matrix (rows of numbers, None for an empty cell) as a 2-D float array, NaN empty."""
-    array = np.array([[np.nan if cell is None else cell for cell in row] for row in matrix],
-                     dtype=np.float64) if not isinstance(matrix, np.ndarray) else matrix
-    return array.reshape(len(array), -1) if array.size else np.zeros((0, 0))
-
-
 def resized(matrix: Any, rows: int, cols: int) -> np.ndarray:
     """``matrix`` cut or padded with 0 to ``rows`` × ``cols``, top-left aligned."""
     out = np.zeros((rows, cols))
     if matrix is not None and len(matrix):
-        source = as_array(matrix)
+        source = state.as_array(matrix)
         r, c = min(rows, source.shape[0]), min(cols, source.shape[1])
         out[:r, :c] = source[:r, :c]
     return out
@@ -66,13 +59,6 @@ def cells(matrix: np.ndarray) -> list[list[float | None]] | np.ndarray:
     if not np.isnan(matrix).any():
         return matrix
     return [[None if np.isnan(v) else float(v) for v in row] for row in matrix]
-
-
-def set_matrix(name: str, matrix: Any) -> None:
-    """Replace a matrix (a worked example loading, a link, an import) and start
-    its table afresh."""
-    state.put(name, as_array(matrix))
-    st.session_state[state.EDITOR_VERSION] = st.session_state.get(state.EDITOR_VERSION, 0) + 1
 
 
 def _drawn_matrices(config: AttentionConfig | None) -> dict[str, Any]:
@@ -175,7 +161,7 @@ def edit_matrix(name: str, row_labels: list[str], n_cols: int,
     """
     title = TITLES[name]
     if state.value(name) is None:
-        state.put(name, as_array(start) if start is not None and len(start) else None)
+        state.put(name, state.as_array(start) if start is not None and len(start) else None)
     values = resized(state.value(name), len(row_labels), n_cols)
     state.put(name, values)
     if values.size <= MAX_EDITABLE_CELLS:
@@ -250,6 +236,6 @@ def _import(name: str, upload_key: str, shape: tuple[int, int]) -> None:
     if upload is None:
         return
     try:
-        set_matrix(name, parse_csv_matrix(upload.getvalue(), shape, name))
+        state.set_matrix(name, parse_csv_matrix(upload.getvalue(), shape, name))
     except ConfigError as error:
         st.session_state[f"{state.IMPORT_ERROR}:{name}"] = str(error)

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE,
-                              SIMPLIFIED_PAGE)
+from explorer.presets import (CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, MODEL_PAGE,  # noqa: F401
+                              MODERN_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE)
 
-HOME_PAGE = "Home"
-MODEL_PAGE = "Real model"
-CHECK_PAGE = "Check your code"
-MODERN_PAGE = "Modern attention"
 PAGES: dict[str, tuple[str, str]] = {
     HOME_PAGE: ("streamlit_app.py", ":material/home:"),
     SIMPLIFIED_PAGE: ("pages/1_Simplified_attention.py", ":material/looks_one:"),

@@ -802,8 +802,7 @@ def read_link(page: str) -> None:
         if name == "head":
             head = parsed
         if isinstance(entry.kind, MatrixKind):
-            from explorer.ui import matrices
-            matrices.set_matrix(name, parsed)
+            set_matrix(name, parsed)
         else:
             put(name, parsed)
         if entry.allowed is not None or isinstance(entry.kind, CellRef):
@@ -813,19 +812,31 @@ def read_link(page: str) -> None:
     st.session_state[LINK_CHECKS] = checks
 
 
+def as_array(matrix: Any) -> np.ndarray:
+    """A matrix (rows of numbers, None for an empty cell) as a 2-D float array, NaN empty."""
+    array = np.array([[np.nan if cell is None else cell for cell in row] for row in matrix],
+                     dtype=np.float64) if not isinstance(matrix, np.ndarray) else matrix
+    return array.reshape(len(array), -1) if array.size else np.zeros((0, 0))
+
+
+def set_matrix(name: str, matrix: Any) -> None:
+    """Replace a matrix (a worked example loading, a link, an import) and start
+    its table afresh."""
+    put(name, as_array(matrix))
+    st.session_state[EDITOR_VERSION] = st.session_state.get(EDITOR_VERSION, 0) + 1
+
+
 def apply_preset(preset: Preset | None) -> None:
     """Set every setting (and the hand-entered matrices and the query token) to
     ``preset``'s; None forgets the worked example and keeps the settings."""
     put("preset", preset.slug if preset else "")
     if preset is None:
         return
-    from explorer.ui import matrices
-
     for entry in CONFIG_ENTRIES:
         put(entry.name, entry.from_config(getattr(preset.config, entry.name)))
     for name in MATRICES:
         if getattr(preset.config, name) is not None:
-            matrices.set_matrix(name, getattr(preset.config, name))
+            set_matrix(name, getattr(preset.config, name))
     put("query", preset.query)
 
 
