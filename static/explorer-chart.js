@@ -799,7 +799,8 @@ const MATRICES = (/** @type {any} */ (window).__explorerMatrices ??=
 /**
  * What a plot shows, to swap it in or move its outlines without measuring
  * again: its head, its layout and config as drawn, and its outlines as JSON.
- * @typedef {{head: number | null, layout: any, config: any, marks: string}} Drawn
+ * @typedef {{head: number | null, layout: any, config: any, marks: string,
+ *   payload: string | null}} Drawn  payload: the `pictureKey` of the payload it shows
  */
 
 /** One chart's state: its payload, what it shows, its spares and line view. */
@@ -1132,11 +1133,12 @@ async function drawOneSpare() {
  * @param {ChartState} state @param {number} head
  */
 async function drawHead(spare, main, state, head) {
+  const payload = state.picture;
   const shown = figureFor(state.header, { ...PAGE.view, head }, PAGE.known);
   const { traces, layout, config } = headPicture(main, state, shown);
   const Plotly = await loadPlotly(state.header.plotly);
   await Plotly.react(spare.gd, traces, layout, config);
-  spare.drawn = { head, layout, config, marks: JSON.stringify(layout.shapes ?? []) };
+  spare.drawn = { head, layout, config, marks: JSON.stringify(layout.shapes ?? []), payload };
   spare.marks = shown.marks;
   listenForClicks(spare.gd);
 }
@@ -1151,7 +1153,11 @@ async function drawHead(spare, main, state, head) {
 function swapIn(gd, state, head) {
   const spares = state.spares.byHead;
   const spare = head === null ? undefined : spares.get(head);
-  if (!spare?.drawn || !state.drawn || head === null) return null;
+  // Only a spare of the payload the chart holds now: one drawn before new numbers
+  // came shows the old ones (seen once under load: a head switch showed them).
+  if (!spare?.drawn || spare.drawn.payload !== state.picture || !state.drawn || head === null) {
+    return null;
+  }
   const old = state.drawn;
   const width = drawnWidth(gd); // no forced layout
   spares.delete(head);
@@ -1261,7 +1267,8 @@ async function followChart(gd, state) {
   if (shown.head !== drawn.head) {
     const { traces, layout, config } = headPicture(gd, state, shown);
     await Plotly.react(gd, traces, layout, config);
-    state.drawn = { head: shown.head, layout, config, marks: JSON.stringify(layout.shapes) };
+    state.drawn = { head: shown.head, layout, config, marks: JSON.stringify(layout.shapes),
+                    payload: state.picture };
     state.marks = shown.marks;
     painted(gd, state.cause);
     return { drew: true, main: gd };
@@ -1528,6 +1535,7 @@ async function draw(gd, header, matrices, onClick = null) {
  */
 async function drawChart(gd, state) {
   const { header, matrices } = state;
+  const payload = state.picture; // the payload drawn, whatever comes while it draws
   const Plotly = await loadPlotly(header.plotly);
   discardSpares(state);
   const shown = figureFor(header, PAGE.view, PAGE.known);
@@ -1554,7 +1562,7 @@ async function drawChart(gd, state) {
     await Plotly.react(gd, picture.traces, picture.layout, config);
   }
   const drawnLayout = picture.layout;
-  state.drawn = { head: shown.head, marks: JSON.stringify(drawnLayout.shapes ?? []),
+  state.drawn = { head: shown.head, marks: JSON.stringify(drawnLayout.shapes ?? []), payload,
                   layout: drawnLayout, config };
   state.marks = shown.marks;
   listenForClicks(gd);

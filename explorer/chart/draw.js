@@ -152,6 +152,7 @@ export async function draw(gd, header, matrices, onClick = null) {
  */
 export async function drawChart(gd, state) {
   const { header, matrices } = state;
+  const payload = state.picture; // the payload drawn, whatever comes while it draws
   const Plotly = await loadPlotly(header.plotly);
   discardSpares(state);
   const shown = figureFor(header, PAGE.view, PAGE.known);
@@ -178,7 +179,7 @@ export async function drawChart(gd, state) {
     await Plotly.react(gd, picture.traces, picture.layout, config);
   }
   const drawnLayout = picture.layout;
-  state.drawn = { head: shown.head, marks: JSON.stringify(drawnLayout.shapes ?? []),
+  state.drawn = { head: shown.head, marks: JSON.stringify(drawnLayout.shapes ?? []), payload,
                   layout: drawnLayout, config };
   state.marks = shown.marks;
   listenForClicks(gd);

@@ -91,7 +91,8 @@ async function followChart(gd, state) {
   if (shown.head !== drawn.head) {
     const { traces, layout, config } = headPicture(gd, state, shown);
     await Plotly.react(gd, traces, layout, config);
-    state.drawn = { head: shown.head, layout, config, marks: JSON.stringify(layout.shapes) };
+    state.drawn = { head: shown.head, layout, config, marks: JSON.stringify(layout.shapes),
+                    payload: state.picture };
     state.marks = shown.marks;
     painted(gd, state.cause);
     return { drew: true, main: gd };

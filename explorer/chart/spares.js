@@ -111,11 +111,12 @@ async function drawOneSpare() {
  * @param {ChartState} state @param {number} head
  */
 async function drawHead(spare, main, state, head) {
+  const payload = state.picture;
   const shown = figureFor(state.header, { ...PAGE.view, head }, PAGE.known);
   const { traces, layout, config } = headPicture(main, state, shown);
   const Plotly = await loadPlotly(state.header.plotly);
   await Plotly.react(spare.gd, traces, layout, config);
-  spare.drawn = { head, layout, config, marks: JSON.stringify(layout.shapes ?? []) };
+  spare.drawn = { head, layout, config, marks: JSON.stringify(layout.shapes ?? []), payload };
   spare.marks = shown.marks;
   listenForClicks(spare.gd);
 }
@@ -130,7 +131,11 @@ async function drawHead(spare, main, state, head) {
 export function swapIn(gd, state, head) {
   const spares = state.spares.byHead;
   const spare = head === null ? undefined : spares.get(head);
-  if (!spare?.drawn || !state.drawn || head === null) return null;
+  // Only a spare of the payload the chart holds now: one drawn before new numbers
+  // came shows the old ones (seen once under load: a head switch showed them).
+  if (!spare?.drawn || spare.drawn.payload !== state.picture || !state.drawn || head === null) {
+    return null;
+  }
   const old = state.drawn;
   const width = drawnWidth(gd); // no forced layout
   spares.delete(head);

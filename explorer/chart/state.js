@@ -30,7 +30,8 @@ export const MATRICES = (/** @type {any} */ (window).__explorerMatrices ??=
 /**
  * What a plot shows, to swap it in or move its outlines without measuring
  * again: its head, its layout and config as drawn, and its outlines as JSON.
- * @typedef {{head: number | null, layout: any, config: any, marks: string}} Drawn
+ * @typedef {{head: number | null, layout: any, config: any, marks: string,
+ *   payload: string | null}} Drawn  payload: the `pictureKey` of the payload it shows
  */
 
 /** One chart's state: its payload, what it shows, its spares and line view. */
