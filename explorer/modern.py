@@ -351,16 +351,17 @@ def decode(queries: Tensor, keys: Tensor, values: Tensor, prefill: int,
     return Decoding(first, steps, lengths)
 
 
-def decoded_weights(decoding: Decoding, n_tokens: int) -> Tensor:
+def decoded_weights(decoding: Decoding, n_tokens: int, head: int | None = None) -> Tensor:
     """The (n_heads, n, n) weights assembled from the prefill block and the
     decoded rows (zeros where a row read no key), to compare with full causal
-    attention."""
-    n_heads = decoding.prefill.attn_weights.shape[0]
-    out = torch.zeros(n_heads, n_tokens, n_tokens)
-    k = decoding.prefill.attn_weights.shape[1]
-    out[:, :k, :k] = decoding.prefill.attn_weights
+    attention; with ``head``, that head's (n, n) alone."""
+    pick = (lambda t: t) if head is None else (lambda t: t[head])
+    prefill = pick(decoding.prefill.attn_weights)  # ([h,] k, k)
+    out = torch.zeros(*prefill.shape[:-2], n_tokens, n_tokens)
+    k = prefill.shape[-1]
+    out[..., :k, :k] = prefill
     for step in decoding.steps:
-        out[:, step.position, :step.cache_len] = step.attn_weights
+        out[..., step.position, :step.cache_len] = pick(step.attn_weights)
     return out
 
 

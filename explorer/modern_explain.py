@@ -231,20 +231,23 @@ def chart_matrix(trace: ModernTrace, chart: str, head: int) -> Tensor:
     c = trace.config
     kv = modern.kv_head_of(c.n_heads, c.n_kv_heads)[head]
     if chart == "decode-row":
-        return modern.decoded_weights(trace.decoding, trace.n_tokens)[head]
+        return modern.decoded_weights(trace.decoding, trace.n_tokens, head)
     if chart == "tile-output":
         step = shown_tile(trace)
         full = torch.full((trace.n_tokens, step.O.shape[-1]), float("nan"))
         full[step.rows.start:step.rows.stop] = step.O[head]
         return full
-    causal = modern.causal_mask(trace.n_tokens)
+    if chart == "mask-window":
+        return trace.window_mask.float()
+    if chart in ("mask-causal", "tile"):
+        causal = modern.causal_mask(trace.n_tokens)
+        return causal.float() if chart == "mask-causal" else \
+            trace.scores_rope[head].masked_fill(~causal, float("-inf"))
     return {"cos": trace.cos, "sin": trace.sin, "q-before": trace.queries[head],
             "q-after": trace.queries_rope[head], "k-shared": trace.keys_rope[kv],
             "scores-before": trace.scores_no_rope[head], "scores-after": trace.scores_rope[head],
             "gqa-weights": trace.causal.attn_weights[head],
-            "window-weights": trace.windowed.attn_weights[head],
-            "mask-causal": causal.float(), "mask-window": trace.window_mask.float(),
-            "tile": trace.scores_rope[head].masked_fill(~causal, float("-inf"))}[chart]
+            "window-weights": trace.windowed.attn_weights[head]}[chart]
 
 
 EXPLAINERS: dict[str, Callable[[_Cell], Explanation]] = {

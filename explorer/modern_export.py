@@ -62,13 +62,15 @@ def modern_json(trace: ModernTrace, tokens: list[str]) -> str:
 
 
 def modern_report(trace: ModernTrace, labels: list[str], sentence: str, head: int = 0,
-                  position: int | None = None, link: str | None = None) -> str:
+                  position: int | None = None, link: str | None = None,
+                  checks: dict | None = None) -> str:
     """The page as a standalone HTML page (`explorer.export.html_page`): its
     settings, then each part (`explorer.modern_figures.PARTS`) with its charts
     for query head ``head`` as the page draws them
     (`explorer.modern_figures.chart_of`; ``position``: the decoded token, by
-    default the last), its tables and its check line. Raises ``ValueError`` for
-    a head that does not exist."""
+    default the last), its tables and its check line (``checks``: the page's,
+    `explorer.modern_verify.checks` of ``trace``, else computed here). Raises
+    ``ValueError`` for a head that does not exist."""
     import pandas as pd  # the script needs neither pandas nor plotly
 
     from explorer import figures, modern_figures, modern_verify
@@ -76,7 +78,7 @@ def modern_report(trace: ModernTrace, labels: list[str], sentence: str, head: in
     if not 0 <= head < trace.config.n_heads:
         raise ValueError(f"there is no query head {head}; the page has {trace.config.n_heads}")
     position = trace.n_tokens - 1 if position is None else position
-    checks = modern_verify.checks(trace)
+    checks = modern_verify.checks(trace) if checks is None else checks
     settings = pd.DataFrame([(f.name, str(getattr(trace.config, f.name)))
                              for f in dataclasses.fields(trace.config)], columns=["setting", "value"])
     body = ["<h2>Settings</h2>", table_html(settings),

@@ -817,7 +817,7 @@ class ChartState {
     this.header = null;
     /** @type {(Float32Array | undefined)[]} */
     this.matrices = [];
-    /** @type {string | null} `pictureKey` of the payload drawn */
+    /** @type {string | null} `pictureKey` of the payload it holds (set when one comes) */
     this.picture = null;
     /** @type {Drawn | null} what the plot on screen shows, once drawn */
     this.drawn = null;

@@ -81,7 +81,7 @@ def settings() -> ModernView | None:
         config = modern_config(values)
         config.check(x_trace.n_tokens)
         tile = _tile_for(config, x_trace.n_tokens)
-        key = ("modern", x_config, config, tile)
+        key = _trace_key(x_config, config, tile)
         trace = _trace_of(x_config, config, tile)
     except (ConfigError, BudgetError) as error:
         st.error(literal.markdown(str(error)))
@@ -97,6 +97,11 @@ def settings() -> ModernView | None:
     return view
 
 
+def _trace_key(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, int]) -> tuple:
+    """The cache key of the page's steps (their checks are cached beside it)."""
+    return ("modern", x_config, config, tile)
+
+
 def _trace_of(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, int]
               ) -> ModernTrace:
     """The page's steps for X of ``x_config``, cached with the real model results
@@ -104,7 +109,7 @@ def _trace_of(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, 
     x_trace = cache.cached_trace(x_config)
     n = x_trace.n_tokens
     return cache.cached_model_result(
-        ("modern", x_config, config, tile),
+        _trace_key(x_config, config, tile),
         partial(modern.modern_attention, x_trace["embeddings"], config, x_config.seed, tile),
         work_bytes=WORK_FACTOR * 4 * config.n_heads * n * n, what="the Modern attention steps")
 
@@ -119,7 +124,8 @@ def _build(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, int
     if kind == "json":
         return modern_export.modern_json(trace, tokens)
     if kind == "report":
-        return modern_export.modern_report(trace, tokens, x_config.sentence, head, position, link)
+        return modern_export.modern_report(trace, tokens, x_config.sentence, head, position, link,
+                                           _checks_of(_trace_key(x_config, config, tile), trace))
     return modern_export.modern_script(trace, tokens, x_config.seed, link)
 
 
@@ -158,8 +164,14 @@ def check_line(check: modern_verify.Check) -> None:
 
 def _checks(view: ModernView) -> dict[str, modern_verify.Check]:
     """Every part's check of the view's trace, computed once (cached beside it)."""
-    return cache.cached_model_result(("modern-checks", *view.key),
-                                     partial(modern_verify.checks, view.trace), work_bytes=0)
+    return _checks_of(view.key, view.trace)
+
+
+def _checks_of(key: tuple, trace: ModernTrace) -> dict[str, modern_verify.Check]:
+    """The checks of ``trace`` (cache key ``key``), computed once for the page and
+    its report."""
+    return cache.cached_model_result(("modern-checks", *key), partial(modern_verify.checks, trace),
+                                     work_bytes=0)
 
 
 def head_picker(view: ModernView) -> int:
