@@ -22,8 +22,8 @@ itself after the last count, at the first step whose edit p95 passes
 `P95_LIMIT_S` or with a failure, and never later than the counts' time. With
 ``EXPLORER_RAMP_HOLD=1`` (the overload run) a slow p95 does not stop it: every
 count is held to its end, and a step also says how many visitors' first page
-came, the slowest run, and how many runs showed a waiting note (an info alert:
-`benchmarks.protocol.Run.notes`).
+came, the slowest run, and how many runs showed a waiting note
+(`benchmarks.protocol.Run.notes`).
 """
 
 from __future__ import annotations
@@ -175,6 +175,13 @@ def _core_ticks(core: str | None) -> tuple[int, int]:
     return sum(values) - values[3] - values[4], sum(values)
 
 
+def _busy_percent(start: tuple[int, int], end: tuple[int, int]) -> float | None:
+    """How busy a core was between two `_core_ticks` readings, in % (None for
+    no core, or no time between them)."""
+    (busy0, all0), (busy1, all1) = start, end
+    return round(100 * (busy1 - busy0) / (all1 - all0), 1) if all1 > all0 else None
+
+
 def _server_ticks(pids: list[int]) -> int:
     """CPU ticks (user + system) used so far by ``pids`` (all their threads)."""
     total = 0
@@ -233,7 +240,6 @@ class Ramp(LoadTestShape):
         edit, opened = stats.get("edit", "ws"), stats.get("open", "ws")
         seconds = time.monotonic() - self._started[0]
         cpu_s = (_server_ticks(self.pids) - self._started[1]) / TICK
-        (busy0, all0), (busy1, all1) = self._started[2], _core_ticks(self.core)
         by_kind: dict[str, list[float]] = {}
         for kind, took in _edits:
             by_kind.setdefault(kind, []).append(took)
@@ -249,15 +255,16 @@ class Ramp(LoadTestShape):
                "peak rss MiB": round(self._peak_rss),
                "p95 by kind": {k: round(float(np.percentile(v, 95)), 2)
                                for k, v in sorted(by_kind.items())}}
-        (load0, ticks0), (load1, ticks1) = self._started[3], _core_ticks(self.load_core)
-        if ticks1 > ticks0:  # the visitors' own core: near 100% the latencies are theirs too
-            row["load core busy %"] = round(100 * (load1 - load0) / (ticks1 - ticks0), 1)
+        load = _busy_percent(self._started[3], _core_ticks(self.load_core))
+        if load is not None:  # the visitors' own core: near 100% the latencies are theirs too
+            row["load core busy %"] = load
         if self.hold:
             row["first pages served"] = sum(name == "open" for name, _, _ in _runs)
             row["slowest run s"] = round(max((took for _, took, _ in _runs), default=0.0), 2)
             row["runs with a waiting note"] = sum(noted for _, _, noted in _runs)
-        if self.core is not None and all1 > all0:  # what else ran on the server's core
-            row["server core busy %"] = round(100 * (busy1 - busy0) / (all1 - all0), 1)
+        busy = _busy_percent(self._started[2], _core_ticks(self.core))
+        if busy is not None:  # what else ran on the server's core
+            row["server core busy %"] = busy
             row["other work on the server's core %"] = round(
                 max(0.0, row["server core busy %"] - row["server cpu % of one core"]), 1)
         self.steps.append(row)
