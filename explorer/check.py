@@ -34,7 +34,7 @@ How it works:
    computed on its own (masking before scaling skips the scaled scores): "not
    seen", —.
 6. `hidden_steps`: a warning for each step the sizes cannot see (head_dim 1
-   hides the scaling). The check runs within `explorer.sandbox.limits`.
+   hides the scaling). The check runs within `explorer.limits.limits`.
 
 Dropout: compared off unless the module is in train() mode with p > 0 and a
 ``dropout_seed`` is given; then the check draws the keep-masks from
@@ -66,6 +66,7 @@ from explorer import recipes
 from explorer.config import MAX_ATTENTION_CELLS, AttentionConfig
 from explorer.learner import (MEMORY_MB, TIMEOUT_S, CheckError, LearnerWeights, Recording,
                               read_weights, run_forward)
+from explorer.limits import limits
 from explorer.literal import format_value
 from explorer.mistakes import (DROPOUT_ACTIVE, MISTAKES, Sizes, dropout_diagnosis,
                                dropout_keep_mask, mistaken_steps)
@@ -73,6 +74,7 @@ from explorer.presets import JOURNEY_INPUTS, JOURNEY_SENTENCE
 from explorer.steps import STEPS, TOKENS
 from explorer.tokenizer import token_labels, tokenize
 from explorer.trace import attention_steps, embed, json_safe
+from explorer.verdicts import DIFFERS, MATCH, NOT_SEEN, SYMBOLS
 
 __all__ = ["COMPARED", "TOLERANCE", "CheckError", "CheckFailure", "CheckReport", "Difference",
            "StepResult", "check_module", "reference_steps", "result_from_json"]
@@ -83,8 +85,6 @@ COMPARED = ("queries", "keys", "values", "attn_scores", "scaled_scores", "masked
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 """Two numbers agree when |ours − yours| <= atol + rtol·|yours| (float32 rounding
 in another order of operations stays far below)."""
-MATCH, DIFFERS, NOT_SEEN = "match", "differs", "not seen"
-SYMBOLS = {MATCH: "✓", DIFFERS: "✗", NOT_SEEN: "—"}
 MAX_OUTLINED = 512
 """At most this many differing cells are listed (and outlined in the charts)."""
 NO_DIAGNOSIS = ("none of the classic mistakes explains it; compare the two matrices of the "
@@ -928,7 +928,7 @@ def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any 
     the ``.T`` on a 3-D tensor named when that is the cause); SelfAttention_v1
     and v2, which the book runs on one sentence, get a note. ``interface``
     (``"api"``, ``"cli"``, ``"app"``): how the advice spells settings (`spell`).
-    ``timeout`` (s) and ``memory_mb``: `explorer.sandbox.limits` around the
+    ``timeout`` (s) and ``memory_mb``: `explorer.limits.limits` around the
     check (None: no limit).
     ``causal``: override the mask buffer's say (for ``nn.MultiheadAttention``:
     pass the causal mask). ``dropout_seed``: compare with dropout on, in
@@ -941,8 +941,6 @@ def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any 
     (with the last lines of its traceback), and `ConfigError` for sizes beyond
     the explorer's limits.
     """
-    from explorer.sandbox import limits  # sandbox imports this module
-
     with limits(timeout, memory_mb, interface):
         return _check(module, sentence, inputs, seed, causal, dropout_seed, interface)
 

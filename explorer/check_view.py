@@ -22,15 +22,19 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from explorer import literal
 from explorer.charts import Chart
-from explorer.check import DIFFERS, MATCH, CheckReport
 from explorer.export import chart_div, mount_script, plotly_script
 from explorer.figures import matrix_chart, shared_range
 from explorer.steps import STEPS
+from explorer.verdicts import DIFFERS, MATCH
+
+if TYPE_CHECKING:  # the checker imports this module when a notebook shows a report
+    from explorer.check import CheckReport
 
 _COLOURS = {MATCH: "#1a7f37", DIFFERS: "#cf222e"}
 _CELL = "border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left"

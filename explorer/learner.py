@@ -39,7 +39,7 @@ MAX_RECORDED_BYTES = 256 * 2**20
 """The tensors one forward pass may leave for comparison; past this the rest
 are not kept (the report says so)."""
 TIMEOUT_S = 20.0
-"""Default wall-clock limit of a check (`explorer.sandbox.limits`, and
+"""Default wall-clock limit of a check (`explorer.limits.limits`, and
 `explorer.sandbox.check_source`'s child, importing torch included)."""
 MEMORY_MB = 1024
 """Default memory limit of a check: address space it may add beyond what the

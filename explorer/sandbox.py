@@ -1,9 +1,7 @@
 """Check a learner's attention class from its source code, within limits.
 
-- `limits`: the time and memory limits (`TIMEOUT_S`, `MEMORY_MB`) in this
-  process, for `explorer.check.check_module` in a notebook and the command line.
 - `check_code`: in this process (the command line, ``python -m explorer check``),
-  within `limits`.
+  within `explorer.limits.limits`.
 - `check_source`: in a child process with a time limit and a memory limit, for
   a page where visitors paste their code. Whatever their code does (loops
   forever, allocates 100 GB, prints megabytes, calls ``exit()``, crashes),
@@ -25,14 +23,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
-from contextlib import contextmanager
 from pathlib import Path
 
 from explorer import settings
 from explorer.check import CheckFailure, CheckReport, check_module, result_from_json
 from explorer.config import ConfigError
 from explorer.learner import MEMORY_MB, TIMEOUT_S, CheckError, build_module, load_class
+from explorer.limits import address_space, limits, memory_message, out_of_memory
 from explorer.presets import JOURNEY_SENTENCE
 from explorer.tokenizer import tokenize
 
@@ -46,98 +43,6 @@ MAX_OUTPUT_BYTES = 16 * 2**20
 """What the learner's code may print or write to files before it is stopped."""
 FILENAME = "your_code.py"
 """The name the pasted code goes by in tracebacks."""
-
-
-class _TimeUp(BaseException):
-    """Raised by `limits`' timer inside the learner's code (a BaseException, so
-    that no ``except Exception`` of theirs or ours catches it)."""
-
-
-_limited = threading.local()
-LIMIT_FLAGS = {"api": ("timeout=…", "memory_mb=…"), "cli": ("--timeout S", "--memory_mb MB"),
-               "app": ("", "")}
-"""How each interface changes the limits, for the messages."""
-
-
-def _address_space() -> int:
-    """This process's address space in bytes (Linux; 0 elsewhere)."""
-    try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        return 0
-
-
-def _lower_address_space(memory_mb: int) -> tuple[int, int] | None:
-    """Lower ``RLIMIT_AS`` to ``memory_mb`` MB beyond the address space held now
-    (within the hard limit); returns the limits to put back, or None where it
-    cannot be lowered."""
-    import resource
-
-    previous = resource.getrlimit(resource.RLIMIT_AS)
-    wanted, hard = _address_space() + memory_mb * 2**20, previous[1]
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (
-            wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))
-    except (ValueError, OSError):
-        return None
-    return previous
-
-
-@contextmanager
-def limits(timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
-           interface: str = "api"):
-    """Run the block within ``timeout`` seconds (wall clock) and ``memory_mb``
-    MB of address space beyond what the process holds now, in this process.
-
-    Time: a ``SIGALRM`` timer whose handler raises inside whatever runs
-    (a Python loop stops at once, one long torch call when it returns).
-    Memory: ``RLIMIT_AS`` lowered for the block and put back after (Linux).
-    Both only in the main thread (a notebook, the command line), where signals
-    arrive and no other thread shares the limit; a server's threads use
-    `check_source` instead. None or 0: no limit. Nested
-    blocks keep the outer limits. Raises `explorer.learner.CheckError` with
-    field ``"timeout"`` or ``"memory"``, saying how to change the limit
-    (`LIMIT_FLAGS`).
-    """
-    if getattr(_limited, "active", False):
-        yield
-        return
-    time_flag, memory_flag = LIMIT_FLAGS.get(interface, LIMIT_FLAGS["api"])
-    main = threading.current_thread() is threading.main_thread()
-    timer = bool(timeout) and main
-    previous_handler = None
-    if timer:
-        def time_up(signum, frame):
-            raise _TimeUp
-
-        previous_handler = signal.signal(signal.SIGALRM, time_up)
-        signal.setitimer(signal.ITIMER_REAL, timeout)
-    # the limit is the process's: never under a server's other threads
-    previous_memory = _lower_address_space(memory_mb) if memory_mb and main else None
-    _limited.active = True
-    try:
-        yield
-    except _TimeUp:
-        raise CheckError("timeout", f"your code ran for more than {timeout:g} s and was stopped: "
-                                    "does a loop never end?" +
-                         (f" ({time_flag} changes the limit)" if time_flag else "")) from None
-    except (MemoryError, ConfigError, RuntimeError) as error:
-        failure = _failure(error, memory_mb or 0) if memory_mb else None
-        if failure is not None and failure.kind == "memory":
-            raise CheckError("memory", failure.message +
-                             (f" ({memory_flag} changes the limit)" if memory_flag else ""),
-                             failure.details) from None
-        raise
-    finally:
-        _limited.active = False
-        if timer:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous_handler)
-        if previous_memory is not None:
-            import resource
-
-            resource.setrlimit(resource.RLIMIT_AS, previous_memory)
 
 
 def check_code(source: str, class_name: str, *, d_in: int = 3, d_out: int = 4,
@@ -271,22 +176,19 @@ def _set_limits(timeout: float, memory_mb: int) -> None:
     """The child's own limits (see `check_source`), set after its imports."""
     import resource
 
-    address_space = _address_space() + memory_mb * 2**20
+    memory = address_space() + memory_mb * 2**20
     cpu = math.ceil(timeout) + 1
-    for limit, value in ((resource.RLIMIT_AS, address_space), (resource.RLIMIT_CPU, cpu),
+    for limit, value in ((resource.RLIMIT_AS, memory), (resource.RLIMIT_CPU, cpu),
                          (resource.RLIMIT_FSIZE, MAX_OUTPUT_BYTES), (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(limit, (value, value))
-
-
-_OUT_OF_MEMORY = ("can't allocate memory", "cannot allocate memory", "out of memory")
 
 
 def _failure(error: BaseException, memory_mb: int) -> CheckFailure:
     """A `CheckFailure` for whatever stopped the check in the child."""
     text = str(error)
-    if isinstance(error, MemoryError) or any(s in text.lower() for s in _OUT_OF_MEMORY):
-        return CheckFailure("memory", f"your code needed more than {memory_mb:,} MB of memory "
-                                      f"and was stopped", getattr(error, "details", "") or text)
+    if out_of_memory(error):
+        return CheckFailure("memory", memory_message(memory_mb),
+                            getattr(error, "details", "") or text)
     if isinstance(error, CheckError):
         return CheckFailure(error.field, text, error.details)
     if isinstance(error, ConfigError):

@@ -597,6 +597,57 @@ def test_compute_modules_import_no_ui_libraries():
         assert imported <= {"torch", "explorer", *sys.stdlib_module_names}, (name, imported)
 
 
+
+def _explorer_imports(path: Path, root: Path) -> set[str]:
+    """The ``explorer`` modules ``path`` imports when it runs: at its top and
+    inside its functions, not under ``if TYPE_CHECKING:`` (annotations only)."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            node.body = []
+    found = set()
+    for node in ast.walk(tree):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+            [node.module] + [f"{node.module}.{a.name}" for a in node.names] \
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+        for name in names:
+            module = name
+            while module.startswith("explorer.") and not (
+                    (root / (module.replace(".", "/") + ".py")).exists()
+                    or (root / module.replace(".", "/") / "__init__.py").exists()):
+                module = module.rpartition(".")[0]
+            if module.startswith("explorer."):
+                found.add(module)
+    return found
+
+
+def test_the_explorer_package_has_no_import_cycle():
+    """No module of ``explorer`` imports, even lazily inside a function, one
+    that imports it back (directly or through others). A package's
+    ``__init__`` re-exporting its modules is not a cycle of theirs."""
+    root = Path(__file__).resolve().parents[1]
+    graph = {}
+    for path in (root / "explorer").rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        graph[name] = {m for m in _explorer_imports(path, root)
+                       if m != name and not name.startswith(m + ".")}
+    cycles = []
+
+    def visit(name, trail):
+        for other in sorted(graph.get(name, ())):
+            if other in trail:
+                cycles.append(trail[trail.index(other):] + [other])
+            elif other not in seen:
+                seen.add(other)
+                visit(other, trail + [other])
+
+    for start in sorted(graph):
+        seen = {start}
+        visit(start, [start])
+    assert not cycles, sorted({" -> ".join(c) for c in cycles})[:10]
+
+
 FIRST_IMPORTS = """
 import importlib, sys, threading
 names = sys.argv[1:]
