@@ -4,6 +4,7 @@ picker, tables and the page header. Everything reads the page's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import replace
 from functools import partial
@@ -16,8 +17,8 @@ from explorer.config import AttentionConfig, ConfigError
 from explorer.steps import STEPS, TOKENS, Step, chart_caption, layout_rows, shows_colour_bar
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
-from explorer.ui import chart, state, widgets
-from explorer.ui.cache import cached_trace
+from explorer.ui import chart, sidebar, state, widgets
+from explorer.ui.cache import cached_trace, drawing
 from explorer.ui.state import View
 
 
@@ -207,6 +208,20 @@ def page_header(title: str, intro: str) -> None:
                        layout="wide")
     st.title(title)
     st.markdown(intro)
+
+
+def step_page(page: str, intro: str, draw: Callable[[View], None]) -> None:
+    """A chapter-3 page (Simplified, Self-attention, Causal & multi-head): its
+    title and ``intro`` (`page_header`), the sidebar's settings
+    (`explorer.ui.sidebar.settings`), then ``draw(view)`` of what they give,
+    holding the page's share of the work allowance (`explorer.ui.cache.drawing`:
+    large pages draw in turn). Settings that make no view (a message says why)
+    draw nothing."""
+    page_header(page, intro)
+    view = sidebar.settings(page)
+    if view is not None:
+        with drawing(page, view.config):
+            draw(view)
 
 
 def query_picker(view: View, label: str) -> int | None:
