@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8501
 REPLICAS ?= 2
 
-.PHONY: run test test-fast bench fuzz soak replicas download-models clean
+.PHONY: run test test-fast test-browser bench fuzz soak replicas download-models clean
 
 $(VENV)/.app-installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,11 +31,17 @@ test: $(VENV)/.dev-installed
 	node --test tests/js/*.test.mjs
 	$(PYTEST)
 
-## make test-fast: everything but the tests marked slow (fuzz, random links, soak,
+## make test-fast: the quick tier, for every edit: the chart modules' unit tests in Node,
+## the backend and every page in AppTest; leaves out the tests that drive Chromium
+## (marked browser, by tests/conftest.py) and those marked slow (fuzz, random links, soak,
 ## memory burst, replicas, sandbox)
 test-fast: $(VENV)/.dev-installed
 	node --test tests/js/*.test.mjs
-	$(PYTEST) -m "not slow"
+	$(PYTEST) -m "not slow and not browser"
+
+## make test-browser: the Playwright tests in Chromium (but the slow ones)
+test-browser: $(VENV)/.dev-installed
+	$(PYTEST) -m "browser and not slow"
 
 ## make bench: speed figures, printed and written to benchmarks/results/; then the
 ## capacity (visitors served with an edit p95 <= 2 s): of one process on one core with

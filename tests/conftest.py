@@ -75,6 +75,18 @@ def browser_context_args(browser_context_args):
     return {**browser_context_args, "viewport": {"width": 1400, "height": 1000}}
 
 
+PLAYWRIGHT_FIXTURES = frozenset({"page", "context", "browser"})
+"""pytest-playwright's fixtures: a test that takes one drives a real Chromium."""
+
+
+def pytest_collection_modifyitems(items):
+    """Mark every test that drives Chromium (takes a `PLAYWRIGHT_FIXTURES`
+    fixture) ``browser``: `make test-fast` leaves them out, `make test` runs them."""
+    for item in items:
+        if PLAYWRIGHT_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.browser)
+
+
 @pytest.fixture(autouse=True)
 def _generous_waits(request):
     """Page actions (clicks, typing, downloads) wait `RUN_TIMEOUT_MS` too."""

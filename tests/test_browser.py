@@ -15,7 +15,6 @@ from tests.conftest import PAGE_FILES, RUN_TIMEOUT_MS, url_path
 
 PAGE_NAMES = {url_path(path): name for name, (path, _) in PAGES.items()}
 
-pytestmark = pytest.mark.browser
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 

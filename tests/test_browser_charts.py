@@ -18,7 +18,6 @@ from explorer.ui.experiments import EXPERIMENTS
 from tests.conftest import RUN_COUNTER
 from tests.test_browser import chart_count, page_url, settle
 
-pytestmark = pytest.mark.browser
 
 WIDTHS = (1400, 390)
 LONG_TOKENS = "we saw extraordinarily unbelievable cats today"

@@ -11,8 +11,6 @@ from tests.conftest import _serve
 from tests.test_app_check import SOFTMAX_OVER_QUERIES
 from tests.test_browser import chart_count, page_url, settle
 
-pytestmark = pytest.mark.browser
-
 
 @pytest.fixture(scope="module")
 def code_server():

@@ -9,7 +9,6 @@ from playwright.sync_api import Browser, Page, expect
 from tests.test_browser import chart_count, page_url, settle
 from tests.conftest import RUN_COUNTER
 
-pytestmark = pytest.mark.browser
 
 TEN_TOKENS = "the cat sat on the mat and then it slept"
 CELL_TEXTS = """() => [...document.querySelectorAll('.explorer-chart')].map((gd) => {

@@ -15,7 +15,6 @@ from explorer import AttentionConfig, compute_trace
 from explorer.export import html_report
 from tests.test_browser import chart_count, page_url, settle
 
-pytestmark = pytest.mark.browser
 
 DOWNLOADS = {"attention.py": ".py", "Report (HTML)": ".html", "Every matrix (JSON)": ".json",
              "CSV": ".csv"}

@@ -23,8 +23,6 @@ from explorer.explain import explain_cell
 from explorer.steps import STEPS
 from tests.test_browser import chart_count, page_url, settle
 
-pytestmark = pytest.mark.browser
-
 
 class HeldServer:
     """The page's websocket to the server, through Playwright: the page's

@@ -11,7 +11,6 @@ from tests.conftest import RUN_COUNTER
 from tests.test_browser import chart_count, page_url, settle
 from tests.test_browser_clarity import CELL_TEXTS
 
-pytestmark = pytest.mark.browser
 CHARTS = 14
 """cos, sin, Q before/after, scores before/after, shared K, GQA weights, the two
 masks, windowed weights, the decoded row, the tile and its O."""

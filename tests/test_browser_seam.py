@@ -6,13 +6,11 @@ Plotly)."""
 
 from __future__ import annotations
 
-import pytest
 from playwright.sync_api import Page
 
 from explorer.ui.chart import CHART_URL
 from tests.test_browser import chart_count, page_url, settle
 
-pytestmark = pytest.mark.browser
 
 CHECK = """async (url) => {
   const seam = await import(new URL(url, document.baseURI).href);  // the page's own copy

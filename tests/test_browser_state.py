@@ -22,7 +22,6 @@ from tests.test_browser import choose_option, page_url, settle
 from tests.test_state import ATTENTION_PAGES, link_of, open_random
 from tests.tiny_models import plant_in_hub_cache, save_tiny_gpt2
 
-pytestmark = pytest.mark.browser
 
 CHARTS = """() => Object.fromEntries([...document.querySelectorAll('.explorer-chart')].map((gd) => {
   const box = gd.closest("[class*='st-key-']");

@@ -47,7 +47,6 @@ from tests.conftest import RUN_TIMEOUT_MS, url_path
 from tests.soak import Settings, finished_run
 from tests.test_browser import choose_option
 
-pytestmark = pytest.mark.browser
 
 BATTERY = {
     "image": "a ![PWNIMG](http://127.0.0.1:9/pwn.png)",
