@@ -37,6 +37,15 @@ def open_link(page: str, query: dict[str, str] | None = None) -> AppTest:
     return at
 
 
+def page_link(at: AppTest) -> str:
+    """The "Link to this view" text, as a visitor reads it: the box opened
+    (its code block, the sidebar's first, is drawn only while it is open)."""
+    if not (state.LINK_BOX_KEY in at.session_state and at.session_state[state.LINK_BOX_KEY]):
+        at.session_state[state.LINK_BOX_KEY] = True
+        at.run()
+    return at.sidebar.code[0].value
+
+
 _MATRICES: dict = {}  # matrices the "page" holds, by hash, as the browser keeps them
 
 

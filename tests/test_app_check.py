@@ -9,7 +9,7 @@ import pytest
 from explorer import literal, sandbox
 from explorer.listings import MULTI_HEAD_ATTENTION
 from explorer.ui.navigation import CHECK_PAGE, PAGES
-from tests.test_app import all_charts, errors, open_link
+from tests.test_app import all_charts, errors, open_link, page_link
 
 PAGE = PAGES[CHECK_PAGE][0]
 SOFTMAX_OVER_QUERIES = MULTI_HEAD_ATTENTION.replace(
@@ -53,7 +53,7 @@ def test_the_books_listing_matches(code_allowed):
     at = check()
     assert errors(at) == []
     assert at.success[0].value.startswith("✓ Matches the reference computed from your weights")
-    assert "check_code" not in at.sidebar.code[0].value  # code never goes into a link
+    assert "check_code" not in page_link(at)  # code never goes into a link
 
 
 def test_a_pasted_class_with_a_classic_mistake_is_caught_at_its_step(code_allowed):
@@ -88,7 +88,7 @@ def test_a_bad_seed_is_refused_before_anything_runs(code_allowed):
 def test_the_class_and_its_sizes_are_in_the_link(code_allowed):
     at = open_link(PAGE, {"check_class": "CausalAttention", "d_out": "6", "num_heads": "1"})
     assert at.text_input(key="check_class").value == "CausalAttention"
-    link = at.sidebar.code[0].value
+    link = page_link(at)
     assert "check_class=CausalAttention" in link and "d_out=6" in link and "num_heads=1" in link
 
 

@@ -23,7 +23,7 @@ from explorer.trace import Trace, read_json
 from explorer.ui import downloads
 from explorer.ui.matrices import parse_csv_matrix
 from tests.conftest import PAGE_FILES
-from tests.test_app import open_page, pick
+from tests.test_app import open_page, page_link, pick
 from tests.test_app_multihead import TWO_HEADS, TWO_HEADS_CONFIG
 from tests.test_export import PLOTLY_JS_SIGNATURE
 
@@ -55,11 +55,6 @@ def sidebar_downloads(at: AppTest, offered: dict[str, tuple]) -> dict[str, Downl
     """The sidebar's download buttons by label, as offered in the last run."""
     return {button.label: Download(*offered[button.proto.deferred_file_id])
             for button in at.sidebar.get("download_button")}
-
-
-def page_link(at: AppTest) -> str:
-    """The "Link to this view" text (the first code block of the sidebar)."""
-    return at.sidebar.code[0].value
 
 
 def _no_constants(name: str):
@@ -120,7 +115,9 @@ def test_one_matrix_of_the_head_shown_and_the_script_to_copy(offered, monkeypatc
                         lambda *args, **kwargs: built.append(args) or pytorch_script(*args,
                                                                                       **kwargs))
     at.run()
-    assert built == [] and len(at.sidebar.code) == 1  # only the link
+    assert built == [] and len(at.sidebar.code) == 0  # neither the script nor the link
+    page_link(at)  # opens the link's box: its code block comes first
+    assert built == [] and len(at.sidebar.code) == 1
     at.session_state[downloads.SCRIPT_POPOVER_KEY] = True
     at.run()
     assert len(built) == 1

@@ -14,7 +14,7 @@ from explorer.explain import explain_cell
 from explorer.presets import EXPERIMENTS_PAGE, SELF_ATTENTION_PAGE
 from explorer.ui.state import EXPERIMENT_LABELS
 from explorer.ui.navigation import PAGES
-from tests.test_app import all_charts, errors, open_link, open_page, z_values
+from tests.test_app import all_charts, errors, open_link, open_page, page_link, z_values
 
 PAGE = PAGES[EXPERIMENTS_PAGE][0]
 
@@ -53,7 +53,7 @@ def test_only_the_open_experiment_is_drawn_and_the_link_names_it():
     assert not at.exception and errors(at) == []
     drawn = set(all_charts(at))
     assert "exp-perm-original" in drawn and not drawn & first
-    assert [c.value for c in at.sidebar.code] == ["?experiment=permutation"]
+    assert page_link(at) == "?experiment=permutation"
     # The link's short name and the label of older links open the same experiment.
     assert set(all_charts(open_tab("permutation"))) == drawn
 

@@ -40,7 +40,7 @@ from explorer.ui.navigation import MODEL_PAGE, PAGES
 from explorer.ui.real_model import DEFAULT_MODEL
 from tests.conftest import ROOT
 from tests.test_app import (HOSTILE, all_charts, chart_headers, charts, errors, open_link,
-                            open_page, pick, picked, z_values)
+                            open_page, page_link, pick, picked, z_values)
 from tests.tiny_models import save_tiny_bert, save_tiny_gpt2
 
 PAGE = PAGES[MODEL_PAGE][0]
@@ -207,7 +207,7 @@ def test_a_click_on_a_head_slice_explains_its_cell_in_the_whole_matrix(gpt2_dir,
     assert state["cell"] == ("W_query", 3, 20, 1)
     at.session_state["cell"] = state["cell"]
     at.run()
-    assert "head=1" in at.sidebar.code[0].value and "cell=W_query:3,20" in at.sidebar.code[0].value
+    assert "head=1" in page_link(at) and "cell=W_query:3,20" in page_link(at)
     trace = compute_model_trace(load_model(gpt2_dir), SENTENCE, layer=0)
     text = " ".join(m.value.replace("\\", "") for m in at.markdown)
     assert f"W_query[3, 20]** (row 3, column 20) = {format_value(trace['W_query'][3, 20])}" in text
@@ -232,7 +232,7 @@ def test_a_click_on_the_grid_opens_that_layer_and_head(gpt2_dir, handlers):
     assert (state["layer"], state["head"]) == (1, 1)
     at.session_state["layer"], at.session_state["head"] = 1, 1
     at.run()
-    assert "layer=1&head=1" in at.sidebar.code[0].value
+    assert "layer=1&head=1" in page_link(at)
     assert at.segmented_control(key="layer").value == 1
     assert picked(at, "head") == 1
     trace = compute_model_trace(load_model(gpt2_dir), SENTENCE, layer=1)
@@ -252,7 +252,7 @@ def test_the_line_view_is_offered_with_the_models_tokens(gpt2_dir):
     assert spec["labels"] == [literal.plotly(s) for s in token_labels(trace.tokens)]
     assert spec["threshold"] == 0 and spec["perHead"] is True
     pick(at, "lines", True)
-    assert "lines=true" in at.sidebar.code[0].value
+    assert "lines=true" in page_link(at)
 
 
 def test_an_example_opens_the_head_found_by_measuring(gpt2_dir):

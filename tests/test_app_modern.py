@@ -17,8 +17,8 @@ from explorer.config import AttentionConfig
 from explorer.trace import compute_trace
 from explorer.ui import state
 from explorer.ui.navigation import MODERN_PAGE, PAGES
-from tests.test_app import all_charts, errors, open_link
-from tests.test_state import _differences, link_of, query_of, view_of
+from tests.test_app import all_charts, errors, open_link, page_link
+from tests.test_state import _differences, query_of, view_of
 
 PAGE = PAGES[MODERN_PAGE][0]
 PARTS = ("RoPE", "Grouped-query attention", "Sliding window", "KV cache", "Online softmax")
@@ -132,10 +132,10 @@ def test_a_random_value_of_every_setting_survives_the_link():
             at.session_state[name] = value
         at.run()
         assert not at.exception and errors(at) == [], seed
-        link = link_of(at)
+        link = page_link(at)
         again = open_link(PAGE, query_of(link))
         assert not again.exception
-        assert link_of(again) == link
+        assert page_link(again) == link
         assert _differences(view_of(at, MODERN_PAGE), view_of(again, MODERN_PAGE)) == [], link
         changed |= set(query_of(link))
     linked = {e.name for e in state.entries_of(MODERN_PAGE) if e.linked}
@@ -215,8 +215,8 @@ def test_a_click_on_a_score_with_rope_explains_it():
     assert np.isclose(products.sum() / np.sqrt(8), float(trace.scores_rope[1, 3, 1]), atol=1e-3)
     shapes = all_charts(at)["modern-scores-after"]["layout"]["shapes"]
     assert any(s.get("name") == "cell" and s["x0"] == 0.5 and s["y0"] == 2.5 for s in shapes)
-    assert "modern_cell=scores-after%3A3%2C1" in link_of(at) or \
-        "modern_cell=scores-after:3,1" in link_of(at)
+    assert "modern_cell=scores-after%3A3%2C1" in page_link(at) or \
+        "modern_cell=scores-after:3,1" in page_link(at)
 
 
 @pytest.mark.parametrize("chart, cell, words", [

@@ -45,6 +45,20 @@ def settle(page: Page, timeout: float = RUN_TIMEOUT_MS) -> None:
     page.evaluate("window.__settledRuns = window.__runsDone")
 
 
+def sidebar_link(page: Page, close: bool = False) -> str:
+    """The "Link to this view" text, as a visitor copies it: the box opened (its
+    code box is drawn by the run that opening starts), read, and closed again
+    when ``close``."""
+    box = page.get_by_test_id("stSidebar").get_by_text("Link to this view")
+    box.click()
+    settle(page)
+    text = page.get_by_test_id("stSidebar").get_by_test_id("stCode").first.inner_text().strip()
+    if close:
+        box.click()
+        settle(page)
+    return text
+
+
 def choose_option(page: Page, selectbox: Locator, option: str, tries: int = 5) -> None:
     """Open ``selectbox`` and click its ``option``, as a person would, opening it
     again if the list closed under the pointer. The list is a react-aria popover

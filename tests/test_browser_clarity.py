@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.test_browser import chart_count, page_url, settle
+from tests.test_browser import chart_count, page_url, settle, sidebar_link
 from tests.conftest import RUN_COUNTER
 
 
@@ -72,8 +72,7 @@ def test_the_link_opens_the_same_view_in_a_fresh_browser(shared_server, page: Pa
     page.mouse.click(area["x"] + area["width"] * 1.5 / 6, area["y"] + area["height"] * 3.5 / 6)
     settle(page)
     expect(page.get_by_text('ω["eat", "is"]', exact=True)).to_be_visible()
-    page.get_by_text("Link to this view").click()
-    link = page.get_by_test_id("stSidebar").get_by_test_id("stCode").first.inner_text().strip()
+    link = sidebar_link(page)
     assert "preset=life-is-short" in link and "d_k=3" in link and "cell=attn_scores:3,1" in link
     chart_count(page)
     here = page.evaluate(NUMBERS)

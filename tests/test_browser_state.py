@@ -17,9 +17,9 @@ from explorer import AttentionConfig, compute_trace
 from explorer.ui.matrices import parse_csv_matrix
 from explorer.ui.navigation import PAGES
 from tests.conftest import RUN_COUNTER, RUN_TIMEOUT_MS, _serve, url_path
-from tests.test_app import all_charts
-from tests.test_browser import choose_option, page_url, settle
-from tests.test_state import ATTENTION_PAGES, link_of, open_random
+from tests.test_app import all_charts, page_link
+from tests.test_browser import choose_option, page_url, settle, sidebar_link
+from tests.test_state import ATTENTION_PAGES, open_random
 from tests.tiny_models import plant_in_hub_cache, save_tiny_gpt2
 
 
@@ -69,27 +69,20 @@ def fresh_page(browser: Browser, width: int = 1400) -> Page:
     return context.new_page()
 
 
-def sidebar_link(page: Page) -> str:
-    """The "Link to this view" text, as a visitor copies it."""
-    sidebar = page.get_by_test_id("stSidebar")
-    sidebar.get_by_text("Link to this view").click()
-    return sidebar.get_by_test_id("stCode").first.inner_text().strip()
-
-
 @pytest.mark.parametrize("page_name", ATTENTION_PAGES)
 def test_a_random_link_opens_the_same_view_in_a_fresh_browser(shared_server, browser: Browser,
                                                               page_name):
     at, _ = open_random(page_name, seed=100 + ATTENTION_PAGES.index(page_name))
-    query = link_of(at)  # "?...": AppTest has no address
+    query = page_link(at)  # "?...": AppTest has no address
     path = url_path(PAGES[page_name][0])
     url = f"{shared_server.url}/{'' if path == 'Home' else path}{query}"
     page = fresh_page(browser)
     page.goto(url)
     settle(page)
     expect(page.get_by_test_id("stException")).to_have_count(0)
-    assert sidebar_link(page).endswith(query) or query == ""
     if page_name != "Home":
         assert browser_charts(page) == expected_charts(at)
+    assert sidebar_link(page).endswith(query) or query == ""
     page.context.close()
 
 
@@ -110,11 +103,11 @@ def test_a_real_model_link_opens_the_same_view_in_a_fresh_browser(cached_model_s
     settle(first)
     expect(first.get_by_test_id("stAlertContentError")).to_have_count(0)
     expect(first.get_by_text('α_1["·sat", "·cat"]', exact=True)).to_be_visible()
+    here = browser_charts(first)
     link = sidebar_link(first)
     assert urllib.parse.parse_qs(urllib.parse.urlsplit(link).query) == {
         "model": ["distilgpt2"], "sentence": ["the cat sat on the mat"], "layer": ["1"],
         "head": ["1"], "query": ["2"], "cell": ["attn_weights:2,1"], "lines": ["true"]}
-    here = browser_charts(first)
     other = fresh_page(browser)
     other.goto(link)
     settle(other)

@@ -22,7 +22,7 @@ from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAG
 from explorer.ui.state import (ACTIONS, ENTRIES, INTERNAL, CellRef, Choice, Flag, Fraction, Index,
                                MatrixKind, Number, Steps, Text)
 from explorer.ui.matrices import parse_csv_matrix
-from tests.test_app import all_charts, errors, open_link, open_page, pick, z_values
+from tests.test_app import all_charts, errors, open_link, open_page, page_link, pick, z_values
 from tests.test_app_downloads import offered, sidebar_downloads  # noqa: F401, F811 (a fixture)
 
 ATTENTION_PAGES = (HOME_PAGE, SIMPLIFIED_PAGE, SELF_ATTENTION_PAGE, MULTI_HEAD_PAGE,
@@ -198,10 +198,6 @@ def open_random(page: str, seed: int) -> tuple[AppTest, dict[str, Any]]:
     return at, values
 
 
-def link_of(at: AppTest) -> str:
-    return at.sidebar.code[0].value
-
-
 def query_of(link: str) -> dict[str, str]:
     from urllib.parse import parse_qsl, urlsplit
     return dict(parse_qsl(urlsplit(link).query, keep_blank_values=True))
@@ -247,10 +243,10 @@ def test_a_random_value_of_every_entry_survives_the_link(page):
         at, values = open_random(page, seed)
         assert not at.exception, seed
         assert errors(at) == [], (seed, values)  # valid values: the page draws them
-        link = link_of(at)
+        link = page_link(at)
         again = open_link(PAGES[page][0], query_of(link))
         assert not again.exception, link
-        assert link_of(again) == link
+        assert page_link(again) == link
         assert _differences(view_of(at, page), view_of(again, page)) == [], (seed, link)
         changed |= set(query_of(link))
     # Between them, the draws put a value other than the default into every entry.
@@ -266,7 +262,7 @@ def test_a_random_value_of_every_entry_survives_the_link(page):
 def test_the_experiments_link_reproduces_temperature_shuffles_positions_and_a_b():
     at = open_link(PAGES[EXPERIMENTS_PAGE][0], {"seed": "9", "experiment": "temperature"})
     at.select_slider(key="temperature").set_value(0.05).run()
-    link = link_of(at)
+    link = page_link(at)
     assert query_of(link) == {"seed": "9", "experiment": "temperature", "temperature": "0.05"}
     again = open_link(PAGES[EXPERIMENTS_PAGE][0], query_of(link))
     assert again.select_slider(key="temperature").value == 0.05
@@ -281,10 +277,11 @@ def test_the_experiments_link_reproduces_temperature_shuffles_positions_and_a_b(
     at.segmented_control(key="experiment").set_value("compare").run()
     at.text_input(key="b_seed").set_value("5").run()
     at.toggle(key="a_causal").set_value(True).run()
-    params = query_of(link_of(at))
+    params = query_of(page_link(at))
     assert {k: params[k] for k in ("shuffles", "positions", "b_seed", "a_causal")} == {
         "shuffles": "2", "positions": "true", "b_seed": "5", "a_causal": "true"}
     again = open_link(PAGES[EXPERIMENTS_PAGE][0], params)
+    assert page_link(again) == page_link(at)  # both with the link's box open
     assert _differences(view_of(at, EXPERIMENTS_PAGE), view_of(again, EXPERIMENTS_PAGE)) == []
 
 
@@ -330,7 +327,7 @@ def test_switching_random_weights_to_given_keeps_every_number_on_screen():
     np.testing.assert_array_equal(z_values(all_charts(at)["chart-context"]),
                                   trace["context"].numpy())
     # The link carries the numbers, so that it opens the same view.
-    again = open_link(PAGES[SELF_ATTENTION_PAGE][0], query_of(link_of(at)))
+    again = open_link(PAGES[SELF_ATTENTION_PAGE][0], query_of(page_link(at)))
     np.testing.assert_array_equal(z_values(all_charts(again)["chart-context"]),
                                   trace["context"].numpy())
 
@@ -352,7 +349,7 @@ def test_switching_uniform_x_to_given_keeps_x_and_says_why_the_weights_change():
 def test_the_csv_is_of_the_head_the_page_shows(offered):  # noqa: F811 (the fixture)
     at = open_link(PAGES[MULTI_HEAD_PAGE][0], {"d_k": "4", "d_v": "4", "n_heads": "4"})
     pick(at, "head", 3)
-    assert "head=3" in link_of(at)
+    assert "head=3" in page_link(at)
     assert [c.value for c in at.sidebar.caption if c.value.startswith("Head ")] == [
         "Head 3, the head shown on the page."]
     csv_download = sidebar_downloads(at, offered)["CSV"]
@@ -372,7 +369,7 @@ def test_a_link_value_out_of_its_bounds_is_noted_once():
         return [sum(note in e for e in shown) for note in notes]
 
     assert times_shown() == [1, 1, 1], errors(at)
-    assert query_of(link_of(at)) == {}
+    assert query_of(page_link(at)) == {}
     at.run()  # another run of the page (a chart's click, a rerun) neither repeats nor reads again
     assert times_shown() == [1, 1, 1], errors(at)
     at.text_input(key="seed").set_value("7").run()  # a change of the visitor's: the notes go

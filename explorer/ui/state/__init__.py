@@ -69,7 +69,7 @@ from explorer.ui.state.session import (LINK_READ, LINK_CHECKS, PROBLEMS, SWITCH_
                                        problems, note, changed, page_follows,
                                        FOLLOW_PAUSE_SECONDS, follow_page, request_switch,
                                        as_array, set_matrix, apply_preset, active_preset)
-from explorer.ui.state.link import (read_link, link_params, url, publish, show_problems)
+from explorer.ui.state.link import (LINK_BOX_KEY, read_link, link_params, url, publish, show_problems)
 from explorer.ui.state.view import (begin, baseline, settings, config_fields, resolve, View)
 
 __all__ = [
@@ -83,7 +83,7 @@ __all__ = [
     'SWITCH_TO', 'PAGE_FOLLOWS', 'SHOWN_CONFIG', 'EDITOR_VERSION', 'IMPORT_ERROR',
     'CHART_SENT', 'MODEL_EXAMPLE_FOUND', 'INTERNAL', 'value', 'put', 'problems', 'note',
     'changed', 'page_follows', 'FOLLOW_PAUSE_SECONDS', 'follow_page', 'request_switch',
-    'as_array', 'set_matrix', 'apply_preset', 'active_preset', 'read_link', 'link_params',
+    'as_array', 'set_matrix', 'apply_preset', 'active_preset', 'LINK_BOX_KEY', 'read_link', 'link_params',
     'url', 'publish', 'show_problems', 'begin', 'baseline', 'settings', 'config_fields',
     'resolve', 'View'
 ]

@@ -368,6 +368,7 @@ ACTIONS: dict[str, str] = {
     "shuffle": "the Shuffle button",
     "download-": "a download button",
     "script-popover": "the Copy popover of the PyTorch script",
+    "link-box": "the Link to this view box (its code box is drawn while it is open)",
     "check-": "the Check my code button and the report's charts",
     "picker-": "a picker of the view drawn by chart.js (the query token, the head)",
     "modern-": "a chart of the Modern attention page",

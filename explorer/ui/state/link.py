@@ -126,19 +126,33 @@ def url(page_url: str, params: Mapping[str, str]) -> str:
     return f"{page_url}?{query}" if query else page_url
 
 
+LINK_BOX_KEY = "link-box"
+"""The key of the "Link to this view" box (an action of `ACTIONS`): open, it
+holds the link's code box."""
+
+
 def publish(params: Mapping[str, str], note_text: str = "") -> str:
     """Write ``params`` into the address bar (when they changed) and draw the
-    sidebar's "Link to this view": the page's URL with them, collapsed, in a
-    code box with Streamlit's copy button, and ``note_text`` under it. Returns
-    the link (the downloads write it into the script and the report)."""
+    sidebar's "Link to this view": collapsed; opened, the page's URL with them
+    in a code box with Streamlit's copy button, and ``note_text`` under it.
+    Returns the link (the downloads write it into the script and the report).
+
+    The code box is drawn only while the box is open (it reruns the page when
+    opened): the first ``st.code`` of a page loads Streamlit's syntax
+    highlighter, about 0.25 s of the browser's main thread (Chromium, 2 cores,
+    a profile of the Self-attention page's first open) before any chart is
+    drawn; the address bar holds the same link all along."""
     if st.query_params.to_dict() != dict(params):
         st.query_params.from_dict(params)
     link = url(st.context.url or "", params)
-    with st.expander("Link to this view", icon=":material/link:"):
-        st.code(link, language=None, wrap_lines=True,
-                height=min(300, 40 + 22 * (len(link) // 40)))
-        if note_text:
-            st.caption(note_text)
+    box = st.expander("Link to this view", icon=":material/link:", key=LINK_BOX_KEY,
+                      on_change="rerun")
+    if box.open:
+        with box:
+            st.code(link, language=None, wrap_lines=True,
+                    height=min(300, 40 + 22 * (len(link) // 40)))
+            if note_text:
+                st.caption(note_text)
     return link
 
 
