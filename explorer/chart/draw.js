@@ -164,11 +164,16 @@ export async function drawChart(gd, state) {
   const build = (/** @type {import("./figure.js").Area} */ area) => ({
     traces: tracesFor(figure.data, matrices, area, columns, textWidth, lineHeight),
     layout: layoutWithTicks(layout, figure.data, area, textWidth, lineHeight) });
+  // A newer payload came while this drew: its own drawing paints the plot, and
+  // this one stops, so that its later steps cannot paint old numbers over it.
+  const superseded = () => state.picture !== payload;
   let picture = build(plotArea(gd, layout));
   await Plotly.react(gd, picture.traces, picture.layout, config);
+  if (superseded()) return;
   if (fitTitle(gd, layout, touch ? 0 : TOOLBAR_PX)) {
     picture = build(plotArea(gd, layout));
     await Plotly.react(gd, picture.traces, picture.layout, config);
+    if (superseded()) return;
   }
   // A drawing fixes the real plot area: draw again while the cell text or the
   // ticks chosen for it change (twice at most: new ticks can move the margins).
@@ -177,6 +182,7 @@ export async function drawChart(gd, state) {
     if (textKey(again) === textKey(picture)) break;
     picture = again;
     await Plotly.react(gd, picture.traces, picture.layout, config);
+    if (superseded()) return;
   }
   const drawnLayout = picture.layout;
   state.drawn = { head: shown.head, marks: JSON.stringify(drawnLayout.shapes ?? []), payload,
