@@ -21,7 +21,7 @@ from playwright.sync_api import Page, WebSocketRoute, expect
 from explorer import AttentionConfig, compute_trace, figures
 from explorer.explain import explain_cell
 from explorer.steps import STEPS
-from tests.test_browser import chart_count, page_url, settle
+from tests.test_browser import chart_count, page_url, settle, sidebar_link
 
 
 class HeldServer:
@@ -124,10 +124,7 @@ def open_charts(page: Page, server, name: str, **params: str) -> None:
 
 
 def link(page: Page) -> dict[str, str]:
-    sidebar = page.get_by_test_id("stSidebar")
-    sidebar.get_by_text("Link to this view").click()
-    text = sidebar.get_by_test_id("stCode").first.inner_text().strip()
-    sidebar.get_by_text("Link to this view").click()
+    text = sidebar_link(page, close=True)
     return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(text).query))
 
 
@@ -162,9 +159,10 @@ def test_a_click_is_explained_by_its_chart_before_the_page_follows(shared_server
     click_cell(page, "chart-attn_scores", 3, 1, 6, 6)
     scores = explain_cell(trace, "attn_scores", 3, 1, 0)
     # The chart reran alone and sent its explanation; then the whole page
-    # followed, writing the link (a page's run draws the sidebar first).
+    # followed, writing the link into the address bar (a page's run draws the
+    # sidebar first), as Streamlit encodes a query string.
     explained, linked = held.first_seen(scores.written()), held.first_seen(
-        "cell=attn_scores:3,1")
+        urllib.parse.urlencode({"cell": "attn_scores:3,1"}))
     assert explained is not None and linked is not None
     assert explained < linked
     settle(page)
@@ -320,6 +318,14 @@ def test_a_head_switch_swaps_in_the_heads_drawn_while_idle(shared_server, page: 
     page.get_by_role("radio", name="head 0", exact=True).click()
     settle(page)
     other = compute_trace(AttentionConfig(causal=True, n_heads=2, d_k=4, d_v=4, seed=7))
+    # Within a moment of the run: read at once after it, the weights showed head
+    # 0 of the old numbers in 1 of 4-5 runs (not found why; see the closing note).
+    page.wait_for_function(
+        "([key, row]) => JSON.stringify(Array.from(document.querySelector("
+        "`.st-key-${key} .explorer-chart`).data[0].z[1]).map((v) => Math.fround(v)))"
+        " === JSON.stringify(row)",
+        arg=["chart-attn_weights", [float(v) for v in other["attn_weights"][0][1].numpy()]],
+        timeout=5_000)
     for name in per_head:
         shown = page.evaluate(SHOWN, f"chart-{name}")
         np.testing.assert_array_equal(np.array(shown["z"], dtype=np.float32),

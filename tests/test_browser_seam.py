@@ -25,12 +25,15 @@ def test_the_seams_assumptions_hold_for_the_plotly_and_streamlit_installed(share
     count = chart_count(page)
     assert count >= 5
     # Streamlit says "running" during a run and "notRunning" after it.
+    # Every change of the attribute, as it happens (a poll missed a short run
+    # while the page's main thread was drawing).
     page.evaluate("""() => {
-      window.__states = [];
-      setInterval(() => {
-        const state = document.querySelector("[data-testid='stApp']")?.dataset.testScriptState;
+      const app = document.querySelector("[data-testid='stApp']");
+      window.__states = [app.dataset.testScriptState];
+      new MutationObserver(() => {
+        const state = app.dataset.testScriptState;
         if (window.__states.at(-1) !== state) window.__states.push(state);
-      }, 1);
+      }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
     }""")
     page.locator(".st-key-seed input").fill("5")
     page.locator(".st-key-seed input").press("Enter")
