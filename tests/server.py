@@ -66,13 +66,15 @@ class Server:
     cannot fill the pipe and stall the server.
     """
 
-    def __init__(self, env: dict[str, str] | None = None, script: str | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, script: str | None = None,
+                 read_only: bool = False) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        command = [sys.executable, "-m", "streamlit", "run", script or PAGES[HOME_PAGE][0],
+                   "--server.port", str(self.port), "--server.headless", "true",
+                   "--browser.gatherUsageStats", "false"]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", script or PAGES[HOME_PAGE][0],
-             "--server.port", str(self.port), "--server.headless", "true",
-             "--browser.gatherUsageStats", "false"],
+            in_read_only_tree(command) if read_only else command,
             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
         self._log: list[str] = []
@@ -107,6 +109,17 @@ class Server:
         self._reader.join(timeout=10)
         self.process.stdout.close()
         return "".join(self._log)
+
+
+def in_read_only_tree(command: list[str]) -> list[str]:
+    """``command`` run where the project's tree is read-only, as in a read-only
+    deploy: in a mount namespace of its own (``unshare``; as root, or in a user
+    namespace of its own otherwise) where `ROOT` is bound onto itself read-only.
+    Nothing outside that process sees the change."""
+    namespace = ["--mount"] if os.geteuid() == 0 else ["--user", "--map-root-user", "--mount"]
+    return ["unshare", *namespace, "--", "sh", "-c",
+            'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"',
+            str(ROOT), *command]
 
 
 class Replicas:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import urllib.parse
 
 import pytest
@@ -12,6 +13,7 @@ from explorer.presets import PRESETS
 from explorer.ui.navigation import PAGES
 from explorer.ui.state import ENTRIES
 from tests.conftest import PAGE_FILES, RUN_TIMEOUT_MS, url_path
+from tests.server import ROOT, Server, in_read_only_tree
 
 PAGE_NAMES = {url_path(path): name for name, (path, _) in PAGES.items()}
 
@@ -127,6 +129,37 @@ def test_each_page_opened_first_on_a_fresh_server(fresh_server, page: Page, name
         if heatmaps.count():  # the Experiments page opens on line charts
             assert tick_labels(page, heatmaps.first) == ["Life", "is", "short", "eat",
                                                          "dessert", "first"]
+
+
+@pytest.fixture
+def read_only_server():
+    """A server whose process sees the project's tree read-only (`in_read_only_tree`),
+    as a read-only deploy does; skipped where no mount namespace can be made."""
+    probe = subprocess.run(in_read_only_tree(["touch", str(ROOT / ".read-only-probe")]),
+                           capture_output=True, text=True)
+    if "Read-only file system" not in probe.stderr:
+        (ROOT / ".read-only-probe").unlink(missing_ok=True)
+        pytest.skip(f"no read-only mount here: {probe.stderr.strip() or probe.returncode}")
+    server = Server(read_only=True)
+    yield server
+    log = server.stop()
+    assert "Traceback" not in log, f"the server logged an exception:\n{log}"
+
+
+def test_the_app_serves_from_a_read_only_source_tree(read_only_server, page: Page):
+    """Issue 26: nothing is written into the project at run time (the chart modules
+    and Plotly.js are served from static/ as committed). The Self-attention page
+    draws its charts and an edit redraws them."""
+    page.goto(page_url(read_only_server, "Self_attention"))
+    settle(page)
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
+    assert chart_count(page) >= 5
+    page.locator(".st-key-seed input").fill("7")
+    page.locator(".st-key-seed input").press("Enter")
+    settle(page)
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    assert chart_count(page) >= 5
 
 
 def test_typing_a_sentence_changes_the_axis_labels(fresh_server, page: Page):
