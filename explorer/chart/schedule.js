@@ -82,8 +82,10 @@ export function drawSoon(job, height) {
   JOB_OF.set(gd, job);
   observer ??= new IntersectionObserver((entries) => {
     for (const entry of entries) {
+      // While another chart draws (the window's first), a near one waits for the
+      // idle drawing, which takes the nearest first.
       const near = entry.isIntersecting ? JOB_OF.get(entry.target) : undefined;
-      if (near && STALE.has(near)) drawNow(near);
+      if (near && STALE.has(near) && !busy()) drawNow(near);
     }
   }, { rootMargin: `${NEAR_SCREENS * 100}% 0px` });
   observer.observe(gd);
