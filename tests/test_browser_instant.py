@@ -318,8 +318,11 @@ def test_a_head_switch_swaps_in_the_heads_drawn_while_idle(shared_server, page: 
     page.get_by_role("radio", name="head 0", exact=True).click()
     settle(page)
     other = compute_trace(AttentionConfig(causal=True, n_heads=2, d_k=4, d_v=4, seed=7))
-    # Within a moment of the run: read at once after it, the weights showed head
-    # 0 of the old numbers in 1 of 4-5 runs (not found why; see the closing note).
+    # Within a moment of the run: the seed's payload can reach the weights' chart
+    # after its run has ended and the page looked settled (logged: its component
+    # was handed the seed's numbers only after the head-0 click), and then the
+    # click swaps in a spare of the old numbers until the new ones are drawn. Read
+    # at once after the run, that showed in 1 of 4-5 runs.
     page.wait_for_function(
         "([key, row]) => JSON.stringify(Array.from(document.querySelector("
         "`.st-key-${key} .explorer-chart`).data[0].z[1]).map((v) => Math.fround(v)))"
