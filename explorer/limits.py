@@ -80,7 +80,7 @@ def limits(timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
     Memory: ``RLIMIT_AS`` lowered for the block and put back after (Linux).
     Both only in the main thread (a notebook, the command line), where signals
     arrive and no other thread shares the limit; a server's threads use
-    `check_source` instead. None or 0: no limit. Nested
+    `explorer.sandbox.check_source` instead. None or 0: no limit. Nested
     blocks keep the outer limits. Raises `explorer.learner.CheckError` with
     field ``"timeout"`` or ``"memory"``, saying how to change the limit
     (`LIMIT_FLAGS`).

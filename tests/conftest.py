@@ -32,10 +32,12 @@ PAGE_FILES = {url_path(path): path for path, _ in PAGES.values()}
 """URL path of each page -> its script."""
 
 
-def _serve(env: dict[str, str] | None = None, script: str | None = None):
-    """A started server (of ``script``, default the app), then (after the tests)
-    the check that it logged no exception."""
-    server = Server(env=env, script=script)
+def _serve(env: dict[str, str] | None = None, script: str | None = None,
+           read_only: bool = False):
+    """A started server (of ``script``, default the app; ``read_only``: seeing the
+    project's tree read-only), then (after the tests) the check that it logged no
+    exception."""
+    server = Server(env=env, script=script, read_only=read_only)
     yield server
     log = server.stop()
     assert "Traceback" not in log, f"the server logged an exception:\n{log}"

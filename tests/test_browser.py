@@ -12,8 +12,8 @@ from playwright.sync_api import Locator, Page, expect
 from explorer.presets import PRESETS
 from explorer.ui.navigation import PAGES
 from explorer.ui.state import ENTRIES
-from tests.conftest import PAGE_FILES, RUN_TIMEOUT_MS, url_path
-from tests.server import ROOT, Server, in_read_only_tree
+from tests.conftest import PAGE_FILES, RUN_TIMEOUT_MS, _serve, url_path
+from tests.server import ROOT, in_read_only_tree
 
 PAGE_NAMES = {url_path(path): name for name, (path, _) in PAGES.items()}
 
@@ -140,10 +140,7 @@ def read_only_server():
     if "Read-only file system" not in probe.stderr:
         (ROOT / ".read-only-probe").unlink(missing_ok=True)
         pytest.skip(f"no read-only mount here: {probe.stderr.strip() or probe.returncode}")
-    server = Server(read_only=True)
-    yield server
-    log = server.stop()
-    assert "Traceback" not in log, f"the server logged an exception:\n{log}"
+    yield from _serve(read_only=True)
 
 
 def test_the_app_serves_from_a_read_only_source_tree(read_only_server, page: Page):
