@@ -207,7 +207,8 @@ def test_a_click_on_a_head_slice_explains_its_cell_in_the_whole_matrix(gpt2_dir,
     assert state["cell"] == ("W_query", 3, 20, 1)
     at.session_state["cell"] = state["cell"]
     at.run()
-    assert "head=1" in page_link(at) and "cell=W_query:3,20" in page_link(at)
+    link = page_link(at)
+    assert "head=1" in link and "cell=W_query:3,20" in link
     trace = compute_model_trace(load_model(gpt2_dir), SENTENCE, layer=0)
     text = " ".join(m.value.replace("\\", "") for m in at.markdown)
     assert f"W_query[3, 20]** (row 3, column 20) = {format_value(trace['W_query'][3, 20])}" in text
