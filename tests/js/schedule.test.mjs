@@ -73,3 +73,19 @@ test("a stale chart that comes near is drawn before the idle drawing reaches it"
   await until(() => order.length === 2);
   assert.deepEqual(order, ["coming near", "far"]); // drawn once each
 });
+
+test("a chart reported near while another draws waits for it, then comes first", async () => {
+  order.length = 0;
+  const drawing = plot("drawing now", 0);
+  drawing.dataset.drawing = "1"; // the window's chart, still drawing (not stale)
+  const far = plot("far", 9000), near = plot("near", 1500);
+  drawSoon(job(far), () => 300);
+  drawSoon(job(near), () => 300);
+  observer.callback([{ isIntersecting: true, target: near }]);
+  assert.deepEqual(order, []); // not while the window's chart draws
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(order, []); // the idle drawing waits for it too
+  delete drawing.dataset.drawing;
+  await until(() => order.length === 2);
+  assert.deepEqual(order, ["near", "far"]);
+});
