@@ -6,6 +6,8 @@ Plotly)."""
 
 from __future__ import annotations
 
+import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 
 from explorer.ui.chart import CHART_URL
@@ -39,11 +41,14 @@ def test_the_seams_assumptions_hold_for_the_plotly_and_streamlit_installed(share
     page.locator(".st-key-seed input").press("Enter")
     # "running" then "notRunning" again (a loaded machine may show a second run after
     # the first, a page following a chart's run: that changes nothing of the seam).
-    page.wait_for_function("""() => {
-      const states = window.__states.join();
-      return states.startsWith('notRunning,running,notRunning') && states.endsWith('notRunning')
-        && window.__states.every((s) => s === 'running' || s === 'notRunning');
-    }""")
+    try:
+        page.wait_for_function("""() => {
+          const states = window.__states.join();
+          return states.startsWith('notRunning,running,notRunning') && states.endsWith('notRunning')
+            && window.__states.every((s) => s === 'running' || s === 'notRunning');
+        }""")
+    except PlaywrightError:  # say what the page went through (failed once, under load)
+        pytest.fail(f"script states seen: {page.evaluate('window.__states')}")
     settle(page)
     broken = page.evaluate(CHECK, CHART_URL)
     assert len(broken) == count

@@ -3,10 +3,14 @@ import { test } from "node:test";
 
 import { drawnAtOnce, drawSoon, isStale, nearest, NEAR_SCREENS } from "../../explorer/chart/schedule.js";
 
-// A page of fake plots, a window 1000 px high and an IntersectionObserver we trigger.
+// A page of fake plots, a window 1000 px high, and an IntersectionObserver and
+// animation frames we trigger.
 const plots = [];
 const order = [];
 let observer = null;
+const frames = [];
+const frame = () => frames.splice(0).forEach((f) => f());
+globalThis.requestAnimationFrame = (f) => frames.push(f);
 globalThis.window = { innerHeight: 1000 };
 globalThis.document = { querySelectorAll: () => plots.filter((p) => "drawing" in p.dataset) };
 globalThis.IntersectionObserver = class {
@@ -15,9 +19,12 @@ globalThis.IntersectionObserver = class {
   unobserve(el) { observer.watched.delete(el); }
 };
 
+// `top` a number, or a function of the page (a plot below others lies lower once they
+// reserve their heights).
 function plot(name, top) {
+  const at = () => (typeof top === "function" ? top() : top);
   const p = { name, dataset: {}, style: {}, isConnected: true, querySelector: () => null,
-              getBoundingClientRect: () => ({ top, bottom: top + 400 }) };
+              getBoundingClientRect: () => ({ top: at(), bottom: at() + 400 }) };
   plots.push(p);
   return p;
 }
@@ -46,6 +53,8 @@ test("charts in the window are drawn at once, the others after them, nearest fir
   const inView = plot("in view", 100), next = plot("next screen", 1800);
   const far = plot("far", 4000), farther = plot("farther", 9000);
   for (const p of [inView, farther, far, next]) drawSoon(job(p), () => 300);
+  assert.deepEqual(order, []); // new charts: placed at the next frame
+  frame();
   assert.deepEqual(order, ["in view"]);
   assert.equal(isStale(next), true); // its turn comes first: the observer reports it near
   // The others are stale (tests and spares wait for them) and keep their height.
@@ -60,6 +69,31 @@ test("charts in the window are drawn at once, the others after them, nearest fir
   assert.equal(farther.style.minHeight, "");
   assert.equal("drawing" in farther.dataset, false);
   assert.equal(isStale(far), false);
+});
+
+test("new charts are placed once those mounted with them have reserved their heights", async () => {
+  order.length = 0;
+  // A page's charts mount together, in any order: the lower chart mounts while the
+  // upper one has no height yet, so that read at once, it lies in the window.
+  const upper = plot("upper", 300);
+  const lower = plot("lower", () => 300 + (parseFloat(upper.style.minHeight) || 0) + 100);
+  drawSoon(job(lower), () => 1200);
+  assert.equal(lower.getBoundingClientRect().top, 400); // in the window, for now
+  drawSoon(job(upper), () => 1200);
+  frame();
+  assert.deepEqual(order, ["upper"]); // not the lower one: it lies at 1600 px now
+  assert.equal(isStale(lower), true);
+  await until(() => order.length === 2);
+  assert.deepEqual(order, ["upper", "lower"]);
+});
+
+test("a chart with a picture is drawn at once when its new payload comes in view", () => {
+  order.length = 0;
+  const shown = plot("shown", 200);
+  shown.querySelector = () => ({}); // it has a picture: its place is known
+  drawSoon(job(shown), () => 300);
+  assert.deepEqual(order, ["shown"]);
+  assert.equal(frames.length, 0);
 });
 
 test("a stale chart that comes near is drawn before the idle drawing reaches it", async () => {
