@@ -1888,6 +1888,9 @@ export default function mountChart(component) {
   const { data, parentElement, setTriggerValue } = component;
   if (!data) return;
   const { header, matrices, missing } = decode(data);
+  // Plotly.js loads while the page places its new charts (a frame, schedule.js);
+  // a failure shows where the chart is drawn.
+  loadPlotly(header.plotly).catch(() => {});
   // The plot on screen: a head switch may swap it for a spare (`swapIn`).
   const onScreen = () => /** @type {HTMLElement} */ (
     parentElement.querySelector(":scope > .explorer-chart"));
