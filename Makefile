@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8501
 REPLICAS ?= 2
 
-.PHONY: run test test-fast test-browser bench fuzz soak replicas download-models clean
+.PHONY: run test test-fast test-browser bench fuzz soak replicas download-models plotly-bundle clean
 
 $(VENV)/.app-installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ test: $(VENV)/.dev-installed
 test-fast: $(VENV)/.dev-installed
 	node --test tests/js/*.test.mjs
 	$(PYTEST) -m "not slow and not browser"
+
+## make plotly-bundle: rebuild static/plotly/plotly-heatmap.min.js (Plotly.js's core and
+## heatmap trace) from the npm packages deploy/plotly/package-lock.json pins, and record
+## its version and sha256 (needs Node and the npm registry; the bundle is committed)
+plotly-bundle:
+	deploy/plotly/build.sh
 
 ## make test-browser: the Playwright tests in Chromium (but the slow ones)
 test-browser: $(VENV)/.dev-installed

@@ -22,7 +22,10 @@ CHECK = """async (url) => {
 
 def test_the_seams_assumptions_hold_for_the_plotly_and_streamlit_installed(shared_server,
                                                                             page: Page):
-    page.goto(page_url(shared_server, "Self_attention"))
+    # 48 tokens, d = 64: a run long enough that the page renders its "running" (a run
+    # at the defaults, under load, once came and went in one render: no "running").
+    page.goto(page_url(shared_server, "Self_attention", sentence=" ".join(["word"] * 48),
+                       d_in="64", d_k="64", d_v="64"))
     settle(page)
     count = chart_count(page)
     assert count >= 5

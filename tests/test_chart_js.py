@@ -4,6 +4,7 @@ Plotly.js bundle, whose version must be plotly.py's (issue 26)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 
@@ -49,11 +50,21 @@ def test_the_vendored_plotly_is_the_version_plotly_py_ships():
     info = chart.PLOTLY_JS_INFO
     assert info["version"] == plotlyjs.__plotlyjs_version__, (
         f"plotly.py ships plotly.js {plotlyjs.__plotlyjs_version__}, static/plotly holds "
-        f"{info['version']}: vendor that version (static/plotly/plotly-cartesian.json says how)")
+        f"{info['version']}: build that version (static/plotly/plotly-heatmap.json says how)")
     data = chart.PLOTLY_JS.read_bytes()
     assert (len(data), hashlib.sha256(data).hexdigest()) == (info["bytes"], info["sha256"])
-    assert data.startswith(b"/**\n* plotly.js (cartesian - minified) v"
+    assert data.startswith(b"/**\n* plotly.js (heatmap - minified) v"
                            + info["version"].encode() + b"\n")
+
+
+def test_the_plotly_bundle_is_built_from_the_version_its_recipe_pins():
+    recipe = chart.ROOT / "deploy" / "plotly"
+    pinned = json.loads((recipe / "package.json").read_text())["dependencies"]["plotly.js"]
+    locked = json.loads((recipe / "package-lock.json").read_text())["packages"]
+    info = chart.PLOTLY_JS_INFO
+    assert pinned == locked["node_modules/plotly.js"]["version"] == info["version"]
+    assert locked["node_modules/plotly.js"]["integrity"] == info["integrity"]
+    assert info["built_with"] == f"esbuild {locked['node_modules/esbuild']['version']}"
 
 
 def test_the_page_loads_versioned_files_that_exist_before_the_server_starts():
