@@ -13,8 +13,8 @@
 // with it has reserved its height: a page's charts mount together, and read at
 // once, the charts below the first one still lay in the window, so that eight
 // of Self-attention's eleven were drawn at once on a first open, the window's
-// own chart last (first screen 2.41 s; placed a frame later, 2.15 s: medians of
-// 3, `make bench`'s browser part, 2026-11-26).
+// own chart last (logged, 2026-11-26; the first screen then waited for Plotly.js
+// to load more than for the drawing, README "Speed").
 
 /**
  * How far an element lies from the window: 0 when it is in view.
