@@ -63,7 +63,7 @@ decides what the floor draws.
 
 **The floor.** Interleaved with the app's runs (app, floor, app, floor, ...),
 the same pictures are drawn by the most direct route: a static page served
-from loopback loads the plotly.min.js of the installed plotly package and the
+from loopback loads the Plotly.js bundle the app serves (`explorer.ui.chart.PLOTLY_JS`) and the
 app's own ``explorer/chart.js`` (as an ES module), fetches each chart's
 payload (`explorer.charts.encode` of the chart the app's figure code builds;
 one precomputed file per chart, fetched as an ArrayBuffer) and calls chart.js's
@@ -128,7 +128,6 @@ from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
-import plotly
 import torch
 from playwright.sync_api import Browser, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
@@ -140,6 +139,7 @@ from explorer.explain import explain_cell
 from explorer.steps import STEPS, layout_rows, scale_group, split_after, stages, visible_steps
 from explorer.tokenizer import token_labels
 from explorer.trace import Trace
+from explorer.ui import chart as app_chart
 from tests.server import Server, rss_mib
 
 try:  # the app's own rule (explorer.ui.render.step_charts uses it)
@@ -176,7 +176,10 @@ REL_TOLERANCE = 1e-4
 |values| (with the same weights). Both sides add the same float32 numbers in
 float64, so only a chart that is recomputed differently (the second causal
 route) differs at all; two seeds differ by ~1/sqrt(cells) >> 1e-4."""
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+PLOTLY_JS = app_chart.PLOTLY_JS
+"""The floor draws with the app's own Plotly.js bundle (until 2026-11-26: plotly.py's
+full plotly.min.js, 4.8 MB, which made the floor's first open slower than the app's
+Plotly part)."""
 EDIT_SEED = 1000
 """The floor's edit and the app's first edit go to this seed; the app's run r
 goes to ``EDIT_SEED + r``, a seed the server has not computed yet."""
@@ -1512,10 +1515,9 @@ def timings(browser: Browser, args: argparse.Namespace) -> dict:
     """Every (case, page), app and floor interleaved; prints and returns the table.
     The floor is built after the app's first run, which tells which optional
     charts the app draws."""
-    header = PLOTLY_JS.read_text()[:200]
     meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "chromium": browser.version, "streamlit": importlib.metadata.version("streamlit"),
-            "floor_plotly_js": header.split("plotly.js v", 1)[-1].split()[0],
+            "floor_plotly_js": f"{app_chart.PLOTLY_JS_INFO['version']} ({PLOTLY_JS.name})",
             "runs": args.runs, "cases": args.cases, "pages": args.pages,
             "timeout_s": TIMEOUT_MS / 1000, "cpus": os.cpu_count(),
             "viewport": VIEWPORT, "main_width_px": MAIN_WIDTH_PX}
