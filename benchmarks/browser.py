@@ -63,10 +63,11 @@ decides what the floor draws.
 
 **The floor.** Interleaved with the app's runs (app, floor, app, floor, ...),
 the same pictures are drawn by the most direct route: a static page served
-from loopback loads the Plotly.js bundle the app serves (`explorer.ui.chart.PLOTLY_JS`) and the
-app's own ``explorer/chart.js`` (as an ES module), fetches each chart's
-payload (`explorer.charts.encode` of the chart the app's figure code builds;
-one precomputed file per chart, fetched as an ArrayBuffer) and calls chart.js's
+from loopback loads the Plotly.js bundle the app serves
+(`explorer.ui.chart.PLOTLY_JS`) and the app's own ``explorer/chart.js`` (as an
+ES module), fetches each chart's payload (`explorer.charts.encode` of the chart
+the app's figure code builds; one precomputed file per chart, fetched as an
+ArrayBuffer) and calls chart.js's
 ``draw(div, header, matrices)`` for it, in divs as wide as the app's columns
 (Streamlit's wide layout at `VIEWPORT` with the sidebar open, rows split into
 equal columns like ``st.columns``; the app's and the floor's chart sizes are

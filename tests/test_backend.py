@@ -598,7 +598,6 @@ def test_compute_modules_import_no_ui_libraries():
         assert imported <= {"torch", "explorer", *sys.stdlib_module_names}, (name, imported)
 
 
-
 def _explorer_imports(path: Path, root: Path) -> set[str]:
     """The ``explorer`` modules ``path`` imports when it runs: at its top and
     inside its functions, not under ``if TYPE_CHECKING:`` (annotations only).

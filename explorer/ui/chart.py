@@ -25,8 +25,7 @@ from npm packages pinned by its lock, of the plotly.js version the installed
 Chromium loads and evaluates it in a third of the time Plotly's partial
 "cartesian" bundle took (0.15-0.25 s against 0.43-0.59 s on an idle static
 page here): the traces the pages never draw cost more to evaluate than their
-bytes suggest. Nothing is
-written at run time, so a read-only deploy works.
+bytes suggest. Nothing is written at run time, so a read-only deploy works.
 """
 
 from __future__ import annotations
