@@ -28,7 +28,7 @@ run: $(VENV)/.app-installed
 JOBS ?= 2
 PYTEST := $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25
 test: $(VENV)/.dev-installed
-	node --test tests/js/*.test.mjs
+	node --test tests/render/chart/*.test.mjs
 	$(PYTEST)
 
 ## make test-fast: the quick tier, for every edit: the chart modules' unit tests in Node,
@@ -36,7 +36,7 @@ test: $(VENV)/.dev-installed
 ## (marked browser, by tests/conftest.py) and those marked slow (fuzz, random links, soak,
 ## memory burst, replicas, sandbox)
 test-fast: $(VENV)/.dev-installed
-	node --test tests/js/*.test.mjs
+	node --test tests/render/chart/*.test.mjs
 	$(PYTEST) -m "not slow and not browser"
 
 ## make plotly-bundle: rebuild static/plotly/plotly-heatmap.min.js (Plotly.js's core and
@@ -68,11 +68,11 @@ bench: $(VENV)/.dev-installed
 
 ## make fuzz: ten times the fuzzing in make test (20,000 backend configs, 3,000 URLs); prints counts
 fuzz: $(VENV)/.dev-installed
-	$(BIN)/python -m tests.fuzzing --examples 20000 --urls 3000
+	$(BIN)/python -m tests.support.fuzzing --examples 20000 --urls 3000
 
 ## make soak: 8 visitors at once in Chromium for 3 minutes, each checking its own numbers
 soak: $(VENV)/.dev-installed
-	$(BIN)/python -m tests.soak --seconds 180 --contexts 8
+	$(BIN)/python -m tests.support.soak --seconds 180 --contexts 8
 
 ## make replicas: $(REPLICAS) streamlit processes behind nginx on http://127.0.0.1:8080,
 ## sticky by cookie (deploy/explorer.conf); needs Debian's nginx

@@ -33,7 +33,7 @@ in this order in one browser tab:
 Before each local interaction the app and the floor wait `THINK_S` (a learner's
 glance at the page, unmeasured). For the three local interactions (cell click,
 query pick, head switch) the
-charts follow in the page before the server hears of them (explorer/chart.js
+charts follow in the page before the server hears of them (explorer/render/chart/chart.js
 ``setView``); the times above run until the server's run has confirmed them.
 The page also times them itself (`INSTANT_JS`): from the input event's own
 timestamp to the ``requestAnimationFrame`` after each chart's change
@@ -46,7 +46,7 @@ nothing), and for a cell click the time until the server's explanation of the
 cell (its title, from `explain_cell`) is in the page.
 
 "Holds the numbers" is checked, not assumed. Every chart of the app is an
-`explorer.charts.Chart` drawn by ``explorer/chart.js`` into a Plotly graph div
+`explorer.render.payload.Chart` drawn by ``explorer/render/chart/chart.js`` into a Plotly graph div
 (``.explorer-chart``) in the ``st-key-<key>`` container Streamlit gives a keyed
 element. In the page each such div is reduced to a `checksum` of its z values
 (count, sum and a position-weighted sum of the finite values; chart.js hands
@@ -64,8 +64,8 @@ decides what the floor draws.
 **The floor.** Interleaved with the app's runs (app, floor, app, floor, ...),
 the same pictures are drawn by the most direct route: a static page served
 from loopback loads the Plotly.js bundle the app serves
-(`explorer.ui.chart.PLOTLY_JS`) and the app's own ``explorer/chart.js`` (as an
-ES module), fetches each chart's payload (`explorer.charts.encode` of the chart
+(`explorer.ui.component.PLOTLY_JS`) and the app's own ``explorer/render/chart/chart.js`` (as an
+ES module), fetches each chart's payload (`explorer.render.payload.encode` of the chart
 the app's figure code builds; one precomputed file per chart, fetched as an
 ArrayBuffer) and calls chart.js's
 ``draw(div, header, matrices)`` for it, in divs as wide as the app's columns
@@ -134,17 +134,19 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-from explorer import AttentionConfig, compute_trace, figures, verify
-from explorer.charts import CHART_JS, Chart, encode, matrix_hash
-from explorer.explain import explain_cell
-from explorer.steps import STEPS, layout_rows, scale_group, split_after, stages, visible_steps
-from explorer.tokenizer import token_labels
-from explorer.trace import Trace
-from explorer.ui import chart as app_chart
-from tests.server import Server, rss_mib
+from explorer import AttentionConfig, compute_trace
+from explorer.render import figures
+from explorer.core import verify
+from explorer.render.payload import CHART_JS, Chart, encode, matrix_hash
+from explorer.lessons.explain import explain_cell
+from explorer.core.steps import STEPS, layout_rows, scale_group, split_after, stages, visible_steps
+from explorer.core.tokenizer import token_labels
+from explorer.core.trace import Trace
+from explorer.ui import component as app_component
+from tests.support.server import Server, rss_mib
 
 try:  # the app's own rule (explorer.ui.render.step_charts uses it)
-    from explorer.steps import shows_colour_bar
+    from explorer.core.steps import shows_colour_bar
 except ImportError:  # before it existed: the same rule, written out
     def shows_colour_bar(row: list[str], i: int) -> bool:
         """Whether the ``i``-th chart of a page row shows its colour bar."""
@@ -177,7 +179,7 @@ REL_TOLERANCE = 1e-4
 |values| (with the same weights). Both sides add the same float32 numbers in
 float64, so only a chart that is recomputed differently (the second causal
 route) differs at all; two seeds differ by ~1/sqrt(cells) >> 1e-4."""
-PLOTLY_JS = app_chart.PLOTLY_JS
+PLOTLY_JS = app_component.PLOTLY_JS
 """The floor draws with the app's own Plotly.js bundle (until 2026-11-26: plotly.py's
 full plotly.min.js, 4.8 MB, which made the floor's first open slower than the app's
 Plotly part)."""
@@ -199,7 +201,7 @@ IN_VIEW = {FIRST_OPEN: FIRST_SCREEN, EDIT: EDIT_IN_VIEW}
 THINK_S = 1.0
 """A learner's glance at the page before a local interaction: the app and the floor
 wait this long after the previous measure (unmeasured). The app's page uses idle
-time to draw the other heads of per-head charts (explorer/chart.js `predrawHeads`,
+time to draw the other heads of per-head charts (explorer/render/chart/chart.js `predrawHeads`,
 ready about 0.2 s after an edit at the defaults); without the pause a head switch
 right after an edit redraws its charts in place (120-250 ms)."""
 """What the browser already holds: drawn in the page before the server's run."""
@@ -285,7 +287,7 @@ MAIN, BORDERED = "main", "bordered"
 class PageChart:
     """One chart of a page: ``key`` names its ``st-key-<key>`` container,
     ``numbers()`` gives the matrices it shows (one per heatmap trace) straight
-    from the trace, ``build()`` the `explorer.charts.Chart` the app's figure
+    from the trace, ``build()`` the `explorer.render.payload.Chart` the app's figure
     code makes of them. ``columns`` charts share its row, which sits in
     ``frame``; an ``optional`` chart may or may not be on the page."""
 
@@ -305,7 +307,7 @@ def _step_numbers(trace: Trace, name: str, head: int) -> list[np.ndarray]:
 
 
 def _clickable(build: Callable[[], Chart]) -> Callable[[], Chart]:
-    """``build`` for a chart the page shows with an ``on_click`` (`explorer.ui.chart.show`)."""
+    """``build`` for a chart the page shows with an ``on_click`` (`explorer.ui.component.show`)."""
     def built() -> Chart:
         chart = build()
         chart.clickable = True
@@ -614,7 +616,7 @@ window.__instant = (() => {
   };
   for (const type of ['pointerdown', 'change']) addEventListener(type, start, true);
   addEventListener('keydown', (e) => { if (e.key === 'Enter') start(e); }, true); // an edit
-  // explorer/chart.js dispatches explorer:painted in the frame after a chart's
+  // explorer/render/chart/chart.js dispatches explorer:painted in the frame after a chart's
   // pixels changed, with that frame's time in data-painted and its cause: "view"
   // (the page followed the input itself) or "server" (a payload of the run).
   addEventListener('explorer:painted', (e) => {
@@ -1518,7 +1520,7 @@ def timings(browser: Browser, args: argparse.Namespace) -> dict:
     charts the app draws."""
     meta = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
             "chromium": browser.version, "streamlit": importlib.metadata.version("streamlit"),
-            "floor_plotly_js": f"{app_chart.PLOTLY_JS_INFO['version']} ({PLOTLY_JS.name})",
+            "floor_plotly_js": f"{app_component.PLOTLY_JS_INFO['version']} ({PLOTLY_JS.name})",
             "runs": args.runs, "cases": args.cases, "pages": args.pages,
             "timeout_s": TIMEOUT_MS / 1000, "cpus": os.cpu_count(),
             "viewport": VIEWPORT, "main_width_px": MAIN_WIDTH_PX}

@@ -1,6 +1,6 @@
 """How many visitors one server serves: `python -m benchmarks.capacity`.
 
-For 1, 2, 3, 4, 6, ... visitors at once (``--counts``), `tests.soak` drives
+For 1, 2, 3, 4, 6, ... visitors at once (``--counts``), `tests.support.soak` drives
 that many Chromium contexts for ``--seconds`` after its warm-up, each making
 small edits at the default sizes (`AT_DEFAULTS`: a new seed or short
 sentence, a query picked, a cell clicked, causal, heads and the head on the
@@ -20,9 +20,9 @@ sampled too once the warm-up is over, and its busy time is split into torch
 and the trace, chart payloads (encoding and sending them), Streamlit's rerun
 (the script, widgets and the runtime around them) and files served.
 
-The target is a fresh `streamlit run` per count (`tests.server.Server`);
+The target is a fresh `streamlit run` per count (`tests.support.server.Server`);
 with ``--replicas N``, N fresh ones behind Debian's nginx per count
-(`deploy/replicas.sh`, sticky sessions by cookie: `tests.server.Replicas`);
+(`deploy/replicas.sh`, sticky sessions by cookie: `tests.support.server.Replicas`);
 or ``--url``: a server already running, e.g. ``make replicas``, with
 ``--pid`` naming its streamlit processes (repeat), whose CPU and memory are
 then measured. Results are printed and merged into
@@ -70,10 +70,10 @@ from pathlib import Path
 
 from benchmarks.browser import RESULTS, write_results
 from benchmarks.protocol import WORKED_EXAMPLE, Visitor
-from explorer import budget
-from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
-from tests import soak
-from tests.server import Replicas, Server
+from explorer.server import budget
+from explorer.lessons.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
+from tests.support import soak
+from tests.support.server import Replicas, Server
 
 P95_LIMIT_S = 2.0
 """The edit latency (p95, seconds) a count must stay within to count as served."""
@@ -505,7 +505,7 @@ def overload_verdict(result: dict) -> list[str]:
     """What went wrong in an overload run (``protocol_ramp(..., hold=True)``);
     [] = it only got slower: every count held to its end without a failure or a
     wrong number, each visitor's first page served, the peak resident memory
-    within `explorer.budget.MEMORY_BUDGET_BYTES`, no traceback in the log."""
+    within `explorer.server.budget.MEMORY_BUDGET_BYTES`, no traceback in the log."""
     limit_mib = budget.MEMORY_BUDGET_BYTES / budget.MIB
     problems = [] if result["rows"] else ["no step was recorded"]
     if result["server logged a traceback"]:

@@ -41,9 +41,9 @@ import numpy as np
 from locust import LoadTestShape, User, between, task
 
 from benchmarks.protocol import WORKED_EXAMPLE, ProtocolError, Visitor, wrong_numbers
-from explorer.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
-from tests.server import rss_mib
-from tests.soak import WORDS, Settings
+from explorer.lessons.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
+from tests.support.server import rss_mib
+from tests.support.soak import WORDS, Settings
 
 P95_LIMIT_S = 2.0
 """An edit's p95 (seconds) above which a visitor count is not served."""

@@ -7,7 +7,7 @@ query string, the page, the widget states it has changed), and reads the
 `ForwardMsg`s (`streamlit.proto`) until the run has finished. It keeps what a
 browser keeps for the next run: the widgets' ids (read from their elements),
 the address bar's query string (``page_info_changed``) and the chart matrices
-it holds (`explorer.charts.decode` with a ``known`` dict: the server sends a
+it holds (`explorer.render.payload.decode` with a ``known`` dict: the server sends a
 matrix the page holds as its hash only). It draws nothing, so it costs the
 machine a few ms per edit, and many of them measure the server alone
 (`benchmarks.locustfile`).
@@ -37,14 +37,14 @@ from streamlit.proto.NumberInput_pb2 import NumberInput
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from explorer import AttentionConfig, compute_trace
-from explorer.charts import decode
+from explorer.render.payload import decode
 from explorer.ui.cache import WAITING_ICON
-from explorer.steps import STEPS
-from tests.soak import step_numbers, url_path
+from explorer.core.steps import STEPS
+from tests.support.soak import step_numbers, url_path
 
 WORKED_EXAMPLE = "preset=life-is-short"
 """The link a teacher gives the class: book notebook 002's example on the
-Self-attention page (`explorer.presets`), the capacity benchmark's first page."""
+Self-attention page (`explorer.lessons.presets`), the capacity benchmark's first page."""
 RUN_TIMEOUT_S = 120.0
 """Longest wait for one run's messages (a loaded server queues its sessions' runs)."""
 FRAGMENT_GRACE_S = 1.0
@@ -238,7 +238,7 @@ def wrong_numbers(run: Run, config: AttentionConfig, head: int = 0,
     """What in ``run`` is not ``config``'s own numbers ([] = every chart right).
 
     Every step chart must hold `compute_trace` ``(config)``'s matrix of its step
-    (`tests.soak.step_numbers`), exactly as float32: each head's variant of a
+    (`tests.support.soak.step_numbers`), exactly as float32: each head's variant of a
     per-head chart, and the chart must show ``head``. The steps ``needed``
     must be among the charts, and the run must show no error."""
     problems = list(run.errors)

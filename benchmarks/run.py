@@ -3,8 +3,8 @@
 Each case is timed with `timeit` (best of several repeats, so background noise
 inflates nothing) and printed as a table; the figures are also written to
 ``benchmarks/results/latest.json`` for comparison between commits. A chart is
-timed as the pages build it (`explorer.figures.heatmap_chart`) and as they
-send it (`explorer.charts.encode`: the whole payload, or only the header when
+timed as the pages build it (`explorer.render.figures.heatmap_chart`) and as they
+send it (`explorer.render.payload.encode`: the whole payload, or only the header when
 the page already holds the matrix).
 """
 
@@ -19,9 +19,12 @@ from pathlib import Path
 
 import torch
 
-from explorer import AttentionConfig, compute_trace, experiments, figures, recipes
-from explorer.charts import encode, matrix_hash
-from explorer.explain import explain_cell
+from explorer import AttentionConfig, compute_trace
+from explorer.lessons import experiments
+from explorer.render import figures
+from explorer.core import recipes
+from explorer.render.payload import encode, matrix_hash
+from explorer.lessons.explain import explain_cell
 
 RESULTS = Path(__file__).parent / "results"
 LONG_SENTENCE = " ".join(f"w{i}" for i in range(512))

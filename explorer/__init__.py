@@ -7,26 +7,35 @@
     >>> trace["embeddings"].shape
     torch.Size([6, 3])
 
-The compute modules (`config`, `tokenizer`, `recipes`, `attention`, `trace`,
-`steps`, `explain`, `presets`, `verify`, `experiments`, `budget`, and `check`,
-`learner`, `mistakes`, `sandbox` for checking a learner's own code) import
-torch only. `explorer.figures` (plotly, pandas), `export` and `check_view` sit
-above them and `explorer.ui` (Streamlit) above that. ``python -m explorer
-check`` is `explorer.__main__`.
+The package is laid out by part, each folder importing only those before it:
+
+- `explorer.core`: the book's attention (config, tokenizer, recipes, attention,
+  trace, steps, verify, literal);
+- `explorer.server`: the settings and the memory budget;
+- `explorer.lessons`, `explorer.checker`, `explorer.modern`, `explorer.models`:
+  the worked examples and explanations, checking a learner's own code, today's
+  attention, real models;
+- `explorer.render`: figures, payloads, exports and the browser's chart modules
+  (plotly, pandas);
+- `explorer.ui`: the Streamlit glue.
+
+The compute folders (core, server, lessons, checker, modern, models) import
+neither Streamlit, Plotly nor pandas (`tests/core/test_backend.py`).
+``python -m explorer check`` is `explorer.__main__`.
 
 The names below are loaded on first use (PEP 562), so that this package's own
 import takes no lock while it imports anything else. Streamlit runs each
 visitor's first page in its own thread; with eager imports here, one thread
-importing ``explorer`` and another importing ``explorer.trace`` directly
+importing ``explorer`` and another importing ``explorer.core.trace`` directly
 would each wait for the other, and Python hands one of them a half-imported
 module ("cannot import name 'Trace' from partially initialized module").
 """
 
 from importlib import import_module
 
-_HOMES = {"AttentionConfig": "explorer.config", "ConfigError": "explorer.config",
-          "STEPS": "explorer.steps", "Step": "explorer.steps",
-          "Trace": "explorer.trace", "compute_trace": "explorer.trace"}
+_HOMES = {"AttentionConfig": "explorer.core.config", "ConfigError": "explorer.core.config",
+          "STEPS": "explorer.core.steps", "Step": "explorer.core.steps",
+          "Trace": "explorer.core.trace", "compute_trace": "explorer.core.trace"}
 __all__ = list(_HOMES)
 
 

@@ -3,7 +3,7 @@
     python -m explorer check my_attention.py:MultiHeadAttention --d_in 3 --d_out 4 \\
         --num_heads 2 --sentence "Your journey starts with one step"
 
-Prints the table of steps (`explorer.check.CheckReport.text`) and exits 0 when
+Prints the table of steps (`explorer.checker.check.CheckReport.text`) and exits 0 when
 the class computes what the reference computes, 1 when it differs, 2 when it
 cannot be checked (usage, a file that does not load, weights not found by the
 book's names, an error in its ``__init__`` or ``forward``, more than
@@ -23,7 +23,7 @@ OK, DIFFERS, CANNOT_CHECK, INTERRUPTED = 0, 1, 2, 130
 
 
 def _parser() -> argparse.ArgumentParser:
-    from explorer.learner import MEMORY_MB, TIMEOUT_S  # torch: inside main's Ctrl-C guard
+    from explorer.checker.learner import MEMORY_MB, TIMEOUT_S  # torch: inside main's Ctrl-C guard
 
     parser = argparse.ArgumentParser(
         prog="python -m explorer",
@@ -71,8 +71,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from explorer.config import ConfigError
-    from explorer.sandbox import check_code
+    from explorer.core.config import ConfigError
+    from explorer.checker.sandbox import check_code
 
     file, _, class_name = args.target.rpartition(":")
     if not file or not class_name:

@@ -1,7 +1,7 @@
-// The explorer's chart modules (explorer/chart/) as one: built by `python -m explorer.charts`; do not edit.
+// The explorer's chart modules (explorer/render/chart/) as one: built by `python -m explorer.render.payload`; do not edit.
 // ---- decode.js ----
 // @ts-check
-// Decoding payloads (explorer.charts.encode): pure, apart from the matrix store
+// Decoding payloads (explorer.render.payload.encode): pure, apart from the matrix store
 // it is handed.
 //
 // Payload: uint32 header length (little-endian), the header as UTF-8 JSON,
@@ -87,7 +87,7 @@ const CELL_PAD_PX = 4; // air beside a cell's number, in all: 2 px each side, so
 const MIN_TEXT_HEIGHT_PX = 14;
 
 /**
- * A number as the explanations write it (explorer.explain.number): the minus
+ * A number as the explanations write it (explorer.lessons.explain.number): the minus
  * sign U+2212, and no "−0.00" for a value that rounds to zero.
  * @param {number} v @param {number} decimals
  */
@@ -379,7 +379,7 @@ function estimatedPlotArea(layout, clientWidth) {
 /**
  * A chart's height for its width: cells as square as the width allows (less
  * the toolbar's extra margin, which `width` leaves out), within the limits of
- * its `size` (explorer.figures).
+ * its `size` (explorer.render.figures).
  * @param {any} size @param {number} width
  */
 function heightFor(size, width) {
@@ -470,7 +470,7 @@ function fittedTitle(text, font, width, room) {
 // The weights as lines (BertViz's head view), as a Plotly figure built from the
 // matrix a chart holds, for the head and the query token the page shows. The
 // spec (bins, threshold, colours, labels, words) comes from
-// explorer.figures.lines_spec. Pure.
+// explorer.render.figures.lines_spec. Pure.
 
 
 /**
@@ -712,7 +712,7 @@ async function pump() {
 // The one place that reaches what is not a public API: Plotly.js's private
 // fields and DOM classes, and Streamlit's DOM attributes. Each assumption is
 // listed in `SEAM_ASSUMPTIONS` and checked against the real libraries by
-// tests/test_browser_seam.py (`checkSeam`), which fails when an upgrade
+// tests/browser/test_browser_seam.py (`checkSeam`), which fails when an upgrade
 // changes one of them.
 
 /**
@@ -851,7 +851,7 @@ class ChartState {
     this.picture = null;
     /** @type {Drawn | null} what the plot on screen shows, once drawn */
     this.drawn = null;
-    /** @type {any} the marks (explorer.figures) of the head on screen */
+    /** @type {any} the marks (explorer.render.figures) of the head on screen */
     this.marks = null;
     /** @type {((cell: {trace: number, row: number, col: number}) => void) | null} */
     this.onClick = null;
@@ -950,10 +950,10 @@ function addStyle() {
  * @typedef {{query: number | null, cell: number[] | null, head: number, lines: boolean}} View
  */
 
-const MARK_NAMES = ["query", "cell"]; // the shapes that follow the view (explorer.figures)
+const MARK_NAMES = ["query", "cell"]; // the shapes that follow the view (explorer.render.figures)
 
 /**
- * The outlines of the page's view in a chart with `marks` (explorer.figures.
+ * The outlines of the page's view in a chart with `marks` (explorer.render.figures.
  * heatmap_chart): the query token's row where the rows are tokens, and the
  * explained cell where it lies (its step; its head for a per-head step; its
  * column among those the chart shows).
@@ -1338,7 +1338,7 @@ async function moveMarks(gd, state, shown) {
 
 /**
  * The switch and the box of the line view, once per chart (under its element).
- * @param {HTMLElement} parent @param {any} spec explorer.figures.lines_spec
+ * @param {HTMLElement} parent @param {any} spec explorer.render.figures.lines_spec
  * @param {(name: string, value: any) => void} setTriggerValue
  */
 function addLines(parent, spec, setTriggerValue) {
@@ -1727,7 +1727,7 @@ function redrawOnResize(widths, width, now) {
 // Pickers of the page's view: the query token (a drop-down) and the head (a
 // row of buttons). A choice changes the page's view at once, so every chart
 // follows within a frame, and then tells the server (which confirms it).
-// Spec (explorer/ui/chart.py `picker`): {name, label, help, options: [labels],
+// Spec (explorer/ui/component.py `picker`): {name, label, help, options: [labels],
 // value: index or null, none: label of "no choice" or null, buttons: bool}.
 
 
@@ -1808,7 +1808,7 @@ function buildPicker(spec, choose) {
 }
 
 /**
- * The Streamlit component of a picker (explorer/ui/chart.py `picker`).
+ * The Streamlit component of a picker (explorer/ui/component.py `picker`).
  * @param {{data: any, parentElement: HTMLElement, setTriggerValue: (name: string, value: any) => void}} component
  */
 function mountPicker(component) {
@@ -1841,8 +1841,8 @@ function mountPicker(component) {
 // ---- chart.js ----
 // @ts-check
 // The browser half of the explorer: draws one Plotly figure (an
-// explorer.charts.Chart payload) per Streamlit component, and the pickers of
-// the page's view. Python builds the whole figure (explorer/figures.py); these
+// explorer.render.payload.Chart payload) per Streamlit component, and the pickers of
+// the page's view. Python builds the whole figure (explorer/render/figures.py); these
 // modules only do what needs the browser, one job each:
 //   - decode.js: the payload's matrices, raw float32 bytes, kept by hash so
 //     that Python then sends a hash only;
@@ -1859,7 +1859,7 @@ function mountPicker(component) {
 //   - state.js: the page's view and each chart's state (`ChartState`);
 //   - seam.js: every use of Plotly's and Streamlit's private parts.
 // The same `mountChart` serves the Streamlit component and the standalone
-// report (explorer/export.py, which inlines these modules as one), and `draw`
+// report (explorer/render/export.py, which inlines these modules as one), and `draw`
 // the benchmark's floor page.
 
 
@@ -1880,7 +1880,7 @@ export function decode(bytes) {
 
 /**
  * The Streamlit component: one instance per chart, kept across reruns. The
- * standalone report (explorer/export.py) mounts its charts with it too, passing
+ * standalone report (explorer/render/export.py) mounts its charts with it too, passing
  * { data, parentElement, setTriggerValue } itself.
  * @param {{data: any, parentElement: HTMLElement, setTriggerValue: (name: string, value: any) => void}} component
  */

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from explorer.ui.navigation import HOME_PAGE, PAGES
-from tests.server import ROOT, Server  # noqa: F401 (ROOT: the tests' import of the app's root)
+from tests.support.server import ROOT, Server  # noqa: F401 (ROOT: the tests' import of the app's root)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -19,7 +19,7 @@ RUN_TIMEOUT_MS = 90_000
 """How long a browser test waits for anything a server run produces (a page, a
 rerun, a chart, a download): generous, since on a loaded 2-core machine a run
 can take tens of seconds. Every wait uses it: `expect`'s default is set to it
-here, and `tests.test_browser.settle`, page actions and downloads use it too."""
+here, and `tests.browser.test_browser.settle`, page actions and downloads use it too."""
 expect.set_options(timeout=RUN_TIMEOUT_MS)
 
 
@@ -110,7 +110,7 @@ RUN_COUNTER = """(() => {
   }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
                         attributeFilter: ["data-test-script-state"]});
 })()"""
-"""Counts the Streamlit script runs that finished in the page (see `tests.test_browser.settle`)."""
+"""Counts the Streamlit script runs that finished in the page (see `tests.browser.test_browser.settle`)."""
 
 
 @pytest.fixture(autouse=True)

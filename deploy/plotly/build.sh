@@ -31,7 +31,7 @@ const out = process.argv[2];
 const lock = require("./package-lock.json").packages;
 const data = fs.readFileSync(path.join(out, "plotly-heatmap.min.js"));
 const record = {
-  about: "Plotly.js's core (scatter, hover, colour bars, the toolbar) and its heatmap trace, the only traces the app's pages draw (explorer/ui/chart.py), built by deploy/plotly/build.sh (`make plotly-bundle`) from the npm packages its package-lock.json pins. Its version must equal the plotly.js that the installed plotly.py ships (tests/test_chart_js.py); the HTML report and notebooks keep plotly.py's own full bundle. To update: set plotly.js's version in deploy/plotly/package.json, `npm install --package-lock-only --ignore-scripts` there, then `make plotly-bundle`.",
+  about: "Plotly.js's core (scatter, hover, colour bars, the toolbar) and its heatmap trace, the only traces the app's pages draw (explorer/ui/component.py), built by deploy/plotly/build.sh (`make plotly-bundle`) from the npm packages its package-lock.json pins. Its version must equal the plotly.js that the installed plotly.py ships (tests/render/test_chart_js.py); the HTML report and notebooks keep plotly.py's own full bundle. To update: set plotly.js's version in deploy/plotly/package.json, `npm install --package-lock-only --ignore-scripts` there, then `make plotly-bundle`.",
   file: "plotly-heatmap.min.js",
   package: "plotly.js",
   version: lock["node_modules/plotly.js"].version,

@@ -3,7 +3,7 @@ memory budget holds.
 
 Sizes are known before loading: a model's float32 weights take 4 bytes per
 parameter of the base model (no LM head, no pooler). `DEFAULT_MODEL` is the
-largest one the budget's model share holds (`explorer.budget.MODEL_BYTES`):
+largest one the budget's model share holds (`explorer.server.budget.MODEL_BYTES`):
 GPT-2 small from ``EXPLORER_MEMORY_BUDGET_MB=1536``, DistilGPT-2 on the
 default 1 GB.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from explorer import budget
+from explorer.server import budget
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class ModelChoice:
 
     @property
     def fits(self) -> bool:
-        """Whether this server's model share (`explorer.budget.MODEL_BYTES`) holds it."""
+        """Whether this server's model share (`explorer.server.budget.MODEL_BYTES`) holds it."""
         return self.nbytes <= budget.MODEL_BYTES
 
 

@@ -16,7 +16,7 @@ from explorer.models.errors import ModelError, ModelMismatch
 from explorer.models.forward import attention_outputs
 from explorer.models.layer_trace import ModelConfig
 from explorer.models.loading import LoadedModel
-from explorer.trace import Trace
+from explorer.core.trace import Trace
 
 TOLERANCE = 1e-4
 """Largest |ours − model's| still counted as agreement (float32 rounding), for

@@ -1,6 +1,6 @@
 """The exceptions of the real-model feature.
 
-They subclass `explorer.config.ConfigError`, the package's one exception for
+They subclass `explorer.core.config.ConfigError`, the package's one exception for
 input it cannot use, so that a page that shows a ``ConfigError`` with
 ``st.error`` shows these too. ``field`` names what was wrong: ``"model"``,
 ``"text"``, ``"input_ids"``, ``"layer"``, ``"head"`` or ``"check"``.
@@ -8,7 +8,7 @@ input it cannot use, so that a page that shows a ``ConfigError`` with
 
 from __future__ import annotations
 
-from explorer.config import ConfigError, shown
+from explorer.core.config import ConfigError, shown
 
 
 def download_command(name: str = "gpt2") -> str:
@@ -49,7 +49,7 @@ FOLDER_HINT = ("A usable folder holds a GPT-2 or BERT model as written by "
 
 def folder_message(path: str) -> str:
     """The one message for a folder that cannot be opened, whatever the reason:
-    ``path`` quoted as typed (escaped and cut by `explorer.config.shown`, ``~``
+    ``path`` quoted as typed (escaped and cut by `explorer.core.config.shown`, ``~``
     not expanded), then `FOLDER_HINT`. It says nothing about whether the path
     exists, is a file, or what a library said about it."""
     return f"Cannot open {shown(path)} as a model folder. {FOLDER_HINT}"

@@ -1,10 +1,10 @@
 """One layer of a real model, step by step: `compute_model_trace`.
 
 The trace has the same steps and shapes as the multi-head trace of
-`explorer.trace.compute_trace`, plus the biases b_query, b_key, b_value that
+`explorer.core.trace.compute_trace`, plus the biases b_query, b_key, b_value that
 real models add, so the pages that show a trace can show this one. X and the
 weights come from the model; every later step is computed by the hand-written
-functions of `explorer.attention`, and `against_model` checks them against the
+functions of `explorer.core.attention`, and `against_model` checks them against the
 model's own numbers.
 """
 
@@ -18,14 +18,14 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from explorer import attention as att
-from explorer.config import shown
+from explorer.core import attention as att
+from explorer.core.config import shown
 from explorer.models.anatomy import ARCHITECTURES
 from explorer.models.errors import ModelError
 from explorer.models.forward import attention_input
 from explorer.models.loading import LoadedModel
 from explorer.models.tokens import model_input
-from explorer.trace import Trace
+from explorer.core.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class ModelConfig:
     ``normalization="softmax"``, ``dropout=0.0`` (inference), ``has_out_proj=True``,
     ``qkv_bias=True`` (Q = X·W_query + b_query), ``weight_init="model"`` (trained
     weights read from the checkpoint). It offers the same attributes as
-    `explorer.config.AttentionConfig` that the pages, `explain` and `verify`
+    `explorer.core.config.AttentionConfig` that the pages, `explain` and `verify`
     read: ``tokens``, ``d_in``, ``d_k``, ``d_v``, ``head_dim``, ``head_dim_v``.
 
     Raises `ModelError` for a layer or head outside the model.
@@ -156,7 +156,7 @@ def compute_model_trace(model: LoadedModel, text: str | None = None, *, input_id
       BERT's ``attention.output.dense``, before dropout, residual and LayerNorm.
 
     With a single head the per-head steps drop the head axis, as in
-    `explorer.trace.compute_trace`. One forward pass (stopped at the layer) runs
+    `explorer.core.trace.compute_trace`. One forward pass (stopped at the layer) runs
     under the model's lock. Raises `ModelError` for bad input, layer or head.
     """
     seq = model_input(model, text, input_ids)

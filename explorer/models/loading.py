@@ -38,8 +38,8 @@ import torch
 import transformers
 from huggingface_hub import constants as hub_constants
 
-from explorer import budget
-from explorer.config import MAX_TOKENS, shown
+from explorer.server import budget
+from explorer.core.config import MAX_TOKENS, shown
 from explorer.models.anatomy import ARCHITECTURES, Architecture
 from explorer.models.errors import (DOWNLOAD_COMMAND, FolderUnusable, ModelError,
                                     ModelUnavailable, download_command)
@@ -342,14 +342,14 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
     1. the config.json, as plain JSON;
     2. its architecture, variant and sizes (`explorer.models.sizes.model_sizes`),
        and with ``within_budget`` its float32 bytes against the server's model
-       share (`explorer.budget.check_model_fits`): all before anything is built;
+       share (`explorer.server.budget.check_model_fits`): all before anything is built;
     3. the safetensors weights, into the architecture's base class;
     4. the tokenizer, if there is one.
 
     ``shown_as`` names the model in messages (quoted). Raises `_NotFound` when
     the location has no config or weights, `_Unreadable` when its files are not
     a model's, `ModelError` for an unsupported architecture or sizes outside
-    `explorer.models.sizes.LIMITS`, and `explorer.budget.BudgetError`.
+    `explorer.models.sizes.LIMITS`, and `explorer.server.budget.BudgetError`.
     """
     raw = (_folder_config(Path(location)) if source == "folder"
            else _hub_config(location, local_files_only))
@@ -395,7 +395,7 @@ def load_folder(path: str | os.PathLike, *, within_budget: bool = False) -> Load
 
     With ``within_budget`` (the Real model page), the float32 bytes the config
     asks for are weighed against the server's model share before the model is
-    built (`explorer.budget.check_model_fits`; MB = 2**20 bytes).
+    built (`explorer.server.budget.check_model_fits`; MB = 2**20 bytes).
 
     Raises:
 
@@ -408,9 +408,9 @@ def load_folder(path: str | os.PathLike, *, within_budget: bool = False) -> Load
     - `ModelError` naming what the folder's config.json asks for, once it has
       been read: an architecture other than GPT-2 / BERT, a variant the
       explorer cannot mirror, sizes outside `explorer.models.sizes.LIMITS`;
-    - `explorer.budget.BudgetError` (with ``within_budget``), with the figures.
+    - `explorer.server.budget.BudgetError` (with ``within_budget``), with the figures.
 
-    All are `explorer.config.ConfigError`: never `OSError`.
+    All are `explorer.core.config.ConfigError`: never `OSError`.
     """
     typed = _text(path)
     shown_as = f"the model in {shown(typed)}"
@@ -467,9 +467,9 @@ def load_model(name_or_path: str | os.PathLike, *, within_budget: bool = False) 
     message for every path that cannot be opened; ``error.reason`` says why);
     `ModelError` for an architecture other than GPT-2 / BERT, sizes outside
     `explorer.models.sizes.LIMITS` or unreadable files in the cache; with
-    ``within_budget``, `explorer.budget.BudgetError` for a model larger than
+    ``within_budget``, `explorer.server.budget.BudgetError` for a model larger than
     the server's model share, before it is built (as in `load_folder`). All are
-    `explorer.config.ConfigError`.
+    `explorer.core.config.ConfigError`.
     """
     name = _text(name_or_path)
     if _is_path(name):

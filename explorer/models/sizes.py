@@ -5,7 +5,7 @@ count and float32 bytes follow from a handful of numbers (`ModelSizes`).
 `model_sizes` reads them from a transformers config and checks each against
 `LIMITS` (a whole number, positive, within a bound that holds every GPT-2 and
 BERT released) and the heads against the width; `ModelSizes.nbytes` is then
-what `explorer.budget.check_model_fits` weighs before anything is allocated.
+what `explorer.server.budget.check_model_fits` weighs before anything is allocated.
 A config with ``n_layer=10**6`` is refused here in microseconds, instead of
 being built for minutes.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from explorer.config import shown
+from explorer.core.config import shown
 from explorer.models.errors import ModelError
 
 FLOAT32_BYTES = 4

@@ -5,7 +5,7 @@ leading space is part of its token: ``'Ġcat'``), WordPiece for BERT
 (``'walk'``, ``'##ing'``, with ``[CLS]`` and ``[SEP]`` added). `readable_piece`
 shows GPT-2's space as ``·`` (``'·cat'``), decodes the other byte-level
 characters (``'Ċ'`` is a newline, shown ``↵``) and keeps WordPiece's ``##`` as
-is. Labels never hold whitespace, as `explorer.tokenizer.token_labels` expects.
+is. Labels never hold whitespace, as `explorer.core.tokenizer.token_labels` expects.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from explorer.config import MAX_SENTENCE_CHARS, shown
+from explorer.core.config import MAX_SENTENCE_CHARS, shown
 from explorer.models.errors import ModelError
 
 SPACE = "·"

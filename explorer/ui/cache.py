@@ -1,15 +1,15 @@
 """Traces and embedding tables shared by every session, bounded by bytes.
 
-`cachetools` LRU caches whose size is each value's bytes (`explorer.budget`
+`cachetools` LRU caches whose size is each value's bytes (`explorer.server.budget`
 sets the bounds), behind a lock, since Streamlit serves sessions in threads.
 A cached `Trace` is shared, never copied: treat its tensors as read-only.
 Computing a trace that is not cached reserves its bytes from the server's
-work allowance first (`explorer.budget.WORK`); a visitor whose request has
+work allowance first (`explorer.server.budget.WORK`); a visitor whose request has
 to wait for it is told at once, with its place in the queue (`waiting_note`);
 so is a page drawing the charts of a large trace (`drawing`).
 
 The Real model page adds two more: loaded models (`cached_model`, one per
-name or folder, within `explorer.budget.MODEL_BYTES`) and what is computed from
+name or folder, within `explorer.server.budget.MODEL_BYTES`) and what is computed from
 them (`cached_model_result`: traces, head overviews, checks). This module never
 imports `explorer.models` (transformers): the page passes its loaders in.
 """
@@ -26,10 +26,11 @@ from typing import Any, TypeVar
 import cachetools
 import streamlit as st
 
-from explorer import budget, literal, recipes
-from explorer.config import AttentionConfig
-from explorer.presets import MULTI_HEAD_PAGE
-from explorer.trace import Trace, compute_trace
+from explorer.server import budget
+from explorer.core import literal, recipes
+from explorer.core.config import AttentionConfig
+from explorer.lessons.presets import MULTI_HEAD_PAGE
+from explorer.core.trace import Trace, compute_trace
 from explorer.ui import private
 
 budget.tune_malloc()  # once per server process: freed tensors go back to the system
@@ -62,7 +63,7 @@ def cached_trace(config: AttentionConfig, tell: bool = True) -> Trace:
     own, and with ``tell`` say so on the page if it takes a while (`_shared`);
     if it fails or its session stops, one of them computes in turn.
 
-    Raises `explorer.budget.BudgetError` (a `ConfigError`) when the trace alone
+    Raises `explorer.server.budget.BudgetError` (a `ConfigError`) when the trace alone
     needs more than the server's work allowance, or the server stays busy.
     A trace larger than the whole cache is computed but not kept.
     """
@@ -124,12 +125,12 @@ def _shared(pending: Future, tell: bool) -> Trace:
 
 @contextmanager
 def drawing(page: str, config: AttentionConfig) -> Iterator[None]:
-    """Hold `explorer.budget.drawing_bytes` of the work allowance while the
+    """Hold `explorer.server.budget.drawing_bytes` of the work allowance while the
     ``with`` draws ``page``'s charts of ``config`` (the multi-head page also
     checks the trace against PyTorch), so that visitors drawing large pages
     at once wait their turn, told so on the page; then hand the memory back
-    (`explorer.budget.trim_malloc`). A small page draws at once. If the
-    server stays busy for `explorer.budget.DRAWING_WAIT_SECONDS`, the page
+    (`explorer.server.budget.trim_malloc`). A small page draws at once. If the
+    server stays busy for `explorer.server.budget.DRAWING_WAIT_SECONDS`, the page
     says so and stops (`st.stop`) without drawing."""
     nbytes = budget.drawing_bytes(config, checks=page == MULTI_HEAD_PAGE)
     if not nbytes:
@@ -168,7 +169,7 @@ def _wait_until_sent(timeout: float) -> None:
 
 
 def waiting_note() -> Callable[[int], None]:
-    """A callback for `explorer.budget.WorkBudget.reserve`: while the request
+    """A callback for `explorer.server.budget.WorkBudget.reserve`: while the request
     waits for memory, the page says so where the result will appear ("Waiting
     for memory: 2 visitors ahead…"), and the note goes once it may go on."""
     place = None
@@ -206,9 +207,9 @@ def cached_model(key: str, load: Callable[[], T], label: str,
     ``load()`` the first time and then shared by every session.
 
     ``expected_bytes`` (its float32 weights, when known before loading) is
-    checked against `explorer.budget.MODEL_BYTES` first, and the loaded
+    checked against `explorer.server.budget.MODEL_BYTES` first, and the loaded
     model's ``memory_bytes`` after, so a model that does not fit is refused
-    with the figures (`explorer.budget.BudgetError`, naming it ``label``). To
+    with the figures (`explorer.server.budget.BudgetError`, naming it ``label``). To
     make room, the least recently used models are dropped before loading. Two
     sessions asking for the same model at once load it once. Errors of
     ``load`` (e.g. `explorer.models.ModelUnavailable`) pass through.
@@ -249,11 +250,11 @@ def cached_model_result(key: Hashable, compute: Callable[[], T], work_bytes: int
                         what: str = "this input") -> T:
     """``compute()`` of a real model, kept under ``key`` (e.g. ``("trace",
     model location, input ids, layer)``) within
-    `explorer.budget.MODEL_TRACE_CACHE_BYTES`, counted by the value's
+    `explorer.server.budget.MODEL_TRACE_CACHE_BYTES`, counted by the value's
     ``nbytes`` (`SMALL_RESULT_BYTES` without one).
 
-    A miss reserves ``work_bytes`` from `explorer.budget.WORK` while computing,
-    so it raises `explorer.budget.BudgetError` when that is more than the
+    A miss reserves ``work_bytes`` from `explorer.server.budget.WORK` while computing,
+    so it raises `explorer.server.budget.BudgetError` when that is more than the
     server's allowance (the message names ``what``). A value larger than the
     whole cache is computed but not kept.
     """

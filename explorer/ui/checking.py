@@ -1,11 +1,11 @@
 """The "Check your code" page's own pieces: the settings of the learner's class,
-running it (`explorer.sandbox.check_source`, in a child process with a time and
+running it (`explorer.checker.sandbox.check_source`, in a child process with a time and
 a memory limit), and the report: the table of steps, the first difference,
 the diagnosis, and our matrix beside theirs with the differing cells outlined
-(`explorer.check_view.difference_charts`, drawn like every other chart).
+(`explorer.render.check_view.difference_charts`, drawn like every other chart).
 
 Running visitors' code is off unless the server was started with
-``EXPLORER_RUN_CODE=1`` (`explorer.sandbox.ENABLED`); then the page explains
+``EXPLORER_RUN_CODE=1`` (`explorer.checker.sandbox.ENABLED`); then the page explains
 how to run the same check in a notebook or a shell instead.
 """
 
@@ -21,12 +21,13 @@ import cachetools
 import pandas as pd
 import streamlit as st
 
-from explorer import literal, sandbox
-from explorer.check import CheckFailure, CheckReport
-from explorer.config import ConfigError, parse_field
-from explorer.listings import MULTI_HEAD_ATTENTION_CLASS
-from explorer.tokenizer import tokenize
-from explorer.ui import chart, widgets
+from explorer.core import literal
+from explorer.checker import sandbox
+from explorer.checker.check import CheckFailure, CheckReport
+from explorer.core.config import ConfigError, parse_field
+from explorer.checker.listings import MULTI_HEAD_ATTENTION_CLASS
+from explorer.core.tokenizer import tokenize
+from explorer.ui import component, widgets
 from explorer.ui.navigation import CHECK_PAGE
 from explorer.ui.sidebar import Frame
 
@@ -59,7 +60,7 @@ def snippets(values: dict) -> tuple[str, str]:
     bias = ", qkv_bias=True" if values["qkv_bias"] else ""
     notebook = (
         "import torch\n"
-        "from explorer.check import check_module\n\n"
+        "from explorer.checker.check import check_module\n\n"
         f"torch.manual_seed({seed_python})  # as the page builds your class\n"
         f"module = {cls}(d_in={values['d_in']}, d_out={values['d_out']}, "
         f"context_length={n_tokens},\n"
@@ -79,7 +80,7 @@ def snippets(values: dict) -> tuple[str, str]:
 @dataclass(frozen=True)
 class Request:
     """What to check: the learner's ``source``, its class and how to build and
-    feed it (`explorer.sandbox.check_source`'s arguments)."""
+    feed it (`explorer.checker.sandbox.check_source`'s arguments)."""
 
     source: str
     class_name: str
@@ -176,7 +177,7 @@ FAILURES = {"syntax": "a syntax error", "source": "an error running the file",
             "module": "its weights were not found", "inputs": "the inputs do not fit",
             "sentence": "the sentence does not fit", "timeout": "it ran out of time",
             "memory": "it ran out of memory", "crash": "the check crashed"}
-"""Why a check could not run, by `explorer.check.CheckFailure.kind`, for the headline."""
+"""Why a check could not run, by `explorer.checker.check.CheckFailure.kind`, for the headline."""
 
 
 def report(outcome: CheckReport | CheckFailure) -> None:
@@ -202,9 +203,9 @@ def report(outcome: CheckReport | CheckFailure) -> None:
         st.text(f"{label}: {text}")
     if outcome.first_difference is None:
         return
-    from explorer.check_view import difference_charts
+    from explorer.render.check_view import difference_charts
 
     charts = difference_charts(outcome)
     for i, (column, shown) in enumerate(zip(st.columns(len(charts) or 1), charts)):
         with column:
-            chart.show(shown, key=f"check-difference-{i}")
+            component.show(shown, key=f"check-difference-{i}")

@@ -1,19 +1,19 @@
 """The sidebar's "Take it with you": the page's numbers, to keep and to rerun.
 
 `take_it_with_you(view)` draws one expander with four downloads of the page's
-`explorer.ui.state.View`, built by `explorer.export` and
-`explorer.trace.Trace.to_json`:
+`explorer.ui.state.View`, built by `explorer.render.export` and
+`explorer.core.trace.Trace.to_json`:
 
-- "Reproduce in PyTorch": ``attention.py`` (`explorer.export.pytorch_script`,
+- "Reproduce in PyTorch": ``attention.py`` (`explorer.render.export.pytorch_script`,
   with the page's link in its header), and the same script shown in a popover
   with Streamlit's copy button. Only for an `AttentionConfig` trace: a real
   model's trace has no script;
-- "Report (HTML)": ``attention_<sentence>.html`` (`explorer.export.html_report`),
+- "Report (HTML)": ``attention_<sentence>.html`` (`explorer.render.export.html_report`),
   the page's charts in one file that opens offline;
 - "Every matrix (JSON)": ``attention_trace.json``, strict JSON;
 - "One matrix as CSV": the step picked here (entry ``csv_step``), of the head
   the page shows, e.g. ``attn_weights_life-is-short.csv``
-  (`explorer.export.matrix_csv`).
+  (`explorer.render.export.matrix_csv`).
 
 Nothing is built on an ordinary rerun: each button's ``data`` is a function
 that Streamlit calls when the button is clicked (in another thread, so it
@@ -32,11 +32,11 @@ from typing import Any
 
 import streamlit as st
 
-from explorer.config import AttentionConfig
-from explorer.export import html_report, matrix_csv, pytorch_script
-from explorer.figures import chart_filename
-from explorer.steps import STEPS, visible_steps
-from explorer.trace import Trace
+from explorer.core.config import AttentionConfig
+from explorer.render.export import html_report, matrix_csv, pytorch_script
+from explorer.render.figures import chart_filename
+from explorer.core.steps import STEPS, visible_steps
+from explorer.core.trace import Trace
 from explorer.ui import widgets
 from explorer.ui.cache import cached_trace
 from explorer.ui.state import View

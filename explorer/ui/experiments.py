@@ -7,11 +7,12 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from explorer import experiments as ex
-from explorer import figures, literal
-from explorer.config import AttentionConfig, ConfigError
-from explorer.tokenizer import token_labels
-from explorer.ui import chart, state, widgets
+from explorer.lessons import experiments as ex
+from explorer.render import figures
+from explorer.core import literal
+from explorer.core.config import AttentionConfig, ConfigError
+from explorer.core.tokenizer import token_labels
+from explorer.ui import component, state, widgets
 from explorer.ui.cache import cached_trace
 from explorer.ui.render import number_table
 from explorer.ui.state import SCALING_KEYS, View
@@ -38,14 +39,14 @@ def why_scale(view: View) -> None:
                           label=f"keys per query (your sentence has {trace.n_tokens})")
     curves = _curves(trace.config.seed % (2**31), n_keys)
     point = ex.config_point(trace)
-    chart.show(figures.figure_chart(figures.scaling_variance_figure(curves, point),
+    component.show(figures.figure_chart(figures.scaling_variance_figure(curves, point),
                                     "variance_of_the_scores"), key="exp-variance")
     left, right = st.columns(2)
     with left:
-        chart.show(figures.figure_chart(figures.scaling_softmax_figure(curves, point, "entropy"),
+        component.show(figures.figure_chart(figures.scaling_softmax_figure(curves, point, "entropy"),
                                         "softmax_entropy"), key="exp-entropy")
     with right:
-        chart.show(figures.figure_chart(figures.scaling_softmax_figure(curves, point, "max"),
+        component.show(figures.figure_chart(figures.scaling_softmax_figure(curves, point, "max"),
                                         "largest_weight"), key="exp-max")
     if n_keys != point.n_keys:  # entropy and the largest weight depend on the keys
         st.caption(f"The stars are your sentence's own scores: {point.n_keys} keys per query "
@@ -69,12 +70,12 @@ def temperature(view: View) -> None:
     entropy = ex.row_entropy(weights)
     left, right = st.columns([3, 2])
     with left:
-        chart.show(figures.labelled_chart(
+        component.show(figures.labelled_chart(
             weights, trace, "attn_weights", f"softmax(ω̃ / {t:g}) ({trace.n_tokens}×"
                                             f"{trace.n_tokens})", columns=2),
             key="exp-temperature-weights")
     with right:
-        chart.show(figures.figure_chart(
+        component.show(figures.figure_chart(
             figures.row_bars(entropy.numpy(), token_labels(trace.tokens),
                              f"Row entropy at T = {t:g}", "entropy (nats)"), "row_entropy"),
             key="exp-temperature-entropy")
@@ -106,12 +107,12 @@ def softmax_dim(view: View) -> None:
               ("torch.softmax(dim=-1)", trap.correct))
     for column, part, (title, matrix) in zip(st.columns(3), ("dim0", "dim1", "softmax"), panels):
         with column:
-            chart.show(figures.labelled_chart(matrix, trace, "attn_weights",
+            component.show(figures.labelled_chart(matrix, trace, "attn_weights",
                                               f"{title} ({n}×{n})", columns=3),
                        key=f"exp-dim-{part}")
     left, right = st.columns(2)
     with left:
-        chart.show(figures.labelled_chart(trap.difference, trace, "attn_scores",
+        component.show(figures.labelled_chart(trap.difference, trace, "attn_scores",
                                           "naive dim=0 − softmax(dim=-1)", columns=2),
                    key="exp-dim-difference")
     with right:
@@ -151,7 +152,7 @@ def permutation(view: View) -> None:
     for column, part, (source, matrix, title) in zip(st.columns(3), ("original", "shuffled",
                                                                     "difference"), panels):
         with column:
-            chart.show(figures.labelled_chart(matrix, source, "context", title, columns=3),
+            component.show(figures.labelled_chart(matrix, source, "context", title, columns=3),
                        key=f"exp-perm-{part}")
 
 
@@ -195,7 +196,7 @@ def compare(view: View) -> None:
         for column, (part, source, matrix, like, title) in zip(st.columns(3), panels):
             matrix = matrix[0] if matrix.dim() == 3 else matrix
             with column:
-                chart.show(figures.labelled_chart(matrix, source, like, title, columns=3,
+                component.show(figures.labelled_chart(matrix, source, like, title, columns=3,
                                                   colorbar=part != "diff",
                                                   decimals=COMPARE_DECIMALS),
                            key=f"exp-compare-{name}-{part}")

@@ -6,11 +6,12 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from explorer import figures, literal
-from explorer.config import OPTION_HELP, ConfigError
-from explorer.ui import chart, widgets
+from explorer.render import figures
+from explorer.core import literal
+from explorer.core.config import OPTION_HELP, ConfigError
+from explorer.ui import component, widgets
 from explorer.ui.cache import cached_trace
-from explorer.trace import with_embeddings
+from explorer.core.trace import with_embeddings
 from explorer.ui.render import number_table
 from explorer.ui.state import View
 
@@ -56,7 +57,7 @@ def softmax_overflow(view: View) -> None:
         left, right = st.columns(2)
         for column, name, shown in ((left, "naive softmax", naive), (right, "softmax", stable)):
             with column:
-                chart.show(figures.heatmap_chart(shown, "attn_weights", columns=2,
+                component.show(figures.heatmap_chart(shown, "attn_weights", columns=2,
                                                  title=f"{name}, X × {factor}",
                                                  follows_view=False),  # X × c's trace
                            key=f"overflow-demo-{name.replace(' ', '-')}")

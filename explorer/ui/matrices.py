@@ -11,7 +11,7 @@ matrix whose option is no longer "given" is forgotten, so switching back starts
 from the screen again. A table is labelled with tokens (X rows) and dims; when
 the sentence or a dim changes it is resized, keeping the values that still fit
 and filling new cells with 0. A CSV file can replace a table; one written by
-`explorer.export.matrix_csv` reads back exactly. Tables above
+`explorer.render.export.matrix_csv` reads back exactly. Tables above
 `MAX_EDITABLE_CELLS` are not drawn (a million cells cannot be edited by hand,
 and would be sent to the browser on every run): they are imported.
 """
@@ -26,10 +26,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explorer import literal
-from explorer.config import GIVEN_MATRICES, AttentionConfig, ConfigError, matrix_cell
-from explorer.presets import Preset
-from explorer.tokenizer import token_labels, tokenize
+from explorer.core import literal
+from explorer.core.config import GIVEN_MATRICES, AttentionConfig, ConfigError, matrix_cell
+from explorer.lessons.presets import Preset
+from explorer.core.tokenizer import token_labels, tokenize
 from explorer.ui import state
 from explorer.ui.cache import cached_trace
 

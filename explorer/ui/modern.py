@@ -1,8 +1,8 @@
 """The "Modern attention" page's pieces: its settings (the shared sentence,
-d_in and seed, then `explorer.modern.ModernConfig`'s sizes), and one section
+d_in and seed, then `explorer.modern.attention.ModernConfig`'s sizes), and one section
 per part (RoPE, grouped-query attention, the sliding window, the KV cache, the
 online softmax, a Llama-style layer), each with its check against its
-reference (`explorer.modern_verify`).
+reference (`explorer.modern.verify`).
 
 Its settings and view values are entries of `explorer.ui.state` beside the
 others, so the link carries them; X comes from the same `AttentionConfig`
@@ -18,14 +18,16 @@ from functools import partial
 import streamlit as st
 import torch
 
-from explorer import literal, modern, modern_explain, modern_export, modern_verify
-from explorer import modern_figures as mf
-from explorer.budget import BudgetError
-from explorer.config import AttentionConfig, ConfigError
-from explorer.explain import Explanation
-from explorer.modern import ModernConfig, ModernTrace
-from explorer.tokenizer import token_labels
-from explorer.ui import cache, chart, state, widgets
+from explorer.core import literal
+from explorer.modern import attention as modern, explain as modern_explain, verify as modern_verify
+from explorer.render.modern import export as modern_export
+from explorer.render.modern import figures as mf
+from explorer.server.budget import BudgetError
+from explorer.core.config import AttentionConfig, ConfigError
+from explorer.lessons.explain import Explanation
+from explorer.modern.attention import ModernConfig, ModernTrace
+from explorer.core.tokenizer import token_labels
+from explorer.ui import cache, component, state, widgets
 from explorer.ui.navigation import MODERN_PAGE
 from explorer.ui.render import explanation_box, number_table
 from explorer.ui.sidebar import Frame
@@ -179,7 +181,7 @@ def head_picker(view: ModernView) -> int:
     n_heads = view.config.n_heads
     if n_heads == 1:
         return 0
-    return chart.picker("head", "Query head to show", [f"head {h}" for h in range(n_heads)],
+    return component.picker("head", "Query head to show", [f"head {h}" for h in range(n_heads)],
                         view.head, buttons=n_heads <= widgets.MAX_BUTTONS,
                         on_pick=partial(_pick, "head"))
 
@@ -191,14 +193,14 @@ def _pick(name: str, value) -> None:
 
 
 def _chart(view: ModernView, head: int, key: str, *, position: int = 0, columns: int = 1) -> None:
-    """The page's chart ``key`` (`explorer.modern_figures.chart_of`; ``position``:
+    """The page's chart ``key`` (`explorer.render.modern.figures.chart_of`; ``position``:
     the decoded token). A click on a cell explains it under the chart (the
     ``modern_cell`` entry), the cell outlined."""
     explanation = _explained(view, head, key, position)
     outline = [mf.cell_outline(*view["modern_cell"][1:])] if explanation else []
     drawn = mf.chart_of(view.trace, key, head, list(view.labels), position=position,
                         columns=columns, shapes=outline)
-    chart.show(drawn, key=f"modern-{key}", on_click=partial(_clicked, key))
+    component.show(drawn, key=f"modern-{key}", on_click=partial(_clicked, key))
     if explanation is not None:
         explanation_box(explanation)
 

@@ -8,9 +8,10 @@ import weakref
 
 import streamlit as st
 
-from explorer import figures, literal, verify
-from explorer.trace import Trace
-from explorer.ui import chart, state
+from explorer.render import figures
+from explorer.core import literal, verify
+from explorer.core.trace import Trace
+from explorer.ui import component, state
 
 VERIFY_TOLERANCE = 1e-4
 """Largest difference from PyTorch still shown as agreement (float32 rounding)."""
@@ -24,14 +25,14 @@ def head_split(trace: Trace) -> None:
     st.markdown(literal.markdown(figures.head_split_caption(trace)))
     for column, name in zip(st.columns(3), ("queries", "keys", "values")):
         with column:
-            chart.show(figures.head_split_chart(trace, name), key=f"split-{name}")
+            component.show(figures.head_split_chart(trace, name), key=f"split-{name}")
 
 
 def heads_grid(trace: Trace) -> None:
     """Every head's attention weights side by side."""
     grid = figures.heads_grid_chart(trace)
     grid.marks = {"pick": "head"}  # a click on a head shows it at once (chart.js)
-    chart.show(grid, key="heads-grid", on_click=_open_head)
+    component.show(grid, key="heads-grid", on_click=_open_head)
     st.caption("Click a head to show it above.")
 
 
@@ -49,7 +50,7 @@ def causal_second_route(trace: Trace, head: int) -> None:
         return
     st.subheader("The same weights by the other route")
     st.markdown(literal.markdown(route.explanation()))
-    chart.show(figures.second_route_chart(trace, route, head), key="causal-second-route")
+    component.show(figures.second_route_chart(trace, route, head), key="causal-second-route")
 
 
 def dropout_note(trace: Trace) -> None:

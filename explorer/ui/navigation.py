@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.presets import (CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, MODEL_PAGE,  # noqa: F401
+from explorer.lessons.presets import (CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, MODEL_PAGE,  # noqa: F401
                               MODERN_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE)
 
 PAGES: dict[str, tuple[str, str]] = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.presets import PRESETS, check
+from explorer.lessons.presets import PRESETS, check
 from explorer.ui import state, widgets
 
 

@@ -1,7 +1,7 @@
 """Every use of Streamlit's (and its Starlette server's) private parts, in one place.
 
 Nothing here is public API: each function reads what Streamlit 1.67 happens to
-do, and may break on any upgrade. Each use has a test in `tests/test_private.py`
+do, and may break on any upgrade. Each use has a test in `tests/ui/test_private.py`
 that fails when an upgraded Streamlit no longer behaves as assumed; run it first
 after an upgrade (README, "Upgrading Streamlit or Plotly").
 
@@ -10,14 +10,14 @@ after an upgrade (README, "Upgrading Streamlit or Plotly").
   `explorer.ui.cache.drawing`, which keeps a large page's bytes reserved until
   they are sent. No public API tells.
 - `in_app_test`: whether the script runs in `AppTest` (the hidden option
-  ``global.appTest``), for `explorer.ui.chart.show`: AppTest keeps only the last
+  ``global.appTest``), for `explorer.ui.component.show`: AppTest keeps only the last
   run's elements, so there every run sends every matrix.
 - ``runner.postScriptGC = false`` in ``.streamlit/config.toml`` (a hidden
   option, so it is a setting, not a call here): Streamlit's full
   ``gc.collect(2)`` after every run cost 100-160 ms per click.
 - `widget_keys`, `session_keys`: the keys a session's widgets registered, and
   its session keys, for the test that every key is declared
-  (`tests/test_state.py`), read from AppTest's session internals (its key-id
+  (`tests/ui/test_state.py`), read from AppTest's session internals (its key-id
   map, widget metadata and old state). AppTest's public API may do (its element
   tree's widget keys, ``at.session_state.keys()``); not yet tried.
 """

@@ -23,14 +23,17 @@ from typing import Any
 
 import streamlit as st
 
-from explorer import budget, figures, literal, models
-from explorer.budget import BudgetError
-from explorer.config import ConfigError, shown
+from explorer import models
+from explorer.server import budget
+from explorer.render import figures
+from explorer.core import literal
+from explorer.server.budget import BudgetError
+from explorer.core.config import ConfigError, shown
 from explorer.models import EXAMPLES, LoadedModel, ModelUnavailable, download_command
 from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
-from explorer.steps import visible_steps
-from explorer.trace import Trace
-from explorer.ui import cache, chart, state, widgets
+from explorer.core.steps import visible_steps
+from explorer.core.trace import Trace
+from explorer.ui import cache, component, state, widgets
 from explorer.ui.navigation import MODEL_PAGE
 from explorer.ui.sidebar import Frame
 from explorer.ui.state import FOLDER, Context, View
@@ -131,7 +134,7 @@ def _choice_label(option: str) -> str:
 
 def _model_picker() -> str:
     """The model picker (entry ``model``): the catalogue's models, and a local
-    folder when this server allows it (`explorer.budget.MODEL_FOLDERS`)."""
+    folder when this server allows it (`explorer.server.budget.MODEL_FOLDERS`)."""
     options = list(MODEL_CHOICES) + ([FOLDER] if budget.MODEL_FOLDERS else [])
     if state.value("model") not in options:
         state.put("model", DEFAULT_MODEL)
@@ -144,7 +147,7 @@ def _model_picker() -> str:
 def _loaded(choice: str, folder: str) -> tuple[LoadedModel, str, str]:
     """The model, its cache key and label; loaded once per name or folder.
     Raises `ModelUnavailable`, `ModelError` (for a folder: `FolderUnusable`, one
-    message whatever the reason) or `explorer.budget.BudgetError`."""
+    message whatever the reason) or `explorer.server.budget.BudgetError`."""
     if choice == FOLDER:
         path = os.path.abspath(os.path.expanduser(folder.strip()))
         key, label, expected = f"folder:{path}", f"The model in {shown(folder.strip())}", None
@@ -284,7 +287,7 @@ def every_head(view: ModelView, head: int) -> None:
         what=f"every head of {view.label} on {trace.n_tokens} tokens")
     grid, table = st.columns([3, 2])
     with grid:
-        chart.show(figures.head_overview_chart(overview, view.layer, head), key="head-overview",
+        component.show(figures.head_overview_chart(overview, view.layer, head), key="head-overview",
                    on_click=partial(_clicked_head, view.model.n_heads))
         st.caption("Each thumbnail is one head's attention weights on this sentence (query "
                    "rows, key columns; long sentences in blocks of tokens). Click one to open "

@@ -12,12 +12,14 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from explorer import explain, figures, literal
-from explorer.config import AttentionConfig, ConfigError
-from explorer.steps import STEPS, TOKENS, Step, chart_caption, layout_rows, shows_colour_bar
-from explorer.tokenizer import token_labels
-from explorer.trace import Trace
-from explorer.ui import chart, sidebar, state, widgets
+from explorer.lessons import explain
+from explorer.render import figures
+from explorer.core import literal
+from explorer.core.config import AttentionConfig, ConfigError
+from explorer.core.steps import STEPS, TOKENS, Step, chart_caption, layout_rows, shows_colour_bar
+from explorer.core.tokenizer import token_labels
+from explorer.core.trace import Trace
+from explorer.ui import component, sidebar, state, widgets
 from explorer.ui.cache import cached_trace, drawing
 from explorer.ui.state import View
 
@@ -115,7 +117,7 @@ def _step_fragment(light: View, name: str, head: int, columns: int, colorbar: bo
         switch = state.ENTRIES["lines"]
         drawn.lines = {**figures.lines_spec(trace, name), "toggle": switch.label,
                        "help": switch.help}
-    chart.show(drawn, key=key, on_click=partial(_follow_click, step, head,
+    component.show(drawn, key=key, on_click=partial(_follow_click, step, head,
                                                  col_offset=shown.start),
                on_lines=partial(_pick, "lines") if name in LINE_VIEW_STEPS else None)
     if step.explain:
@@ -228,9 +230,9 @@ def query_picker(view: View, label: str) -> int | None:
     """The page's query token (`View.query`): its row is outlined in every
     heatmap; clicking a cell in a token-row chart picks it too. Offers "none"
     where the page's default is none. The page follows a choice at once
-    (`chart.picker`)."""
+    (`component.picker`)."""
     optional = state.ENTRIES["query"].optional_on(view.page)
-    return chart.picker("query", label, token_labels(view.trace.tokens), view.query,
+    return component.picker("query", label, token_labels(view.trace.tokens), view.query,
                         none="none" if optional else None, on_pick=partial(_pick, "query"))
 
 
@@ -241,7 +243,7 @@ def head_picker(view: View) -> int:
     n_heads = view.trace.config.n_heads
     if n_heads == 1:
         return 0
-    return chart.picker("head", state.ENTRIES["head"].label, [f"head {h}" for h in range(n_heads)],
+    return component.picker("head", state.ENTRIES["head"].label, [f"head {h}" for h in range(n_heads)],
                         view.head, buttons=n_heads <= widgets.MAX_BUTTONS,
                         on_pick=partial(_pick, "head"))
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import streamlit as st
 
-from explorer import literal
-from explorer.config import AttentionConfig, ConfigError
-from explorer.presets import SIMPLIFIED_PAGE
-from explorer.steps import visible_steps
+from explorer.core import literal
+from explorer.core.config import AttentionConfig, ConfigError
+from explorer.lessons.presets import SIMPLIFIED_PAGE
+from explorer.core.steps import visible_steps
 from explorer.ui import downloads, matrices, presets, state, widgets
 from explorer.ui.cache import cached_trace
 from explorer.ui.navigation import page_menu

@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from explorer.config import OPTION_HELP
+from explorer.core.config import OPTION_HELP
 from explorer.ui import state
 from explorer.ui.state import ENTRIES, Choice, Flag, Fraction, Number, Steps, Text
 

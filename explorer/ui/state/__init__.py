@@ -7,7 +7,7 @@ query token, the head, the explained cell, the line view, the overflow demo,
 the CSV's step; on the Real model page the model, the folder and the layer; on
 the Experiments page the open experiment and each experiment's parameters).
 Each `Entry` has a kind (its type, how a link writes and reads it, its bounds,
-read from `explorer.config`), a default (per page, or computed from the page's
+read from `explorer.core.config`), a default (per page, or computed from the page's
 trace), its URL name (the entry's name) and the pages it belongs to.
 Everything else follows from it:
 

@@ -12,15 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from explorer import config as cfg
-from explorer import modern, modern_explain
-from explorer.config import GIVEN_MATRICES, OPTION_HELP, AttentionConfig
-from explorer.listings import MULTI_HEAD_ATTENTION, MULTI_HEAD_ATTENTION_CLASS
+from explorer.core import config as cfg
+from explorer.modern import attention as modern, explain as modern_explain
+from explorer.core.config import GIVEN_MATRICES, OPTION_HELP, AttentionConfig
+from explorer.checker.listings import MULTI_HEAD_ATTENTION, MULTI_HEAD_ATTENTION_CLASS
 from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
-from explorer.presets import (CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, JOURNEY_SENTENCE,
+from explorer.lessons.presets import (CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, JOURNEY_SENTENCE,
                               MODEL_PAGE, MODERN_PAGE, MULTI_HEAD_PAGE, PRESETS,
                               SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE)
-from explorer.steps import STEPS
+from explorer.core.steps import STEPS
 from explorer.ui.state.kinds import (CellRef, ChartCell, Choice, Flag, Fraction, Index, Kind,
                                      MatrixKind, Number, Steps, Text)
 
@@ -169,7 +169,7 @@ def _experiment_side(side: str, scale: Callable[[AttentionConfig], bool]) -> lis
 
 _MODERN = ONLY({MODERN_PAGE})
 _MODERN_ENTRIES = [
-    # The Modern attention page's own settings (`explorer.modern.ModernConfig`)
+    # The Modern attention page's own settings (`explorer.modern.attention.ModernConfig`)
     Entry("n_query_heads", Number(low=1, high=modern.MAX_MODERN_HEADS), _MODERN, "n_heads",
           "Query heads; n_kv_heads must divide it.", PAGE_OWN, default=4),
     Entry("n_kv_heads", Number(low=1, high=modern.MAX_MODERN_HEADS), _MODERN, "n_kv_heads",
@@ -307,7 +307,7 @@ _ENTRIES: list[Entry] = [
           default=MULTI_HEAD_ATTENTION, linked=False),
     # What a chart page shows
     # The head and the query token are picked in the browser (chart.js follows a
-    # choice at once, `explorer.ui.chart.picker`), which then sets them here.
+    # choice at once, `explorer.ui.component.picker`), which then sets them here.
     *_MODERN_ENTRIES,
     Entry("head", Index(), HEAD_PAGES | {MODERN_PAGE}, "Head to show", default=0, widget=False,
           allowed=lambda c: range(c.trace.config.n_heads) if c.trace else None),

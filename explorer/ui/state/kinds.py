@@ -1,8 +1,8 @@
 """Kinds: an entry's type, how a link writes and reads its value, and its bounds.
 
-Each `Kind` parses a link's text (raising `explorer.config.ConfigError` with a
+Each `Kind` parses a link's text (raising `explorer.core.config.ConfigError` with a
 message that says what is allowed) and writes a value back as text; the
-bounds come from `explorer.config`. Pure Python and numpy: no streamlit.
+bounds come from `explorer.core.config`. Pure Python and numpy: no streamlit.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from explorer import config as cfg
-from explorer import literal
-from explorer.config import ConfigError, parse_field, shown
-from explorer.steps import STEPS
+from explorer.core import config as cfg
+from explorer.core import literal
+from explorer.core.config import ConfigError, parse_field, shown
+from explorer.core.steps import STEPS
 
 
 class Kind:

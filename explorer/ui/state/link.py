@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from explorer import literal
-from explorer.config import ConfigError, shown
-from explorer.presets import PRESETS, Preset
+from explorer.core import literal
+from explorer.core.config import ConfigError, shown
+from explorer.lessons.presets import PRESETS, Preset
 from explorer.ui.state.entries import ENTRIES, MAX_LINK_MATRIX_CHARS, Context, entries_of
 from explorer.ui.state.kinds import CellRef, Choice, MatrixKind
 from explorer.ui.state.session import (LINK_CHECKS, LINK_READ, apply_preset, note, problems,

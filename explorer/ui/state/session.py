@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from explorer.config import shown
-from explorer.presets import PRESETS, Preset
+from explorer.core.config import shown
+from explorer.lessons.presets import PRESETS, Preset
 from explorer.ui.state.entries import CONFIG_ENTRIES, MATRICES
 
 

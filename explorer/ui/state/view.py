@@ -11,8 +11,8 @@ from typing import Any
 
 import streamlit as st
 
-from explorer.config import ConfigError, shown
-from explorer.presets import SIMPLIFIED, SIMPLIFIED_PAGE, Preset
+from explorer.core.config import ConfigError, shown
+from explorer.lessons.presets import SIMPLIFIED, SIMPLIFIED_PAGE, Preset
 from explorer.ui.navigation import PAGES
 from explorer.ui.state.entries import (CONFIG_ENTRIES, ENTRIES, VIEW, Context, Entry,
                                        entries_of)
@@ -162,7 +162,7 @@ class View:
         return replace(self, trace=None)
 
     def in_browser(self) -> dict[str, Any]:
-        """The view as chart.js follows it (`explorer.charts.Chart.view`): the
+        """The view as chart.js follows it (`explorer.render.payload.Chart.view`): the
         query token, the explained cell, the head shown and the line view."""
         return {"query": self.query, "cell": list(self.cell) if self.cell else None,
                 "head": self.head, "lines": bool(self.values.get("lines"))}

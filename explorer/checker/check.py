@@ -1,0 +1,1101 @@
+"""Check your own attention code: where does it first differ from the book's?
+
+    >>> from explorer.checker.check import check_module
+    >>> report = check_module(MultiHeadAttention(d_in=3, d_out=4, context_length=6,
+    ...                                          dropout=0.0, num_heads=2))
+    >>> report.ok, report.first_difference.step, report.mistake
+    (False, 'attn_weights', 'softmax_over_queries')
+    >>> print(report)  # the table of steps, the first difference, the diagnosis
+
+How it works:
+
+1. `explorer.checker.learner.read_weights` reads the module's projections: by the
+   book's names (chapter 3 of "Build a Large Language Model (From Scratch)"),
+   a fused qkv layer, or a wrapped ``nn.MultiheadAttention``.
+2. `explorer.checker.learner.run_forward` runs the learner's forward once, on the
+   book's batch of two (``torch.stack((X, X))``, else on X), and keeps every
+   tensor it makes; the learner changes nothing in their code. Biases the
+   forward adds on its own are found in those tensors (`_found_biases`), and
+   another reading of the weights is used when the forward computes that one
+   (``LearnerWeights.alternatives``).
+3. The reference: `explorer.core.trace.attention_steps` (the explorer's own
+   attention, one function per step) on the same inputs with those weights.
+4. Each reference step, in pipeline order (`COMPARED`), is matched to one of
+   those tensors: equal to the tolerance, whatever the layout of the heads
+   ((b, num_heads, n, head_dim), (b, n, num_heads, head_dim) or the heads side
+   by side, (b, n, d_out)) and with or without a batch axis of 1. The returned
+   tensor must equal the last step.
+5. When the output differs, each classic mistake of `explorer.checker.mistakes` is
+   computed from the same weights; the one whose output equals the learner's
+   names the mistake, and its first step that the learner's tensors show is
+   the first difference. Without one, the first difference is the first step
+   with no match from which no matching step is computed (`_undone`, `_locate`).
+   A step without a match that feeds a matching one is right, only never
+   computed on its own (masking before scaling skips the scaled scores): "not
+   seen", —.
+6. `hidden_steps`: a warning for each step the sizes cannot see (head_dim 1
+   hides the scaling). The check runs within `explorer.checker.limits.limits`.
+
+Dropout: compared off unless the module is in train() mode with p > 0 and a
+``dropout_seed`` is given; then the check draws the keep-masks from
+``torch.Generator().manual_seed(dropout_seed)`` and hands the same masks to the
+learner's dropout calls and to the reference, so the result is the same on
+every machine. Without a seed, a module in train() mode drops weights at random,
+and the report says that this is what differs.
+
+The report is a plain dataclass of lists, numbers and text: it round-trips
+through JSON (`CheckReport.to_json`, `result_from_json`), as `explorer.checker.sandbox`
+needs. Pure torch; `CheckReport._repr_html_` imports `explorer.render.check_view` (plotly)
+only when a notebook shows it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import torch
+from torch import Tensor, nn
+
+from explorer.core import attention as att
+from explorer.core import recipes
+from explorer.core.config import MAX_ATTENTION_CELLS, AttentionConfig
+from explorer.checker.learner import (MEMORY_MB, TIMEOUT_S, CheckError, LearnerWeights, Recording,
+                              read_weights, run_forward)
+from explorer.checker.limits import limits
+from explorer.core.literal import format_value
+from explorer.checker.mistakes import (DROPOUT_ACTIVE, MISTAKES, Sizes, dropout_diagnosis,
+                               dropout_keep_mask, mistaken_steps)
+from explorer.lessons.presets import JOURNEY_INPUTS, JOURNEY_SENTENCE
+from explorer.core.steps import STEPS, TOKENS
+from explorer.core.tokenizer import token_labels, tokenize
+from explorer.core.trace import attention_steps, embed, json_safe
+from explorer.checker.verdicts import DIFFERS, MATCH, NOT_SEEN, SYMBOLS
+
+__all__ = ["COMPARED", "TOLERANCE", "CheckError", "CheckFailure", "CheckReport", "Difference",
+           "StepResult", "check_module", "reference_steps", "result_from_json"]
+
+COMPARED = ("queries", "keys", "values", "attn_scores", "scaled_scores", "masked_scores",
+            "attn_weights", "dropped_weights", "context", "output")
+"""The steps compared, in pipeline order (those the module's attention has)."""
+TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+"""Two numbers agree when |ours − yours| <= atol + rtol·|yours| (float32 rounding
+in another order of operations stays far below)."""
+MAX_OUTLINED = 512
+"""At most this many differing cells are listed (and outlined in the charts)."""
+NO_DIAGNOSIS = ("none of the classic mistakes explains it; compare the two matrices of the "
+                "first difference")
+NO_BATCH = "no_batch"
+"""The slug of a module that runs on one sentence but not on the book's batch."""
+_CONCATENATED = ("queries", "keys", "values")
+"""Steps also recognised with the heads side by side, (b, n, d_out), as X·W gives them."""
+
+
+# ---------------------------------------------------------------------------
+# The report: plain data
+# ---------------------------------------------------------------------------
+@dataclass
+class StepResult:
+    """One compared step: ``status`` is `MATCH`, `DIFFERS` or `NOT_SEEN` (the
+    learner's code never computes it on its own, e.g. the scaled scores when it
+    masks before scaling); ``max_difference``: the largest |ours − yours| over
+    the matching tensor, or for a difference over the closest tensor of the same
+    shape (None when there is none)."""
+
+    step: str
+    status: str
+    max_difference: float | None = None
+
+    @property
+    def symbol(self) -> str:
+        """✓, ✗ or —."""
+        return SYMBOLS[self.status]
+
+
+@dataclass
+class Difference:
+    """Where the learner's numbers first differ from the reference's.
+
+    ``step``; ``batch`` (the batch item), ``head`` (None for a step without
+    heads, or with a single one); ``row``, ``col``: the first differing cell of that (batch, head)
+    slice, with ``ours`` and ``theirs`` its two values (None when no tensor of
+    the learner's has the step's shape). ``ours_matrix`` / ``theirs_matrix``: the
+    slice, (n_tokens, n_tokens) or (n_tokens, d); ``cells``: every differing
+    [row, col] of it (up to `MAX_OUTLINED`); ``row_labels`` and ``col_labels``
+    name its rows (tokens) and columns (tokens or dims); ``note``: a sentence
+    when something else is wrong (a shape).
+    """
+
+    step: str
+    batch: int
+    head: int | None
+    row: int | None
+    col: int | None
+    ours: float | None
+    theirs: float | None
+    ours_matrix: list[list[float]]
+    theirs_matrix: list[list[float]] | None
+    cells: list[list[int]]
+    row_labels: list[str]
+    col_labels: list[str]
+    note: str = ""
+
+    def __str__(self) -> str:
+        where = [self.step]
+        if self.batch:
+            where.append(f"batch item {self.batch}")
+        if self.head is not None:
+            where.append(f"head {self.head}")
+        if self.row is None:
+            return ", ".join(where) + (f": {self.note}" if self.note else "")
+        where += [f"row {self.row} ({self.row_labels[self.row]})",
+                  f"column {self.col} ({self.col_labels[self.col]})"]
+        return (", ".join(where) + f": ours {format_value(self.ours)}, "
+                                   f"yours {format_value(self.theirs)}")
+
+
+@dataclass(repr=False)
+class CheckReport:
+    """What `check_module` found.
+
+    ``ok``: the module's output equals the reference's (every step it computes
+    then matches too). ``steps``: one `StepResult` per compared step, in
+    pipeline order. ``first_difference``: a `Difference`, or None when ok.
+    ``diagnosis``: the classic mistake that explains the difference, in words
+    (None when none does); ``mistake``: its slug (`explorer.checker.mistakes.MISTAKES`,
+    or ``"dropout_active"``). ``module``: the class name; ``settings``: what was
+    read and run, one line each; ``notes``: anything else to know (dropout
+    mode, batch axis); ``warnings``: the steps these sizes cannot see
+    (`hidden_steps`: head_dim = 1 hides the scaling ...); ``tokens``: the row labels; ``n_values``,
+    ``max_difference``, ``worst_step``: how many numbers matched, and the
+    largest difference among them, in which step.
+    """
+
+    module: str
+    ok: bool
+    steps: list[StepResult]
+    first_difference: Difference | None
+    diagnosis: str | None
+    mistake: str | None
+    tokens: list[str]
+    settings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    n_values: int = 0
+    max_difference: float = 0.0
+    worst_step: str = ""
+
+    def step(self, name: str) -> StepResult:
+        """The result of step ``name``; KeyError naming the steps compared."""
+        for result in self.steps:
+            if result.step == name:
+                return result
+        raise KeyError(f"no step {name!r} was compared; these were: "
+                       f"{[r.step for r in self.steps]}")
+
+    def summary(self) -> str:
+        """One line: ``✓ Matches …: N numbers, largest difference …`` or ``✗ …``."""
+        if self.ok:
+            matched = sum(r.status == MATCH for r in self.steps)
+            return (f"✓ Matches the reference computed from your weights: {matched} steps, "
+                    f"{self.n_values} numbers, largest difference {self.max_difference:.1e} "
+                    f"(in {self.worst_step}).")
+        if self.first_difference is None:  # every step matched, on one sentence only
+            return ("✗ Raises on the book's batch of two; on one sentence every step matches "
+                    "the reference computed from your weights.")
+        return f"✗ Differs from the reference computed from your weights at {self.first_step}."
+
+    @property
+    def first_step(self) -> str | None:
+        """The step of the first difference (None when ok)."""
+        return None if self.first_difference is None else self.first_difference.step
+
+    def rows(self) -> list[dict[str, str]]:
+        """The table of steps as rows of text: ``step``, ``result`` (✓ ✗ —) and
+        ``largest difference`` (or why there is none)."""
+        def text(r: StepResult) -> str:
+            if r.status == NOT_SEEN:
+                return "not seen on its own"
+            if r.max_difference is None:
+                return "no tensor of this shape"
+            return f"{r.max_difference:.2e}"
+        return [{"step": r.step, "result": r.symbol, "largest difference": text(r)}
+                for r in self.steps]
+
+    def text(self) -> str:
+        """The whole report as plain text: settings, the table, the verdict,
+        the first difference and the diagnosis (what the command line prints)."""
+        lines = [f"{self.module}: {line}" if i == 0 else f"  {line}"
+                 for i, line in enumerate(self.settings)] or [self.module]
+        rows = self.rows()
+        width = max(len(r["step"]) for r in rows) if rows else 4
+        lines += ["", f"  {'step':<{width}}  yours  largest difference"]
+        lines += [f"  {r['step']:<{width}}  {r['result']:<5}  {r['largest difference']}"
+                  for r in rows]
+        lines += ["", self.summary()]
+        lines += [f"{label}: {text}" for label, text in self.findings()]
+        return "\n".join(lines)
+
+    def findings(self) -> list[tuple[str, str]]:
+        """What follows the summary, as (label, text): ``"First difference"``,
+        ``"Diagnosis"`` (when it differs), each ``"Warning"`` and each ``"Note"``."""
+        out = []
+        if self.first_difference is not None:
+            out.append(("First difference", str(self.first_difference)))
+        if self.diagnosis or not self.ok:
+            out.append(("Diagnosis", self.diagnosis or NO_DIAGNOSIS))
+        return (out + [("Warning", text) for text in self.warnings]
+                + [("Note", note) for note in self.notes])
+
+    __str__ = text
+
+    def __repr__(self) -> str:
+        return (f"CheckReport(module={self.module!r}, ok={self.ok}, "
+                f"first_difference={self.first_step!r}, mistake={self.mistake!r})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as plain lists, numbers and text (non-finite numbers as
+        ``"-Infinity"``, ``"Infinity"``, ``"NaN"``: strict JSON)."""
+        return json_safe(dataclasses.asdict(self))
+
+    def to_json(self) -> str:
+        """`to_dict` as strict JSON (RFC 8259); `result_from_json` reads it back."""
+        return json.dumps({"kind": "report", "report": self.to_dict()}, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CheckReport:
+        """The inverse of `to_dict`."""
+        data = dict(data)
+        data["steps"] = [StepResult(r["step"], r["status"], _number(r["max_difference"]))
+                         for r in data["steps"]]
+        diff = data["first_difference"]
+        if diff is not None:
+            diff = dict(diff)
+            for name in ("ours", "theirs"):
+                diff[name] = _number(diff[name])
+            for name in ("ours_matrix", "theirs_matrix"):
+                diff[name] = _numbers(diff[name])
+            data["first_difference"] = Difference(**diff)
+        data["max_difference"] = _number(data["max_difference"])
+        return cls(**data)
+
+    def _repr_html_(self) -> str:
+        """The report in a notebook: the table, and the first difference's two
+        matrices side by side, drawn by the app's chart code (`explorer.render.check_view`)."""
+        from explorer.render.check_view import report_html  # plotly: only when a notebook asks
+
+        return report_html(self)
+
+
+@dataclass
+class CheckFailure:
+    """The check could not run (`explorer.checker.sandbox.check_source`'s other outcome).
+
+    ``kind``: ``"syntax"`` (the code does not compile), ``"source"`` (an error
+    running it, no such class), ``"__init__"``, ``"forward"``, ``"module"`` (weights not found),
+    ``"inputs"``, ``"sentence"``, ``"timeout"``, ``"memory"``, ``"crash"``;
+    ``message``: one paragraph for the learner; ``details``: the last lines of
+    their traceback, or the syntax error with its caret ("" when none).
+    """
+
+    kind: str
+    message: str
+    details: str = ""
+
+    ok = False
+
+    def text(self) -> str:
+        """The message and the details, as the command line prints them."""
+        return self.message + (f"\n{self.details}" if self.details else "")
+
+    __str__ = text
+
+    def to_json(self) -> str:
+        """The failure as JSON; `result_from_json` reads it back."""
+        return json.dumps({"kind": "failure", "failure": dataclasses.asdict(self)})
+
+
+def result_from_json(text: str) -> CheckReport | CheckFailure:
+    """A `CheckReport` or `CheckFailure` from its ``to_json`` text."""
+    data = json.loads(text)
+    if data["kind"] == "report":
+        return CheckReport.from_dict(data["report"])
+    return CheckFailure(**data["failure"])
+
+
+def _number(value: Any) -> float | None:
+    """A float back from `json_safe`'s text (``"-Infinity"``), None as None."""
+    return None if value is None else float(value)
+
+
+def _numbers(rows: list | None) -> list | None:
+    return None if rows is None else [[float(v) for v in row] for row in rows]
+
+
+# ---------------------------------------------------------------------------
+# Comparing tensors
+# ---------------------------------------------------------------------------
+def agreeing(ours: Tensor, yours: Tensor) -> Tensor:
+    """Cell by cell, whether |ours − yours| <= atol + rtol·|yours| (`TOLERANCE`);
+    the same infinity, or NaN in both, agree too. (``torch.isclose`` with
+    ``equal_nan`` says the same, several times slower.)"""
+    scale = torch.nan_to_num(yours.abs(), posinf=0.0)  # no tolerance makes ∞ agree with 1
+    agree = (ours - yours).abs() <= TOLERANCE["atol"] + TOLERANCE["rtol"] * scale
+    if bool(agree.all()):
+        return agree
+    return agree | (ours == yours) | (ours.isnan() & yours.isnan())
+
+
+def close(ours: Tensor, yours: Tensor) -> bool:
+    """Same shape, and every number equal to the tolerance (`agreeing`). Most
+    tensors that differ do so in their first rows, which are compared first."""
+    if ours.shape != yours.shape:
+        return False
+    if ours.dim() >= 2 and ours.shape[-2] > 2 and not bool(
+            agreeing(ours[..., :2, :], yours[..., :2, :]).all()):
+        return False
+    return bool(agreeing(ours, yours).all())
+
+
+def difference(ours: Tensor, yours: Tensor) -> float:
+    """The largest |ours − yours| (0 where both hold the same infinity or NaN,
+    infinite where only one of them is finite or NaN)."""
+    same = (ours == yours) | (ours.isnan() & yours.isnan())
+    gap = torch.where(same, torch.zeros_like(ours), (ours - yours).abs())
+    gap = torch.nan_to_num(gap, nan=math.inf, posinf=math.inf)
+    return float(gap.max()) if gap.numel() else 0.0
+
+
+def _agreement(ours: Tensor, yours: Tensor) -> float:
+    """The share of cells in which ``yours`` equals ``ours`` to the tolerance."""
+    return float(agreeing(ours, yours).float().mean())
+
+
+def _with_batch_axis(t: Tensor, batch: int, n_heads: int) -> list[Tensor]:
+    """``t`` as a tensor whose axis 0 is the batch: as it is, with a batch axis
+    of 1 added, (n, b, d) with its axis 1 moved to the front (as
+    nn.MultiheadAttention works), or (b·num_heads, …) cut into (b, num_heads, …)."""
+    if t.dim() < 2:
+        return []
+    out = []
+    if t.shape[0] == batch:
+        out.append(t)
+    if batch == 1:
+        out.append(t[None])
+    if t.dim() == 3 and t.shape[1] == batch:
+        out.append(t.transpose(0, 1))
+    if n_heads > 1 and batch > 1 and t.shape[0] == batch * n_heads:
+        out.append(t.unflatten(0, (batch, n_heads)))
+    return out
+
+
+class _Yours:
+    """The learner's tensors, by shape, in every layout a step may take, in
+    the order their forward made them.
+
+    Each tensor gets a batch axis (`_with_batch_axis`); one of 4 dims is also
+    kept with axes 1 and 2 swapped, so that (b, n, num_heads, head_dim), before
+    the book's ``.transpose(1, 2)``, counts as (b, num_heads, n, head_dim).
+    """
+
+    def __init__(self, tensors: list[Tensor], batch: int, n_heads: int):
+        self.by_shape: dict[tuple[int, ...], list[tuple[int, Tensor]]] = defaultdict(list)
+        for order, tensor in enumerate(tensors):
+            for view in _with_batch_axis(tensor, batch, n_heads):
+                if view.dim() in (3, 4):
+                    self.by_shape[tuple(view.shape)].append((order, view))
+                if view.dim() == 4:
+                    swapped = view.transpose(1, 2)
+                    self.by_shape[tuple(swapped.shape)].append((order, swapped))
+
+    def candidates(self, step: str, shape: tuple[int, ...]
+                   ) -> tuple[list[tuple[int, Tensor]], list[tuple[int, Tensor]]]:
+        """Tensors laid out like a step of ``shape``, and single heads of it,
+        each with its place in the order the forward made them.
+
+        shape: (b, n_heads, n, w) of a per-head step, or (b, n, w). Returns
+        (whole, parts): ``whole`` in that shape, ``parts`` (b, n, w) each one head
+        (``MultiHeadAttentionWrapper`` computes one head at a time).
+        """
+        shape = tuple(shape)
+        whole = list(self.by_shape.get(shape, []))
+        if len(shape) != 4:
+            return whole, []
+        b, h, n, w = shape
+        if step in _CONCATENATED or h == 1:  # X·W with the heads side by side: (b, n, h·w)
+            whole += [(order, att.split_heads(t, h)) for order, t in self.by_shape.get((b, n, h * w), [])]
+        return sorted(whole, key=lambda item: item[0]), (
+            list(self.by_shape.get((b, n, w), [])) if h > 1 else [])
+
+    def find(self, step: str, target: Tensor, same=close) -> Tensor | None:
+        """A tensor of the learner's that is ``same`` as ``target`` (laid out as
+        ``target``), or one assembled head by head; None if there is none."""
+        whole, parts = self.candidates(step, target.shape)
+        for _, tensor in whole:
+            if same(target, tensor):
+                return tensor
+        if not parts:
+            return None
+        heads = [next((t for _, t in parts if same(target[:, h], t)), None)
+                 for h in range(target.shape[1])]
+        return None if any(t is None for t in heads) else torch.stack(heads, dim=1)
+
+    def options(self, step: str, target: Tensor) -> list[Tensor]:
+        """Every tensor of the learner's laid out as ``target``, in the order
+        made; single heads are put together (last) with, for each head, the one
+        nearest ``target``."""
+        whole, parts = self.candidates(step, target.shape)
+        options = [t for _, t in whole]
+        if parts:
+            options.append(torch.stack([min((t for _, t in parts),
+                                            key=lambda t: difference(target[:, h], t))
+                                        for h in range(target.shape[1])], dim=1))
+        return options
+
+
+def _nearest(target: Tensor, options: list[Tensor]) -> Tensor | None:
+    """The option whose largest difference from ``target`` is the least."""
+    return min(options, key=lambda t: difference(target, t), default=None)
+
+
+# ---------------------------------------------------------------------------
+# The check
+# ---------------------------------------------------------------------------
+def _inputs(d_in: int, sentence: str | None, inputs: Any, seed: int
+            ) -> tuple[Tensor, list[str], str]:
+    """X, the tokens that label its rows, and a sentence saying where X came from.
+
+    ``inputs`` (n, d_in) or (b, n, d_in) wins; its rows are labelled with the
+    sentence's tokens when one is given, else ``x1 … xn``. Else the sentence
+    (default `JOURNEY_SENTENCE`) is embedded as the app does (embedding="table",
+    ``seed``), except that the journey sentence with d_in = 3 gets the book's
+    hand-picked vectors (§3.3.1), as the book's code does.
+    """
+    if inputs is not None:
+        x = torch.as_tensor(inputs).detach().to(torch.float32)
+        if x.dim() not in (2, 3) or x.shape[-1] != d_in or x.shape[-2] == 0 or x.shape[0] == 0:
+            raise CheckError("inputs", f"inputs must have shape (n_tokens, d_in) or (b, n_tokens, "
+                                       f"d_in) with d_in = {d_in}, the rows of W_query "
+                                       f"(got {tuple(x.shape)})")
+        n = x.shape[-2]
+        tokens = [f"x{i + 1}" for i in range(n)] if sentence is None else tokenize(sentence)
+        if len(tokens) != n:
+            raise CheckError("sentence", f"the sentence has {len(tokens)} tokens but inputs has "
+                                         f"{n} rows: give one token per row, or no sentence")
+        return x, tokens, f"your inputs {tuple(x.shape)}" + (
+            ", every batch item checked" if x.dim() == 3 and x.shape[0] > 1 else "")
+    sentence = JOURNEY_SENTENCE if sentence is None else sentence
+    config = AttentionConfig(sentence=sentence, d_in=d_in, d_k=1, d_v=1, seed=seed)
+    if sentence == JOURNEY_SENTENCE and d_in == 3:
+        return (torch.tensor(JOURNEY_INPUTS), config.tokens,
+                "the book's hand-picked vectors for this sentence (§3.3.1)")
+    return (embed(config)[0], config.tokens,
+            f"nn.Embedding({config.vocab_size:,}, {d_in}) looked up by token id, after "
+            f"torch.manual_seed({seed}) (the app's embedding=table)")
+
+
+def _validate(weights: LearnerWeights, x: Tensor, tokens: list[str]) -> None:
+    """The explorer's limits, through `AttentionConfig` (tokens, sizes, heads,
+    finite numbers of at most ±1e6), and the work: b · n_heads · n² cells."""
+    AttentionConfig(sentence=" ".join(tokens), d_in=weights.d_in, d_k=weights.d_k,
+                    d_v=weights.d_v, n_heads=weights.n_heads, embedding="given",
+                    embeddings=x.reshape(-1, x.shape[-2], x.shape[-1])[0],
+                    weight_init="given", W_query=weights.W_query, W_key=weights.W_key,
+                    W_value=weights.W_value, causal=weights.causal)
+    if not torch.isfinite(x).all():
+        raise CheckError("inputs", "inputs must be finite numbers (no NaN or infinity)")
+    batch = x.shape[0] if x.dim() == 3 else 1
+    cells = batch * weights.n_heads * x.shape[-2] ** 2
+    if cells > MAX_ATTENTION_CELLS:
+        raise CheckError("inputs", f"b × n_heads × n_tokens² must be at most "
+                                   f"{MAX_ATTENTION_CELLS:,} (got {cells:,}): check fewer "
+                                   "batch items or tokens")
+
+
+BATCH = 2
+"""The book runs chapter 3's classes on a batch of two, ``torch.stack((inputs, inputs))``."""
+
+
+def _record(module: nn.Module, x: Tensor, weights: LearnerWeights, masks,
+            given: bool) -> tuple[Recording, Tensor, str, CheckError | None]:
+    """Run the forward, and say on what: (recording, X it ran on, a note, the
+    error of the book's batch when only one sentence worked).
+
+    ``masks(b)``: the dropout keep-masks for a batch of b (or None). Inputs the
+    caller ``given`` run as given, and (n, d_in) that raises as a batch of one.
+    Else first on the book's batch of two, ``torch.stack((X, X))`` (b = 2, as
+    chapter 3 does), then on X (n, d_in), then on a batch of one; when all
+    raise, the error of the run that got furthest is raised.
+    """
+    def run(inputs: Tensor) -> Recording:
+        return run_forward(module, inputs, weights, masks(inputs.shape[0] if inputs.dim() == 3
+                                                          else 1))
+
+    if x.dim() == 3:
+        tries = [x]
+    else:
+        tries = [x, x[None]] if given else [torch.stack((x,) * BATCH), x, x[None]]
+    errors: list[CheckError] = []
+    for inputs in tries:
+        try:
+            recording = run(inputs)
+        except CheckError as error:
+            errors.append(error)
+            continue
+        batch_error = errors[0] if errors and not given else None
+        note = "" if inputs.dim() == 2 or not errors else \
+            f"forward needs a batch axis: it ran on a batch of one, {tuple(inputs.shape)}"
+        return recording, inputs, note, batch_error
+    furthest = max(errors, key=lambda error: error.progress)  # the first, among equals
+    reversed_shapes = [shape for error in errors for shape in error.reversed_shapes]
+    if reversed_shapes:  # name the cause
+        raise CheckError(furthest.field, f"{str(furthest).rstrip('.')}. The cause: "
+                                         f"{_reversed_text(reversed_shapes)}.",
+                         furthest.details, furthest.progress, reversed_shapes)
+    raise furthest
+
+
+def _reversed_text(shapes: list[tuple[int, ...]]) -> str:
+    """What ``.T`` on a tensor of 3 or more dims did, and the fix."""
+    shape = shapes[0]
+    return (f".T on a tensor of {len(shape)} dims, {shape}, reverses all its axes (to "
+            f"{shape[::-1]}), not just the last two: write keys.transpose(-2, -1), as the "
+            "book's CausalAttention writes keys.transpose(1, 2)")
+
+
+def _batch_outcome(module: nn.Module, weights: LearnerWeights, error: CheckError,
+                   x: Tensor) -> tuple[bool, str]:
+    """When the module raised on the book's batch of two but ran on X (n, d_in):
+    (whether that is a mistake, what to say). The book runs CausalAttention,
+    the wrapper and MultiHeadAttention on batches (a mask or heads), and
+    SelfAttention_v1 and v2 on one sentence."""
+    name = type(module).__name__
+    pair = (BATCH, *x.shape)
+    cause = f" The cause: {_reversed_text(error.reversed_shapes)}." \
+        if error.reversed_shapes else ""
+    if weights.causal or weights.n_heads > 1:
+        return True, (f"{name} works on one sentence, {tuple(x.shape)}, but not on the book's "
+                      f"batch of two, torch.stack((inputs, inputs)) of shape {pair}: "
+                      f"{str(error).rstrip('.')}."
+                      f"{cause}")
+    return False, (f"forward raised on the book's batch of two, {pair}, so it was checked on "
+                   f"one sentence, {tuple(x.shape)}, as the book runs SelfAttention_v1 and v2: "
+                   f"{str(error).rstrip('.')}.{cause}")
+
+
+def spell(interface: str, **values: Any) -> str:
+    """How to set ``values`` where the check runs: ``dropout=0.1, dropout_seed=1``
+    in Python (``"api"``), ``--dropout 0.1 --dropout_seed 1`` on the command line
+    (``"cli"``); on the page (``"app"``), d_out and num_heads are sidebar fields,
+    the rest are set in Python or on the command line."""
+    if interface == "cli":
+        return " ".join(f"--{name} {value}" for name, value in values.items())
+    python = ", ".join(f"{name}={value}" for name, value in values.items())
+    if interface != "app":
+        return python
+    if set(values) <= {"d_in", "d_out", "num_heads", "sentence", "seed"}:
+        return " and ".join(f"{name} = {value}" for name, value in values.items()) + \
+            " in the sidebar"
+    return (f"{python} in a notebook, or "
+            f"{' '.join(f'--{name} {value}' for name, value in values.items())} on the "
+            "command line (this page builds your class with dropout 0)")
+
+
+def _has_dropout(module: nn.Module, weights: LearnerWeights) -> bool:
+    return (weights.inner_mha is not None or weights.torch_mha is not None
+            or isinstance(getattr(module, "dropout", None), (int, float))
+            or any(isinstance(m, nn.Dropout) for m in module.modules()))
+
+
+def hidden_steps(module: nn.Module, weights: LearnerWeights, n_tokens: int,
+                 interface: str = "api") -> list[str]:
+    """The steps these sizes cannot see, one sentence each: head_dim = 1 hides
+    the scaling (√1 = 1), one token the causal mask and softmax's axis, and
+    dropout p = 0 in a module with dropout hides dropout."""
+    out = []
+    if weights.head_dim == 1:
+        size = f"head_dim = {weights.d_k} / {weights.n_heads} = 1" if weights.n_heads > 1 \
+            else "d_k = 1"
+        out.append(f"{size}: dividing the scores "
+                   "by √head_dim = √1 changes nothing, so these sizes cannot show a missing "
+                   "or wrong scaling; check with head_dim 2 or more ("
+                   f"{spell(interface, d_out=2 * weights.n_heads, num_heads=weights.n_heads)})")
+    if n_tokens == 1:
+        out.append("one token: it attends only to itself, so the causal mask and softmax's "
+                   "axis change nothing; check a sentence of two or more tokens")
+    if weights.dropout == 0 and _has_dropout(module, weights):
+        out.append("dropout p = 0: dropout changes nothing, so a dropout mistake (left on in "
+                   "eval() mode, applied to the scores) cannot show; check it with "
+                   f"{spell(interface, dropout=0.1, dropout_seed=1)}")
+    return out
+
+
+def _dropout_note(weights: LearnerWeights, dropout_seed: int | None, dropout_on: bool,
+                  interface: str = "api") -> str:
+    """What the report says about dropout: the module's mode, and whether the
+    comparison has dropout on."""
+    p, mode = weights.dropout, "train()" if weights.training else "eval()"
+    if p == 0 or not weights.training:
+        off = f"{mode} mode: dropout (p = {p:g}) is off, and compared off" if p else ""
+        seed = "dropout_seed is used only in train() mode with dropout p > 0"
+        return "; ".join(note for note in (off, seed if dropout_seed is not None else "") if note)
+    if dropout_on:
+        return (f"{mode} mode with dropout p = {p:g}: compared with dropout on, your dropout "
+                f"calls and the reference both using the keep-masks of "
+                f"torch.Generator().manual_seed({dropout_seed})")
+    how = ("torch.nn.MultiheadAttention draws its masks inside one function, where no "
+           "dropout_seed can reach: call .eval()"
+           if weights.torch_mha is not None or weights.inner_mha is not None else
+           f"pass {spell(interface, dropout_seed=1)} to compare with dropout on")
+    return (f"{mode} mode with dropout p = {p:g}: compared with dropout off, since dropout "
+            f"masks are random and differ between machines ({how})")
+
+
+def _found_biases(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours: _Yours) -> None:
+    """Biases the module adds on its own, found in what its forward computed.
+
+    For each of W_query, W_key, W_value read without a bias: a tensor of the
+    learner's equal to X·W + c for one nonzero vector c (the same for every
+    token and batch item; laid out with or without heads), as
+    ``Q = einsum(...); Q += self.bias_q`` makes. c becomes the bias (written
+    into ``weights``, and named in ``weights.found``). Only when X has two
+    different rows at least: with one, any tensor is X·W plus a constant."""
+    if not bool((xb != xb[:, :1]).any()):
+        return
+    for step, w_name, b_name in (("queries", "W_query", "b_query"), ("keys", "W_key", "b_key"),
+                                 ("values", "W_value", "b_value")):
+        if getattr(weights, b_name) is not None:
+            continue
+        plain = att.split_heads(att.project(xb, getattr(weights, w_name)), weights.n_heads)
+        whole, _ = yours.candidates(step, tuple(plain.shape))
+        for _, tensor in whole:
+            shift = (tensor - plain)[:1, :, :1, :]  # (1, h, 1, head_dim): token 0 of item 0
+            if not bool(torch.isfinite(shift).all()) or \
+                    float(shift.abs().max()) <= TOLERANCE["atol"] or not close(plain + shift, tensor):
+                continue
+            bias = att.combine_heads(shift)[0, 0]  # (d,)
+            named = [name for name, p in module.named_parameters()
+                     if p.shape == bias.shape and close(p.detach().float(), bias)]
+            setattr(weights, b_name, bias)
+            weights.found.append(f"{named[0] if named else 'a bias'} added to X·{w_name} "
+                                 "(found in what forward computes)")
+            break
+
+
+_STACKED = " (the book's batch of two, torch.stack((inputs, inputs)))"
+
+
+def _settings(weights: LearnerWeights, x: Tensor, tokens: list[str], where: str,
+              stacked: bool = False) -> list[str]:
+    sizes = (f"d_in={weights.d_in}, d_k={weights.d_k}, d_v={weights.d_v}, "
+             f"n_heads={weights.n_heads}" +
+             (f" (head_dim {weights.head_dim})" if weights.n_heads > 1 else "") +
+             (", causal" if weights.causal else "") + (", out_proj" if weights.W_out is not None
+                                                       else ""))
+    return [sizes, "read: " + "; ".join(weights.found),
+            f"inputs: {' '.join(tokens)!r} ({len(tokens)} tokens), {where}",
+            f"ran on a tensor of shape {tuple(x.shape)}"
+            f"{_STACKED if stacked else ''}, "
+            f"{'train()' if weights.training else 'eval()'} mode"]
+
+
+def _slice(tensor: Tensor, batch: int, head: int | None) -> Tensor:
+    return tensor[batch] if head is None else tensor[batch, head]
+
+
+def _difference_at(step: str, ours: Tensor, yours: Tensor | None, tokens: list[str],
+                   returned: Tensor | None) -> Difference:
+    """The first differing cell of ``step`` (batch, head, row, column order),
+    and the (batch, head) slice around it, ours and the learner's."""
+    per_head = ours.dim() == 4
+    labels = token_labels(tokens)
+    cols = labels if STEPS[step].cols.labels == TOKENS else \
+        [f"dim {j}" for j in range(ours.shape[-1])]
+    if yours is None:  # (the first head, when there are heads)
+        shown = _slice(ours, 0, 0 if per_head else None)
+        note = (f"your forward returned a tensor of shape {tuple(returned.shape)}; the reference "
+                f"has {tuple(ours.shape[1:])} per batch item" if returned is not None else
+                f"none of your tensors has this step's shape, {tuple(ours.shape[1:])} per batch "
+                "item")
+        return Difference(step, 0, 0 if per_head and ours.shape[1] > 1 else None, None, None,
+                          None, None, shown.tolist(), None, [], labels, cols, note)
+    differs = ~agreeing(ours, yours)
+    first = differs.nonzero()[0].tolist()
+    batch, head = first[0], first[1] if per_head else None
+    row, col = first[-2], first[-1]
+    mine, theirs = _slice(ours, batch, head), _slice(yours, batch, head)
+    cells = _slice(differs, batch, head).nonzero()[:MAX_OUTLINED].tolist()
+    named_head = head if per_head and ours.shape[1] > 1 else None  # one head: no head to name
+    return Difference(step, batch, named_head, row, col, float(mine[row, col]),
+                      float(theirs[row, col]), mine.tolist(), theirs.tolist(), cells, labels, cols)
+
+
+def _sizes(weights: LearnerWeights, n_tokens: int, pipeline: dict) -> Sizes:
+    return Sizes(d_in=weights.d_in, d_k=weights.d_k, head_dim=weights.head_dim,
+                 n_heads=weights.n_heads, n_tokens=n_tokens, causal=weights.causal,
+                 out_proj=weights.W_out is not None,
+                 square=any(w.shape[0] == w.shape[1]
+                            for w in (weights.W_query, weights.W_key, weights.W_value)),
+                 dropout=pipeline["dropout"], keep_mask=pipeline["keep_mask"])
+
+
+class _Variant(NamedTuple):
+    """A classic mistake computed: its slug, its diagnosis and its steps."""
+
+    slug: str
+    diagnosis: str
+    steps: dict[str, Tensor]
+
+
+def _variants(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dict,
+              yours: _Yours, interface: str = "api") -> list[_Variant]:
+    """Each classic mistake that changes the output, computed from the same X and weights.
+
+    Dropout left on comes first, recognised in the learner's tensors
+    (`explorer.checker.mistakes.dropout_keep_mask`), then `MISTAKES` in their order.
+    """
+    final = [s for s in COMPARED if s in reference][-1]
+    out = []
+    if "dropped_weights" not in reference:
+        weights_ = reference["attn_weights"]
+        dropped = yours.find("attn_weights", weights_,
+                             lambda ours, t: dropout_keep_mask(ours, t) is not None)
+        if dropped is not None:
+            keep, p = dropout_keep_mask(weights_, dropped)
+            steps = attention_steps(x, weights.params(), **{**pipeline, "dropout": p,
+                                                              "keep_mask": keep})
+            zeroed = int(((keep == 0) & (weights_ > 0)).sum())
+            out.append(_Variant(DROPOUT_ACTIVE, dropout_diagnosis(
+                p, zeroed, int((weights_ > 0).sum()), weights.training,
+                spell(interface, dropout_seed=1)), steps))
+    sizes = _sizes(weights, x.shape[-2], pipeline)
+    for mistake in MISTAKES.values():
+        if not mistake.applies(sizes):
+            continue
+        try:
+            steps = mistaken_steps(mistake, sizes, x, weights.params(), **pipeline)
+        except RuntimeError:  # a mistake these shapes do not allow
+            continue
+        if not close(reference[final], steps[final]):
+            out.append(_Variant(mistake.slug, mistake.diagnosis(sizes), steps))
+    return out
+
+
+def _diagnosis(explaining: list[_Variant]) -> str:
+    """The first explaining mistake's diagnosis, and any other one that gives
+    the same numbers (√d_out = d_k when d_out = 4 and head_dim = 2 ...)."""
+    first, *others = explaining
+    if not others:
+        return first.diagnosis
+    return first.diagnosis + "".join(f"; or, with the same numbers here: {v.diagnosis}"
+                                     for v in others)
+
+
+def _downstream(step: str, names: list[str]) -> list[str]:
+    """The steps computed from ``step``: Q and K feed the scores, V only the
+    context; every later step feeds the next."""
+    if step in ("queries", "keys"):
+        return names[names.index("attn_scores"):]
+    if step == "values":
+        return [s for s in ("context", "output") if s in names]
+    return names[names.index(step) + 1:]
+
+
+def _undone(names: list[str], found: dict[str, Tensor | None]) -> list[str]:
+    """The steps with no match from which no matching step is computed: where
+    the difference may lie. (A step without a match that feeds a matching one
+    is right, only never computed on its own: masking before scaling skips
+    the scaled scores.)"""
+    return [s for s in names if found[s] is None and
+            all(found[t] is None for t in _downstream(s, names))]
+
+
+_Located = tuple[str, Tensor | None, "_Variant | None", str]
+"""(step, their tensor there, the mistake that explains it or None, its diagnosis)."""
+
+
+def _locate(names: list[str], reference: dict[str, Tensor], found: dict[str, Tensor | None],
+            variants: list[_Variant], lookup) -> _Located:
+    """Where the learner's numbers first differ: (step, their tensor there, the
+    mistake that explains it or None, its diagnosis). ``lookup(step)``: the
+    `_Yours` to search for that step.
+
+    A decision table: the rules of `_Where` in this order, the first that
+    finds a step deciding (each states its tie-breaks):
+
+    1. `_Where.explained_output`: a mistake whose output equals theirs;
+    2. `_Where.mistake_in_two`: a mistake seen in two or more of their new tensors;
+    3. `_Where.kindred`, agreeing: their new tensor of a step's kind, equal in a cell;
+    4. `_Where.kindred`, not agreeing: the nearest such tensor;
+    5. else the last step and what forward returned (`_Where.last_step`).
+    """
+    where = _Where(names, reference, found, variants, lookup)
+    return (where.explained_output() or where.mistake_in_two() or where.kindred(agreeing=True)
+            or where.kindred(agreeing=False) or where.last_step())
+
+
+@dataclass
+class _Where:
+    """The rules of `_locate`, over one check's steps and tensors."""
+
+    names: list[str]
+    reference: dict[str, Tensor]
+    found: dict[str, Tensor | None]
+    variants: list[_Variant]
+    lookup: Any
+
+    def explained_output(self) -> _Located | None:
+        """A mistake whose output equals theirs (the first such of `_variants`'
+        order): its first step that their tensors show and the reference's do
+        not; the diagnosis names every such mistake."""
+        final = self.names[-1]
+        explaining = [v for v in self.variants
+                      if self.lookup(final).find(final, v.steps[final]) is not None]
+        for variant in explaining[:1]:
+            for step in self.names:
+                theirs = None if self.found[step] is not None or step not in variant.steps \
+                    else self.lookup(step).find(step, variant.steps[step])
+                if theirs is not None:
+                    return step, theirs, variant, _diagnosis(explaining)
+        return None
+
+    def mistake_in_two(self) -> _Located | None:
+        """A mistake whose values, new ones (no step of the reference's), are
+        theirs at two or more of the steps `_undone` (two mistakes at once: the
+        first of `_variants`' is named), from the first of those steps."""
+        for variant in self.variants:
+            shown = [s for s in _undone(self.names, self.found) if s in variant.steps
+                     and self.new(variant.steps[s])
+                     and self.lookup(s).find(s, variant.steps[s]) is not None]
+            if len(shown) >= 2:
+                return (shown[0], self.lookup(shown[0]).find(shown[0], variant.steps[shown[0]]),
+                        variant, variant.diagnosis)
+        return None
+
+    def kindred(self, agreeing: bool) -> _Located | None:
+        """Unnamed: the first `_undone` step but the last for which they have a
+        new tensor of its kind (`kind`); ``agreeing``: one equal to it in at
+        least one cell, the most agreeing (the last made, what their next step
+        used, among equals); else the nearest of all such tensors."""
+        for step in _undone(self.names, self.found)[:-1]:
+            options = [t for t in self.lookup(step).options(step, self.reference[step])
+                       if self.new(t) and self.kind(t) == step
+                       and (not agreeing or _agreement(self.reference[step], t))]
+            if options:
+                theirs = max(reversed(options), key=lambda t: _agreement(self.reference[step], t)) \
+                    if agreeing else _nearest(self.reference[step], options)
+                return step, theirs, None, ""
+        return None
+
+    def last_step(self) -> _Located:
+        """The last step, with the nearest of what forward returned."""
+        step = self.names[-1]
+        return step, _nearest(self.reference[step],
+                              self.lookup(step).options(step, self.reference[step])), None, ""
+
+    def new(self, tensor: Tensor) -> bool:
+        """Not equal to any step of the reference's."""
+        return not any(close(self.reference[s], tensor) for s in self.names)
+
+    def kind(self, tensor: Tensor) -> str:
+        """The reference step of ``tensor``'s shape that it agrees with in the
+        most cells (then: the least largest difference; then: the earliest)."""
+        same_shape = [s for s in self.names if self.reference[s].shape == tensor.shape]
+        return min(same_shape, key=lambda s: (-_agreement(self.reference[s], tensor),
+                                              difference(self.reference[s], tensor)))
+
+
+def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any = None,
+                 seed: int = 123, causal: bool | None = None, dropout_seed: int | None = None,
+                 timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
+                 interface: str = "api") -> CheckReport:
+    """Compare a learner's attention module with the reference, step by step.
+
+    ``module``: an ``nn.Module`` with the book's names (see
+    `explorer.checker.learner.read_weights`), or a ``torch.nn.MultiheadAttention``.
+    Inputs: ``inputs``, a tensor (n_tokens, d_in) or (b, n_tokens, d_in) (every
+    batch item is checked), whose rows ``sentence`` may label; else
+    ``sentence`` (default "Your journey starts with one step") embedded as the
+    app does with ``seed`` (embedding="table"), or for the journey sentence with
+    d_in = 3 the book's hand-picked vectors, as the book uses them. The forward
+    gets the book's batch of two, ``torch.stack((X, X))`` (2, n, d_in); if that
+    raises, X (n, d_in), then a batch of one. A module with a mask or heads that
+    runs only without the batch is a difference (``mistake="no_batch"``, with
+    the ``.T`` on a 3-D tensor named when that is the cause); SelfAttention_v1
+    and v2, which the book runs on one sentence, get a note. ``interface``
+    (``"api"``, ``"cli"``, ``"app"``): how the advice spells settings (`spell`).
+    ``timeout`` (s) and ``memory_mb``: `explorer.checker.limits.limits` around the
+    check (None: no limit).
+    ``causal``: override the mask buffer's say (for ``nn.MultiheadAttention``:
+    pass the causal mask). ``dropout_seed``: compare with dropout on, in
+    train() mode (see the module docstring).
+
+    Reproduces the book's Listings 3.1-3.5 (scaled dot-product attention,
+    Vaswani et al. 2017 eq. 1) with the module's own weights. Returns a
+    `CheckReport`. Raises `CheckError` (a `ConfigError`) when the weights are not
+    found by the book's names, the inputs do not fit, or the forward raises
+    (with the last lines of its traceback), and `ConfigError` for sizes beyond
+    the explorer's limits.
+    """
+    with limits(timeout, memory_mb, interface):
+        return _check(module, sentence, inputs, seed, causal, dropout_seed, interface)
+
+
+def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
+           causal: bool | None, dropout_seed: int | None, interface: str) -> CheckReport:
+    """`check_module` without its limits."""
+    weights = read_weights(module, causal)
+    x, tokens, where = _inputs(weights.d_in, sentence, inputs, seed)
+    h, n = weights.n_heads, x.shape[-2]
+    dropout_on = _dropout_compared(weights, dropout_seed)
+
+    def masks(batch: int) -> Tensor | None:
+        return recipes.dropout_mask((batch, h, n, n), weights.dropout, dropout_seed) \
+            if dropout_on else None
+
+    _validate(weights, x if inputs is not None or x.dim() == 3 else torch.stack((x,) * BATCH),
+              tokens)
+    recording, x_run, how, batch_error = _record(module, x, weights, masks,
+                                                 given=inputs is not None)
+    xb = x_run if x_run.dim() == 3 else x_run[None]  # the reference always has a batch axis
+    batch = xb.shape[0]
+    keep_masks = masks(batch)
+    yours = _Yours(recording.tensors, batch, h)
+    returned = _Yours([recording.output], batch, h)
+    if recording.causal_call and causal is None and not weights.causal:
+        _causal_by_call(weights)
+    pipeline = {"n_heads": h, "causal": weights.causal,
+                "dropout": weights.dropout if dropout_on else 0.0, "keep_mask": keep_masks}
+    weights, reference = _reading(module, weights, xb, yours, pipeline)
+    names = [s for s in COMPARED if s in reference]
+    final = names[-1]
+
+    def lookup(step: str) -> _Yours:
+        """Where to look for a step: in every tensor theirs made, but the last
+        step only in what forward returned."""
+        return returned if step == final else yours
+
+    found = {s: lookup(s).find(s, reference[s]) for s in names}
+    ok = found[final] is not None
+    first = theirs = mistake = None
+    diagnosis = ""
+    if not ok:
+        variants = _variants(weights, xb, pipeline, reference, yours, interface)
+        first, theirs, mistake, diagnosis = _locate(names, reference, found, variants, lookup)
+
+    results = _step_results(names, reference, found, first, theirs, lookup)
+    n_values, worst = _matched_totals(results, reference)
+    first_difference = None if first is None else _difference_at(
+        first, reference[first], theirs, tokens, recording.output if first == final else None)
+    notes = [note for note in (how, _dropout_note(weights, dropout_seed, dropout_on, interface))
+             if note]
+    slug = mistake.slug if mistake else None
+    if batch_error is not None:
+        ok, slug, diagnosis = _batch_verdict(module, weights, batch_error, x_run,
+                                             (ok, slug, diagnosis), notes)
+    return CheckReport(
+        module=type(module).__name__, ok=ok, steps=results, first_difference=first_difference,
+        diagnosis=diagnosis or None, mistake=slug, tokens=tokens,
+        settings=_settings(weights, x_run, tokens, where, stacked=inputs is None
+                           and x_run.dim() == 3 and x_run.shape[0] == BATCH),
+        notes=notes + recording.notes,
+        warnings=hidden_steps(module, weights, n, interface),
+        n_values=n_values, max_difference=worst[0], worst_step=worst[1])
+
+
+def _batch_verdict(module: nn.Module, weights: LearnerWeights, batch_error: CheckError,
+                   x_run: Tensor, verdict: tuple[bool, str | None, str], notes: list[str]
+                   ) -> tuple[bool, str | None, str]:
+    """The verdict (ok, mistake slug, diagnosis) once the book's batch failed
+    where one sentence ran (`_batch_outcome`): code that passes one sentence but
+    is wrong on a batch is no pass (`NO_BATCH`); otherwise the batch's failure
+    is the first of ``notes``."""
+    wrong, text = _batch_outcome(module, weights, batch_error, x_run)
+    if wrong and verdict[0]:
+        return False, NO_BATCH, text
+    notes.insert(0, text)
+    return verdict
+
+
+def _dropout_compared(weights: LearnerWeights, dropout_seed: int | None) -> bool:
+    """Whether dropout is compared on, with masks drawn from ``dropout_seed``:
+    in train mode with p > 0 and a seed, and not inside nn.MultiheadAttention,
+    which draws its dropout in one function where no masks can be handed in."""
+    return (weights.training and weights.dropout > 0 and dropout_seed is not None
+            and weights.torch_mha is None and weights.inner_mha is None)
+
+
+def _causal_by_call(weights: LearnerWeights) -> None:
+    """The forward called ``scaled_dot_product_attention(..., is_causal=True)``:
+    a causal mask without a mask buffer."""
+    weights.causal = True
+    weights.found.append("causal: scaled_dot_product_attention(..., is_causal=True)")
+
+
+def _matched_totals(results: list[StepResult], reference: dict[str, Tensor]
+                    ) -> tuple[int, tuple[float, str]]:
+    """The numbers compared in the matching steps, and the largest difference
+    with its step ((0.0, "") when none matched)."""
+    matched = [r for r in results if r.status == MATCH]
+    return (sum(reference[r.step].numel() for r in matched),
+            max(((r.max_difference, r.step) for r in matched), default=(0.0, "")))
+
+
+def _reading(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours: _Yours,
+             pipeline: dict[str, Any]) -> tuple[LearnerWeights, dict[str, Tensor]]:
+    """The reading of the module's weights its forward computes, and the
+    reference steps of it: the weights as read, then each other reading of
+    them (a fused layer's per-head layout, square parameters used as x @ W.T):
+    the first whose queries the forward computed (else the first reading)."""
+    for candidate in (weights, *weights.alternatives):
+        _found_biases(module, candidate, xb, yours)
+        reference = attention_steps(xb, candidate.params(), **pipeline)
+        if yours.find("queries", reference["queries"]) is not None:
+            return candidate, reference
+    return weights, attention_steps(xb, weights.params(), **pipeline)
+
+
+def _step_results(names: list[str], reference: dict[str, Tensor],
+                  found: dict[str, Tensor | None], first: str | None, theirs: Tensor | None,
+                  lookup) -> list[StepResult]:
+    """Each step's verdict: matched (with the largest difference), differs (from
+    the first difference on, with their nearest tensor's difference), or not
+    seen (before it, or a step whose tensor they never made)."""
+    results, undone = [], _undone(names, found)
+    for i, s in enumerate(names):
+        if found[s] is not None:
+            results.append(StepResult(s, MATCH, difference(reference[s], found[s])))
+        elif first is None or s not in undone or i < names.index(first):
+            results.append(StepResult(s, NOT_SEEN))
+        else:
+            nearest = theirs if s == first else _nearest(
+                reference[s], lookup(s).options(s, reference[s]))
+            results.append(StepResult(s, DIFFERS, None if nearest is None
+                                      else difference(reference[s], nearest)))
+    return results
+
+
+def reference_steps(module: nn.Module, inputs: Any, *, causal: bool | None = None
+                    ) -> dict[str, Tensor]:
+    """The reference's steps for ``module``'s weights on ``inputs``, as
+    `check_module` compares them (dropout off).
+
+    inputs: (n, d_in) -> steps without a batch axis, or (b, n, d_in) -> with it;
+    per-head steps (n_heads, n, ·) drop their head axis for a single head, as in
+    `explorer.core.trace.compute_trace`: queries (n, d_k), attn_weights (n, n),
+    context (n, d_v), output (n, d_out). Raises `CheckError` as `check_module`.
+    """
+    weights = read_weights(module, causal)
+    x, _, _ = _inputs(weights.d_in, None, inputs, 0)
+    xb = x if x.dim() == 3 else x[None]
+    steps = attention_steps(xb, weights.params(), n_heads=weights.n_heads, causal=weights.causal)
+    out = {}
+    for name in (s for s in COMPARED if s in steps):
+        tensor = steps[name] if x.dim() == 3 else steps[name][0]
+        single_head = weights.n_heads == 1 and name not in ("context", "output")
+        out[name] = tensor.squeeze(-3) if single_head else tensor
+    return out

@@ -1,0 +1,9 @@
+"""The book's attention, in pure torch: what every page is built on.
+
+`config` (`AttentionConfig`, every limit, `ConfigError`), `tokenizer` (tokens,
+ids, labels), `recipes` (seeded embeddings and weights), `attention` (one
+hand-written function per step), `trace` (`compute_trace`, the pipeline),
+`steps` (each step's symbol, formula and layout), `verify` (against
+`nn.MultiheadAttention` and SDPA), `literal` (the one place visitor text is
+escaped). Imports torch, numpy and the standard library only.
+"""

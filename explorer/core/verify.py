@@ -1,0 +1,163 @@
+"""Cross-checks of a trace against PyTorch's own attention, and against the book's
+second route to causal weights.
+
+`against_pytorch` recomputes the output with ``torch.nn.MultiheadAttention``
+(when its shapes allow: d_in = d_k = d_v, scaling on, with the output
+projection) or with ``torch.nn.functional.scaled_dot_product_attention``, from
+the trace's own weights, and reports the largest absolute difference.
+`second_causal_route` recomputes causal weights the other way the book shows
+(softmax first, then zero the future and renormalise) and says where they agree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from explorer.core import attention as att
+from explorer.core.trace import Trace
+
+
+@dataclass(frozen=True)
+class Verification:
+    """``reference``: what PyTorch computed it with; ``compared``: which steps;
+    ``max_abs_diff``: the largest |ours − PyTorch's|; ``note``: caveats."""
+
+    reference: str
+    compared: str
+    max_abs_diff: float
+    note: str = ""
+
+
+def _per_head(trace: Trace, name: str) -> torch.Tensor:
+    tensor = trace[name]
+    return tensor if tensor.dim() == 3 else tensor[None]  # (n_heads, n, head_dim)
+
+
+def _undropped_context(trace: Trace) -> torch.Tensor:
+    """Our context as it is before dropout: heads concatenated, (n, d_v)."""
+    weights = _per_head(trace, "attn_weights")
+    return att.combine_heads(att.context_vectors(weights, _per_head(trace, "values")))
+
+
+def _dropout_note(trace: Trace) -> str:
+    if trace.config.dropout == 0:
+        return ""
+    return ("Dropout is compared off: PyTorch draws its dropout mask from its own "
+            "random stream, so the check uses the weights before dropout.")
+
+
+def _ours(trace: Trace) -> torch.Tensor:
+    """Our output (or context, without out_proj), recomputed without dropout."""
+    context = _undropped_context(trace)
+    if trace.config.has_out_proj:
+        return att.output_projection(context, trace["W_out"], trace["b_out"])
+    return context
+
+
+def with_sdpa(trace: Trace) -> Verification:
+    """Per head, ``scaled_dot_product_attention(q, k, v, is_causal=causal,
+    scale=...)``, heads concatenated, then ``out_proj`` if it is on."""
+    c = trace.config
+    q, k, v = (_per_head(trace, name) for name in ("queries", "keys", "values"))
+    scale = 1 / math.sqrt(c.head_dim) if c.scale else 1.0
+    context = F.scaled_dot_product_attention(q, k, v, is_causal=c.causal, scale=scale)
+    reference = att.combine_heads(context)
+    compared = "context"
+    if c.has_out_proj:
+        reference = F.linear(reference, trace["W_out"].T, trace["b_out"])
+        compared = "output"
+    diff = float((_ours(trace) - reference).abs().max())
+    causal = ", is_causal=True" if c.causal else ""
+    return Verification(f"torch.nn.functional.scaled_dot_product_attention(…{causal})",
+                        compared, diff, _dropout_note(trace))
+
+
+def mha_applies(trace: Trace) -> bool:
+    """nn.MultiheadAttention projects to embed_dim = d_in for Q, K and V, scales
+    by 1/sqrt(head_dim) and always has an output projection."""
+    c = trace.config
+    return c.d_in == c.d_k == c.d_v and c.scale and c.has_out_proj
+
+
+def with_multihead_attention(trace: Trace) -> Verification:
+    """``torch.nn.MultiheadAttention(d_in, n_heads, batch_first=True)`` with our
+    W_query, W_key, W_value as its in-projection (zero bias) and our out_proj;
+    compares the output and the per-head attention weights."""
+    c = trace.config
+    # skip_init: no random init (it would draw from the global RNG), our weights go in.
+    mha = torch.nn.utils.skip_init(torch.nn.MultiheadAttention, c.d_in, c.n_heads, bias=True,
+                                   batch_first=True)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([trace["W_query"].T, trace["W_key"].T,
+                                            trace["W_value"].T]))
+        mha.in_proj_bias.zero_()
+        mha.out_proj.weight.copy_(trace["W_out"].T)
+        mha.out_proj.bias.copy_(trace["b_out"])
+        x = trace["embeddings"][None]  # (1, n, d_in)
+        mask = att.causal_mask(trace.n_tokens) if c.causal else None
+        output, weights = mha(x, x, x, attn_mask=mask, need_weights=True,
+                              average_attn_weights=False)
+    diff_out = (_ours(trace) - output[0]).abs().max()
+    diff_weights = (_per_head(trace, "attn_weights") - weights[0]).abs().max()
+    return Verification("torch.nn.MultiheadAttention(batch_first=True)",
+                        "output and attention weights",
+                        float(torch.maximum(diff_out, diff_weights)), _dropout_note(trace))
+
+
+def against_pytorch(trace: Trace) -> Verification | None:
+    """The best available PyTorch reference for ``trace``; None when PyTorch has
+    no equivalent (a normalisation other than softmax)."""
+    if trace.config.normalization != "softmax":
+        return None
+    return with_multihead_attention(trace) if mha_applies(trace) else with_sdpa(trace)
+
+
+@dataclass(frozen=True)
+class SecondRoute:
+    """The book's second route to causal weights (§3.5.1): softmax over every
+    key, then the future zeroed and each row divided by its new sum.
+
+    ``weights``: shaped like the trace's ``attn_weights`` ((n_heads, n, n) or
+    (n, n)); NaN in a row whose allowed weights all underflowed to 0 in the
+    softmax over all keys (renormalising divides 0 by 0). ``lost_rows``: how
+    many such rows, over every head. ``max_abs_diff``: the largest |difference|
+    from the trace's weights on the other rows (NaN when none is left).
+    """
+
+    weights: torch.Tensor
+    lost_rows: int
+    max_abs_diff: float
+
+    def explanation(self) -> str:
+        """What the route does and how it compares, in words, for the page and the report."""
+        text = ("The book first computes the softmax over all keys, then zeroes the future and "
+                "divides each row by its new sum. The masked terms just drop out of the "
+                "softmax's denominator, so both routes agree: largest difference "
+                f"{self.max_abs_diff:.1e}")
+        if not self.lost_rows:
+            return text + " over all heads."
+        return text + (
+            f" on the other rows. In {self.lost_rows} row(s) they do not: a future key's "
+            "score is so much larger that, in the softmax over all keys, every allowed weight "
+            "underflows to 0 in float32, and renormalising divides 0 by 0 (NaN, shown as "
+            "gaps). Masking with −∞ before the softmax never loses them: it is the route the "
+            "book and PyTorch keep.")
+
+
+def second_causal_route(trace: Trace) -> SecondRoute | None:
+    """`explorer.core.attention.mask_after_softmax` of the trace's scaled scores,
+    compared with its weights (before dropout). None unless the trace is causal
+    with the softmax (the route is the book's for that case alone)."""
+    c = trace.config
+    if not c.causal or c.normalization != "softmax":
+        return None
+    rerouted = att.mask_after_softmax(trace["scaled_scores"], trace["causal_mask"])
+    lost = torch.isnan(rerouted).any(dim=-1)  # rows whose allowed weights all underflowed
+    kept = ~lost
+    difference = (rerouted[kept] - trace["attn_weights"][kept]).abs()
+    return SecondRoute(rerouted, int(lost.sum()),
+                       float(difference.max()) if difference.numel() else math.nan)

@@ -1,0 +1,5 @@
+"""Attention as today's open models compute it: `attention` (RoPE, grouped-query
+attention, the sliding window, the KV cache, the online softmax; `ModernConfig`,
+`compute_modern`), `explain` (the terms behind any cell), `verify` (against
+transformers' own functions and a tiny random Llama layer).
+"""

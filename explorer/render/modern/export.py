@@ -1,0 +1,250 @@
+"""The Modern attention page taken home: a standalone PyTorch script that
+recomputes every step of the page (`modern_script`), every matrix as
+strict JSON (`modern_json`), and the page's charts, tables and checks as a
+standalone HTML page (`modern_report`, the report of the other pages').
+
+The script imports only torch (and argparse); X is written in it as the page's
+float32 numbers (the other pages' scripts show how X is drawn), and every
+other step is computed as `explorer.modern.attention` computes it. It checks each part
+against PyTorch's SDPA as the page does, and ``--save FILE`` saves every step
+under the names of `modern_steps` (a test compares them with the page's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from torch import Tensor
+
+from explorer.core import literal
+from explorer.render.export import _assign_tensor, _comment_text, chart_div, chart_row, html_page, \
+    table_html
+from explorer.modern.attention import ModernTrace
+from explorer.lessons.presets import MODERN_PAGE
+from explorer.core.trace import json_safe
+
+SCRIPT_FILE = "modern_attention.py"
+JSON_FILE = "modern_attention.json"
+REPORT_FILE = "modern_attention.html"
+
+
+def modern_steps(trace: ModernTrace) -> dict[str, Tensor]:
+    """Every matrix of the page by name (the script saves the same names)."""
+    return {
+        "embeddings": trace.embeddings, "W_query": trace.W_query, "W_key": trace.W_key,
+        "W_value": trace.W_value, "queries": trace.queries, "keys": trace.keys,
+        "values": trace.values, "cos": trace.cos, "sin": trace.sin,
+        "queries_rope": trace.queries_rope, "keys_rope": trace.keys_rope,
+        "scores_no_rope": trace.scores_no_rope, "scores_rope": trace.scores_rope,
+        "causal_weights": trace.causal.attn_weights, "causal_context": trace.causal.context,
+        "window_mask": trace.window_mask, "window_weights": trace.windowed.attn_weights,
+        "window_context": trace.windowed.context,
+        "decoded_context": _decoded_context(trace), "flash_context": trace.flash.context,
+    }
+
+
+def _decoded_context(trace: ModernTrace) -> Tensor:
+    """The context rows of the prefill, then of each decoded token: (n_heads, n, head_dim)."""
+    import torch
+    rows = [trace.decoding.prefill.context] + [s.context[:, None] for s in trace.decoding.steps]
+    return torch.cat(rows, dim=1)
+
+
+def modern_json(trace: ModernTrace, tokens: list[str]) -> str:
+    """Every matrix of `modern_steps`, the tokens and the settings, as strict
+    JSON (−∞ as the string ``"-Infinity"``, as `explorer.core.trace.Trace.to_json`)."""
+    return json.dumps({"tokens": list(tokens), "config": dataclasses.asdict(trace.config),
+                       "steps": {name: json_safe(t.to(float).tolist() if t.dtype.is_floating_point
+                                                 else t.tolist())
+                                 for name, t in modern_steps(trace).items()}},
+                      allow_nan=False)
+
+
+def modern_report(trace: ModernTrace, labels: list[str], sentence: str, head: int = 0,
+                  position: int | None = None, link: str | None = None,
+                  checks: dict | None = None) -> str:
+    """The page as a standalone HTML page (`explorer.render.export.html_page`): its
+    settings, then each part (`explorer.render.modern.figures.PARTS`) with its charts
+    for query head ``head`` as the page draws them
+    (`explorer.render.modern.figures.chart_of`; ``position``: the decoded token, by
+    default the last), its tables and its check line (``checks``: the page's,
+    `explorer.modern.verify.checks` of ``trace``, else computed here). Raises
+    ``ValueError`` for a head that does not exist."""
+    import pandas as pd  # the script needs neither pandas nor plotly
+
+    from explorer.render import figures
+    from explorer.render.modern import figures as modern_figures
+    from explorer.modern import verify as modern_verify
+
+    if not 0 <= head < trace.config.n_heads:
+        raise ValueError(f"there is no query head {head}; the page has {trace.config.n_heads}")
+    position = trace.n_tokens - 1 if position is None else position
+    checks = modern_verify.checks(trace) if checks is None else checks
+    settings = pd.DataFrame([(f.name, str(getattr(trace.config, f.name)))
+                             for f in dataclasses.fields(trace.config)], columns=["setting", "value"])
+    body = ["<h2>Settings</h2>", table_html(settings),
+            f"<p>Query head shown: {head}.</p>"]
+    for part in modern_figures.PARTS:
+        body.append(f"<h2>{literal.html(part.heading)}</h2>")
+        for row in part.rows:
+            body.append(chart_row([chart_div(modern_figures.chart_of(
+                trace, key, head, labels, position=position, columns=len(row)),
+                f"chart-{key}") for key in row]))
+        for caption, frame in modern_figures.part_tables(trace, part, head, labels):
+            body += [f"<h3>{literal.html(caption)}</h3>",
+                     table_html(figures.table_text(frame))]
+        body.append(f'<p class="check">{literal.html(checks[part.check].line())}</p>')
+    return html_page(MODERN_PAGE, f"{MODERN_PAGE}, step by step", sentence, link, body)
+
+
+_BODY = '''
+def split_heads(x, n_heads):  # (n, n_heads * head_dim) -> (n_heads, n, head_dim)
+    n, width = x.shape
+    return x.view(n, n_heads, width // n_heads).transpose(0, 1)
+
+
+# Q, K, V: W drawn with torch.randn from a local generator, scaled by 1/sqrt(d_in)
+g = torch.Generator().manual_seed(SEED)
+d_in = embeddings.shape[1]
+W_query = torch.randn(d_in, N_HEADS * HEAD_DIM, generator=g) / math.sqrt(d_in)
+W_key = torch.randn(d_in, N_KV_HEADS * HEAD_DIM, generator=g) / math.sqrt(d_in)
+W_value = torch.randn(d_in, N_KV_HEADS * HEAD_DIM, generator=g) / math.sqrt(d_in)
+queries = split_heads(embeddings @ W_query, N_HEADS)    # (n_heads, n, head_dim)
+keys = split_heads(embeddings @ W_key, N_KV_HEADS)      # (n_kv_heads, n, head_dim)
+values = split_heads(embeddings @ W_value, N_KV_HEADS)  # (n_kv_heads, n, head_dim)
+n = embeddings.shape[0]
+
+# 1. RoPE: theta_i = base^(-2i/head_dim); pair i turns by m * theta_i at position m
+theta = 1.0 / (ROPE_BASE ** (torch.arange(0, HEAD_DIM, 2, dtype=torch.int64).float() / HEAD_DIM))
+angles = torch.arange(ROPE_OFFSET, ROPE_OFFSET + n, dtype=torch.float32)[:, None] * theta
+if PAIRING == "rotate_half":  # Llama in transformers: dimension i turns with i + head_dim/2
+    angles = torch.cat((angles, angles), dim=-1)
+else:                          # RoFormer eq. 34: dimension 2i turns with 2i + 1
+    angles = angles.repeat_interleave(2, dim=-1)
+cos, sin = angles.cos(), angles.sin()  # (n, head_dim)
+
+
+def rotate_pairs(x):  # every pair (a, b) -> (-b, a)
+    if PAIRING == "rotate_half":
+        half = x.shape[-1] // 2
+        return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
+
+
+queries_rope = queries * cos + rotate_pairs(queries) * sin
+keys_rope = keys * cos + rotate_pairs(keys) * sin
+
+
+# 2. Grouped-query attention: each K/V head serves N_HEADS // N_KV_HEADS query heads
+def repeat_kv(x):
+    return x.repeat_interleave(N_HEADS // x.shape[0], dim=0)
+
+
+def attention(q, k, v, mask=None):  # mask: True = may attend
+    scores = q @ repeat_kv(k).transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return scores, weights, weights @ repeat_kv(v)
+
+
+scores_no_rope = queries @ repeat_kv(keys).transpose(-1, -2) / math.sqrt(HEAD_DIM)
+scores_rope = queries_rope @ repeat_kv(keys_rope).transpose(-1, -2) / math.sqrt(HEAD_DIM)
+causal = torch.ones(n, n, dtype=torch.bool).tril()
+_, causal_weights, causal_context = attention(queries_rope, keys_rope, values, causal)
+
+# 3. Sliding window: query i sees key j when i - WINDOW < j <= i (itself and WINDOW - 1 before)
+i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+window_mask = (j <= i) & (j > i - WINDOW)
+_, window_weights, window_context = attention(queries_rope, keys_rope, values, window_mask)
+
+# 4. KV cache: prefill PREFILL tokens at once, then one token at a time
+cache_k, cache_v = keys_rope[:, :PREFILL], values[:, :PREFILL]
+_, _, prefill_context = attention(queries_rope[:, :PREFILL], cache_k, cache_v,
+                                  causal[:PREFILL, :PREFILL])
+rows = [prefill_context]
+group = N_HEADS // N_KV_HEADS
+for t in range(PREFILL, n):
+    cache_k = torch.cat((cache_k, keys_rope[:, t:t + 1]), dim=1)  # append the new key
+    cache_v = torch.cat((cache_v, values[:, t:t + 1]), dim=1)     # and value
+    q = queries_rope[:, t].reshape(N_KV_HEADS, group, -1)         # one query per head
+    w = torch.softmax(q @ cache_k.transpose(-1, -2) / math.sqrt(HEAD_DIM), dim=-1)
+    rows.append((w @ cache_v).reshape(N_HEADS, 1, -1))
+decoded_context = torch.cat(rows, dim=1)
+
+# 5. FlashAttention-2's online softmax (Algorithm 1), causal
+q_all, k_all, v_all = queries_rope, repeat_kv(keys_rope), repeat_kv(values)
+flash_context = torch.empty_like(causal_context)
+for start in range(0, n, BLOCK_Q):
+    rows_ = slice(start, min(start + BLOCK_Q, n))
+    q = q_all[:, rows_]
+    m = torch.full(q.shape[:2], float("-inf"))
+    l = torch.zeros(q.shape[:2])
+    O = torch.zeros(*q.shape[:2], v_all.shape[-1])
+    for kstart in range(0, n, BLOCK_K):
+        cols = slice(kstart, min(kstart + BLOCK_K, n))
+        S = (q @ k_all[:, cols].transpose(-1, -2) / math.sqrt(HEAD_DIM)).masked_fill(
+            ~causal[rows_, cols], float("-inf"))
+        m_new = torch.maximum(m, S.amax(dim=-1))
+        safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+        P = torch.exp(S - safe[..., None])
+        c = torch.where(torch.isinf(m_new), torch.ones_like(m_new), torch.exp(m - safe))
+        l = c * l + P.sum(dim=-1)
+        O = c[..., None] * O + P @ v_all[:, cols]
+        m = m_new
+    flash_context[:, rows_] = O / l[..., None]
+
+# The checks, against PyTorch's own attention
+F = torch.nn.functional
+sdpa = F.scaled_dot_product_attention(queries_rope, keys_rope, values, is_causal=True,
+                                      enable_gqa=True)
+sdpa_window = F.scaled_dot_product_attention(queries_rope, keys_rope, values,
+                                             attn_mask=window_mask, enable_gqa=True)
+for name, mine, reference in (("grouped-query", causal_context, sdpa),
+                              ("sliding window", window_context, sdpa_window),
+                              ("KV cache", decoded_context, causal_context),
+                              ("online softmax", flash_context, sdpa)):
+    print(f"{name}: max |difference| = {(mine - reference).abs().max().item():.1e}")
+
+steps = {name: globals()[name] for name in STEP_NAMES}
+for name, value in steps.items():
+    print(f"--- {name} {tuple(value.shape)} ---")
+    print(value)
+if args.save:
+    torch.save(steps, args.save)
+    print(f"saved {len(steps)} steps to {args.save}")
+'''
+
+
+def modern_script(trace: ModernTrace, tokens: list[str], seed: int, link: str | None = None
+                  ) -> str:
+    """A standalone script (torch and argparse only) that recomputes every step
+    of ``trace``: X as the page's numbers, then the weights from ``seed``, RoPE,
+    grouped-query attention, the window, the KV cache and the online softmax,
+    each checked against SDPA; ``--save FILE`` saves `modern_steps`."""
+    c = trace.config
+    lines = [
+        '"""Modern attention: RoPE, grouped-query attention, sliding window, KV cache and',
+        "FlashAttention's online softmax, as the self-attention explorer computes them.",
+        '"""',
+        f"# The page: {_comment_text(link or 'the Modern attention page', 300)}",
+        "import argparse",
+        "import math",
+        "",
+        "import torch",
+        "",
+        'parser = argparse.ArgumentParser(description="Recompute the Modern attention page.")',
+        'parser.add_argument("--save", help="save every step to this file (torch.save)")',
+        "args = parser.parse_args()",
+        "",
+        f"SEED = {seed}",
+        f"N_HEADS, N_KV_HEADS, HEAD_DIM = {c.n_heads}, {c.n_kv_heads}, {c.head_dim}",
+        f"ROPE_BASE, ROPE_OFFSET, PAIRING = {c.rope_base!r}, {c.rope_offset}, {c.rope_pairing!r}",
+        f"WINDOW, PREFILL, BLOCK_Q, BLOCK_K = {c.window}, {c.prefill}, {c.block_q}, {c.block_k}",
+        f"STEP_NAMES = {list(modern_steps(trace))!r}",
+        "",
+        *_assign_tensor("embeddings", trace.embeddings.tolist(), tokens,
+                        f"X: the page's embeddings {tuple(trace.embeddings.shape)}"),
+    ]
+    return "\n".join(lines) + "\n" + _BODY

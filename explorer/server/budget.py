@@ -1,0 +1,280 @@
+"""The server's memory budget, in one place.
+
+A hosted demo gets about 1 GB of memory, and one visitor must not be able to
+use it up. ``EXPLORER_MEMORY_BUDGET_MB`` (default 1024) is the resident memory
+the whole server may use. `BASELINE_BYTES`, what Python, torch, transformers,
+Streamlit, plotly and pandas take once imported, comes off first; the rest
+(`AVAILABLE_BYTES`, 640 MB of the default) is shared out, and the shares add
+up to exactly that:
+
+- `MODEL_BYTES` (50%): the real models of the "Real model" page, loaded once
+  per name and shared by every session. Their float32 weights: GPT-2 small
+  475 MB, BERT base 415 MB, DistilGPT-2 312 MB (MB = 2**20 bytes, as in
+  ``EXPLORER_MEMORY_BUDGET_MB``). The default share, 320 MB, holds DistilGPT-2;
+  BERT needs ``EXPLORER_MEMORY_BUDGET_MB=1280`` and GPT-2 small 1536
+  (`budget_for_model`), and a model larger than the share is refused with the
+  figures;
+- `TRACE_CACHE_BYTES` (18%): finished traces kept for reuse across sessions;
+- `WORK_BYTES` (25%): tensors being computed at the same time, across all
+  sessions (traces and model passes); a request that alone needs more is
+  refused with a message, and concurrent ones wait their turn;
+- `MODEL_TRACE_CACHE_BYTES` (5%): real-model traces, head overviews and checks
+  (GPT-2 small: about 10 MB a trace of a short sentence, 66 MB at 512 tokens);
+- `TABLE_CACHE_BYTES` (2%): embedding-table rows kept per (seed, vocab_size, d_in).
+
+The byte counts are exact for tensors (`trace_bytes`), so a cache never holds
+more than its share, whatever visitors ask for. A page drawing its charts
+counts too (`drawing_bytes`: the chart payloads while they are encoded and
+sent, and the multi-head page's PyTorch check), out of `WORK_BYTES`.
+
+What Python frees is returned to the system (`tune_malloc`): glibc would
+otherwise keep a heap per script thread and hold on to freed tensors' pages,
+so that the server's resident memory stayed far above what it used.
+
+``EXPLORER_MODEL_FOLDERS`` (default off) is the other server switch read here:
+``1`` offers the Real model page's "local folder" option (`MODEL_FOLDERS`).
+Leave it off on a public server, so that its visitors cannot make it read
+folders of its disk; ``make run`` turns it on, serving on localhost only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from explorer.server import settings
+from explorer.core.config import AttentionConfig, ConfigError
+
+MIB = 2**20
+MEMORY_BUDGET_BYTES = int(settings.MEMORY_BUDGET_MB * MIB)
+"""The whole server's resident-memory budget, ``EXPLORER_MEMORY_BUDGET_MB`` (default 1024)."""
+
+BASELINE_BYTES = 384 * MIB
+"""Python, torch, transformers, Streamlit, plotly and pandas once imported and
+one page drawn: 347 MiB of imports, about 360 MiB after a visit (measured)."""
+AVAILABLE_BYTES = max(MEMORY_BUDGET_BYTES - BASELINE_BYTES, 64 * MIB)
+"""What the shares below divide: the budget less the baseline."""
+
+MODEL_SHARE_PERCENT = 50
+MODEL_BYTES = AVAILABLE_BYTES * MODEL_SHARE_PERCENT // 100
+TRACE_CACHE_BYTES = AVAILABLE_BYTES * 18 // 100
+WORK_BYTES = AVAILABLE_BYTES * 25 // 100
+MODEL_TRACE_CACHE_BYTES = AVAILABLE_BYTES * 5 // 100
+TABLE_CACHE_BYTES = AVAILABLE_BYTES * 2 // 100
+WORK_FACTOR = 1.5
+"""A trace's peak while being computed, as a multiple of its finished size
+(softmax's exponentials and the like exist for a moment)."""
+WAIT_SECONDS = 30.0
+DRAWING_WAIT_SECONDS = 120.0
+"""How long a page waits to draw large charts while others do (`drawing_bytes`)."""
+PAYLOAD_COPIES = 4
+"""Copies of a page's chart payload alive at once while it is sent: the float32
+blocks and their join (`explorer.render.payload.encode`), Streamlit's protobuf message
+and its serialised bytes."""
+SMALL_DRAWING_BYTES = 2**20
+"""A page drawing less than this is not counted (the defaults draw about 10 kB)."""
+MODEL_FOLDERS = settings.MODEL_FOLDERS
+"""Whether the Real model page offers to open a local folder holding a GPT-2 or
+BERT checkpoint: ``EXPLORER_MODEL_FOLDERS=1`` (or true, yes, on); off by default,
+so that a public server reads no path its visitors type."""
+
+
+class BudgetError(ConfigError):
+    """A request this server cannot serve within its memory budget. The message
+    says how much it needs and how much the server allows."""
+
+    def __init__(self, message: str):
+        super().__init__("budget", message)
+
+
+def trace_bytes(config: AttentionConfig) -> int:
+    """The bytes `explorer.core.trace.compute_trace` will hold for ``config``, exactly.
+
+    Per step (n tokens, h heads; float32 = 4 bytes, ids 8, the causal mask 1):
+    X (n, d_in); W_query, W_key (d_in, d_k); W_value (d_in, d_v); Q, K (n, d_k);
+    V (n, d_v); scores, scaled scores and weights (h, n, n), plus the masked
+    scores when causal and the dropout mask and dropped weights with dropout;
+    the context (n, d_v); out_proj's W (d_v, d_v), b (d_v) and output (n, d_v).
+    """
+    c = config
+    n, h = len(c.tokens), c.n_heads
+    per_head_steps = 3 + (1 if c.causal else 0) + (2 if c.dropout > 0 else 0)
+    elements = (n * c.d_in + 2 * c.d_in * c.d_k + c.d_in * c.d_v
+                + 2 * n * c.d_k + n * c.d_v + per_head_steps * h * n * n + n * c.d_v)
+    if c.has_out_proj:
+        elements += c.d_v * c.d_v + c.d_v + n * c.d_v
+    return 4 * elements + 8 * n + (n * n if c.causal else 0)
+
+
+def _mb(nbytes: float) -> str:
+    return f"{nbytes / MIB:,.0f} MB"
+
+
+class WorkBudget:
+    """Bytes of tensors being computed at once, shared by every session.
+
+    `reserve` blocks while the others' reservations leave too little room, and
+    refuses a request larger than the whole allowance with a `BudgetError`, so
+    that many visitors at once cannot push the server past its budget. Waiting
+    requests are served first come, first served (a large one is not passed
+    over forever by small ones), and each can be told its place in the queue.
+    A thread that already holds bytes (a page drawing, which then computes
+    another trace) is served at once: it would otherwise wait for itself.
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.in_use = 0
+        self._free = threading.Condition()
+        self._queue: list[object] = []  # the waiting requests' tickets, oldest first
+        self._running = 0  # requests holding bytes now
+        self._held = threading.local()  # .count: reservations this thread holds
+
+    @contextmanager
+    def reserve(self, nbytes: int, what: str = "this configuration",
+                timeout: float = WAIT_SECONDS,
+                on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
+        """Hold ``nbytes`` of the allowance for the duration of the ``with``.
+
+        ``on_wait(ahead)`` is called, from the waiting thread, as soon as the
+        request has to wait and whenever its place changes: ``ahead`` is the
+        number of requests before it (those running and those queued earlier);
+        ``on_wait(0)`` once it may go on, if it waited at all.
+
+        Raises `BudgetError` if ``nbytes`` exceeds the allowance, or if the
+        server stays too busy for ``timeout`` seconds.
+        """
+        if nbytes > self.limit:
+            raise BudgetError(
+                f"{what} needs about {_mb(nbytes)} of memory; this server allows "
+                f"{_mb(self.limit)} at a time. Use fewer tokens, heads or dimensions.")
+        ticket = object()
+        deadline = time.monotonic() + timeout
+        told = None
+        nested = getattr(self._held, "count", 0) > 0
+        with self._free:
+            self._queue.append(ticket)
+            try:
+                while not nested and not (self._queue[0] is ticket
+                                          and self.in_use + nbytes <= self.limit):
+                    ahead = self._running + self._queue.index(ticket)
+                    if on_wait is not None and ahead != told:
+                        told = ahead
+                        self._free.release()  # the callback may draw on the page
+                        try:
+                            on_wait(ahead)
+                        finally:
+                            self._free.acquire()
+                        continue
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise BudgetError("The server is busy with other visitors' large "
+                                          "configurations; try again in a moment.")
+                    self._free.wait(left)
+            finally:
+                self._queue.remove(ticket)
+                self._free.notify_all()
+            self.in_use += nbytes
+            self._running += 1
+        if on_wait is not None and told is not None:
+            on_wait(0)
+        self._held.count = getattr(self._held, "count", 0) + 1
+        try:
+            yield
+        finally:
+            self._held.count -= 1
+            with self._free:
+                self.in_use -= nbytes
+                self._running -= 1
+                self._free.notify_all()
+
+
+WORK = WorkBudget(WORK_BYTES)
+"""The server's one work allowance."""
+
+
+def drawing_bytes(config: AttentionConfig, checks: bool = False) -> int:
+    """The bytes a page holds while it draws ``config``'s charts, an estimate
+    for `WORK`: `PAYLOAD_COPIES` times the trace, whose every matrix the page
+    sends at most once (measured at 512 tokens × d = 1024: the Self-attention
+    page sends 25.1 MB for a 25.0 MB trace, Causal & multi-head with 16 heads
+    56 MB for 92 MB). ``checks``: the page also reruns the attention in
+    PyTorch and by the book's second causal route (the multi-head page), once
+    more the trace's compute (`WORK_FACTOR`).
+
+    0 below `SMALL_DRAWING_BYTES`; at most `WORK_BYTES`, so that a page
+    larger than the allowance still draws, alone."""
+    nbytes = trace_bytes(config) * (PAYLOAD_COPIES + (WORK_FACTOR if checks else 0))
+    nbytes = min(int(nbytes), WORK_BYTES)
+    return nbytes if nbytes >= SMALL_DRAWING_BYTES else 0
+
+
+_M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8  # glibc's mallopt parameters (malloc.h)
+MMAP_THRESHOLD_BYTES = 128 * 1024
+ARENAS = 2
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None) if os.name == "posix" else None
+
+
+def tune_malloc() -> bool:
+    """Make glibc return freed memory to the system; True where it applies.
+
+    Two settings, as ``MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072`` would
+    give before the process starts (a host does not always let us set them):
+    at most `ARENAS` heaps, instead of one per thread that ever allocated,
+    which Streamlit's script threads multiply; and blocks of
+    `MMAP_THRESHOLD_BYTES` or more (every large tensor and payload) each
+    mapped alone and unmapped when freed, where glibc would otherwise raise
+    that threshold after the first free and keep later ones in the heaps.
+    Measured on issue 20's burst (8 large configurations, then 6 at once,
+    ``tests/server/test_memory.py``), before the other fixes: peak 1,534 → 1,188 MiB,
+    30 s after 1,383 → 983 MiB. Does nothing (False) without glibc."""
+    mallopt = getattr(_LIBC, "mallopt", None)
+    if mallopt is None:
+        return False
+    return bool(mallopt(_M_ARENA_MAX, ARENAS)) and bool(
+        mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+
+
+def trim_malloc() -> None:
+    """Hand the heaps' free pages back to the system (glibc's ``malloc_trim(0)``),
+    after a large page is drawn; nothing without glibc."""
+    trim = getattr(_LIBC, "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+def model_pass_bytes(n_layers: int, n_heads: int, d_model: int, n_tokens: int) -> int:
+    """The peak bytes of one forward pass of a real model with
+    ``output_attentions``, an estimate for `WORK`: every layer's (n_heads, n, n)
+    float32 weights are kept, plus one layer's activations at a time (about
+    16 · n · d_model floats: hidden states, Q, K, V, the MLP's 4 · d_model).
+    GPT-2 small at 512 tokens: about 168 MB."""
+    return 4 * (n_layers * n_heads * n_tokens * n_tokens + 16 * n_tokens * d_model)
+
+
+def check_model_fits(label: str, nbytes: int) -> None:
+    """Raise `BudgetError` when a model of ``nbytes`` (its float32 weights) is
+    larger than `MODEL_BYTES`, saying both figures and the setting that
+    raises the share, e.g. "GPT-2 small needs about 475 MB; this server allows
+    256 MB for models (EXPLORER_MEMORY_BUDGET_MB=512) ..."."""
+    if nbytes > MODEL_BYTES:
+        share = MODEL_BYTES / AVAILABLE_BYTES
+        raise BudgetError(
+            f"{label} needs about {_mb(nbytes)}; this server allows {_mb(MODEL_BYTES)} for "
+            f"models (EXPLORER_MEMORY_BUDGET_MB={MEMORY_BUDGET_BYTES // MIB}: {share:.0%} of "
+            f"what is left after {_mb(BASELINE_BYTES)} for Python and its libraries). Pick a "
+            "smaller model, or start the server with "
+            f"EXPLORER_MEMORY_BUDGET_MB={budget_for_model(nbytes)} or more.")
+
+
+def budget_for_model(nbytes: int) -> int:
+    """The smallest ``EXPLORER_MEMORY_BUDGET_MB``, a multiple of 256, whose model
+    share holds a model of ``nbytes`` (float32 weights): GPT-2 small 1536,
+    BERT base 1280, DistilGPT-2 1024 (the README's table says the same)."""
+    needed = BASELINE_BYTES + nbytes * 100 / MODEL_SHARE_PERCENT
+    return -(-int(needed) // (256 * MIB)) * 256
