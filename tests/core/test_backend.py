@@ -8,8 +8,6 @@ is always used inside ``torch.random.fork_rng()`` so the tests leave it alone.
 
 from __future__ import annotations
 
-import ast
-import graphlib
 import subprocess
 import sys
 from pathlib import Path
@@ -563,86 +561,6 @@ def test_trace_mapping_basics():
     assert "context" in trace and "output" not in trace
     assert trace.n_tokens == 6
     assert trace.config == AttentionConfig()
-
-
-# ---------------------------------------------------------------------------
-# The compute modules stay free of UI libraries
-# ---------------------------------------------------------------------------
-COMPUTE_MODULES = ("core/config", "core/tokenizer", "core/recipes", "core/attention", "core/trace",
-                   "core/steps", "lessons/explain", "lessons/presets", "core/verify",
-                   "lessons/experiments", "server/budget", "modern/attention", "modern/explain")
-"""The modules that import torch and the standard library only."""
-
-
-def test_compute_modules_import_no_ui_libraries():
-    code = (
-        "import sys\n"
-        "import explorer.core.config, explorer.core.tokenizer, explorer.core.recipes, explorer.core.attention\n"
-        "import explorer.core.trace, explorer.core.steps, explorer.lessons.explain, explorer.lessons.presets\n"
-        "import explorer.core.verify, explorer.lessons.experiments, explorer.server.budget, explorer\n"
-        "import explorer.modern.attention, explorer.modern.explain\n"
-        "from explorer import compute_trace, AttentionConfig\n"
-        "compute_trace(AttentionConfig(causal=True, n_heads=2, d_k=4, d_v=4))\n"
-        "loaded = [m for m in ('streamlit', 'plotly', 'pandas') if m in sys.modules]\n"
-        "assert not loaded, loaded\n"
-    )
-    root = Path(__file__).resolve().parents[2]
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120, cwd=root)
-    assert result.returncode == 0, result.stderr
-    # torch loads numpy by itself, so numpy is checked in the source instead.
-    for name in COMPUTE_MODULES:
-        tree = ast.parse((root / "explorer" / f"{name}.py").read_text())
-        imported = {alias.name.split(".")[0] for node in ast.walk(tree)
-                    if isinstance(node, ast.Import) for alias in node.names}
-        imported |= {node.module.split(".")[0] for node in ast.walk(tree)
-                     if isinstance(node, ast.ImportFrom) and node.module and not node.level}
-        assert imported <= {"torch", "explorer", *sys.stdlib_module_names}, (name, imported)
-
-
-def _explorer_imports(path: Path, root: Path) -> set[str]:
-    """The ``explorer`` modules ``path`` imports when it runs: at its top and
-    inside its functions, not under ``if TYPE_CHECKING:`` (annotations only).
-    ``from explorer.ui import component`` imports ``explorer.ui`` and ``explorer.ui.component``."""
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
-            node.body = []
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
-        else:
-            continue
-        for module in names:
-            # A name imported from a module (a function, a class) is that module.
-            while module.startswith("explorer.") and not (
-                    (root / (module.replace(".", "/") + ".py")).exists()
-                    or (root / module.replace(".", "/") / "__init__.py").exists()):
-                module = module.rpartition(".")[0]
-            if module.startswith("explorer."):
-                found.add(module)
-    return found
-
-
-def test_the_explorer_package_has_no_import_cycle():
-    """No module of ``explorer`` imports, even lazily inside a function, one
-    that imports it back (directly or through others). A module's import of a
-    package it lies in (``explorer.ui`` from ``explorer.ui.render``) is left out:
-    that package is loaded before the module anyway."""
-    root = Path(__file__).resolve().parents[2]
-    graph = {}
-    for path in (root / "explorer").rglob("*.py"):
-        parts = path.relative_to(root).with_suffix("").parts
-        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        graph[name] = {m for m in _explorer_imports(path, root)
-                       if m != name and not name.startswith(m + ".")}
-    try:
-        graphlib.TopologicalSorter(graph).prepare()
-    except graphlib.CycleError as error:
-        pytest.fail(f"an import cycle: {' -> '.join(error.args[1])}")
 
 
 FIRST_IMPORTS = """
