@@ -4,6 +4,9 @@ The seeds live in ``/work/shared/seeds`` (see its README). Each test names its
 file and cell, copies the printed numbers literally, and recomputes them with
 `explorer.compute_trace` or the hand-written steps in `explorer.core.attention`,
 never by re-running the notebook's own torch code under ``torch.manual_seed``.
+Inputs and weights a notebook only prints back are checked as the app's preset
+of that notebook (`explorer.lessons.presets.PRESETS`) computes them: a test
+feeding in the printed literal would only check it against itself.
 
 Precision: `assert_printed` allows half a unit in the last printed place
 (printed with 4 decimals -> atol 5e-5, rtol 0). Printed integers, and Python's
@@ -23,6 +26,7 @@ import torch
 from explorer import AttentionConfig, compute_trace
 from explorer.core import attention as att
 from explorer.core.tokenizer import tokenize
+from explorer.lessons.presets import PRESETS
 
 
 def assert_printed(actual, expected, decimals: int | None, *, scientific: bool = False) -> None:
@@ -75,14 +79,18 @@ def trace_000():
         embedding="given", embeddings=INPUTS_000, weight_init="identity", scale=False))
 
 
-def test_000_inputs(trace_000):
-    # 000_28fcb52aab540c90.txt, cell 17: inputs
-    assert_printed(trace_000["embeddings"], [[0.4300, 0.1500, 0.8900],
-                                             [0.5500, 0.8700, 0.6600],
-                                             [0.5700, 0.8500, 0.6400],
-                                             [0.2200, 0.5800, 0.3300],
-                                             [0.7700, 0.2500, 0.1000],
-                                             [0.0500, 0.8000, 0.5500]], 4)
+def test_000_inputs():
+    # 000_28fcb52aab540c90.txt, cell 17: inputs, as the app's "journey" preset (the
+    # seed's setup as a learner opens it) embeds the sentence: one row per token,
+    # in the order of the cell's comments (Your x^1 ... step x^6).
+    journey = compute_trace(PRESETS["journey"].config)
+    assert journey.config.tokens == ["Your", "journey", "starts", "with", "one", "step"]
+    assert_printed(journey["embeddings"], [[0.4300, 0.1500, 0.8900],
+                                           [0.5500, 0.8700, 0.6600],
+                                           [0.5700, 0.8500, 0.6400],
+                                           [0.2200, 0.5800, 0.3300],
+                                           [0.7700, 0.2500, 0.1000],
+                                           [0.0500, 0.8000, 0.5500]], 4)
 
 
 def test_000_single_score(trace_000):
@@ -562,23 +570,31 @@ def trace_004():
         weight_init="given", W_query=W_Q_004, W_key=W_K_004, W_value=W_V_004, scale=False))
 
 
-def test_004_embedding_vectors(trace_004):
+@pytest.fixture(scope="module")
+def illustrated_004():
+    """The app's "illustrated" preset (seed 004's Examples 2 and 3 as a learner
+    opens them), computed: what its inputs and weights must print as."""
+    return compute_trace(PRESETS["illustrated"].config)
+
+
+def test_004_embedding_vectors(illustrated_004):
     # 004_d4886b04eb600938.txt, cell 95: v_1, v_2, v_3
-    assert_printed(trace_004["embeddings"], [[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]], None)
+    assert_printed(illustrated_004["embeddings"], [[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]],
+                   None)
     # 004_d4886b04eb600938.txt, cell 163: v (the float version)
-    assert_printed(trace_004["embeddings"], [[1., 0., 1., 0.],
-                                             [0., 2., 0., 2.],
-                                             [1., 1., 1., 1.]], None)
+    assert_printed(illustrated_004["embeddings"], [[1., 0., 1., 0.],
+                                                   [0., 2., 0., 2.],
+                                                   [1., 1., 1., 1.]], None)
     # 004_d4886b04eb600938.txt, cell 176: v[0]
-    assert_printed(trace_004["embeddings"][0], [1., 0., 1., 0.], None)
+    assert_printed(illustrated_004["embeddings"][0], [1., 0., 1., 0.], None)
 
 
-def test_004_key_weights(trace_004):
+def test_004_key_weights(illustrated_004):
     # 004_d4886b04eb600938.txt, cell 59: W_k
-    assert_printed(trace_004["W_key"], [[0, 0, 1], [1, 1, 0], [0, 1, 0], [1, 1, 0]], None)
+    assert_printed(illustrated_004["W_key"], [[0, 0, 1], [1, 1, 0], [0, 1, 0], [1, 1, 0]], None)
     # 004_d4886b04eb600938.txt, cell 96: W_k1, W_k2, W_k3; compute_keys stacks
     # them with dim=1, so they are the COLUMNS of W_k
-    assert_printed(trace_004["W_key"].T, [[0, 1, 0, 1], [0, 1, 1, 1], [1, 0, 0, 0]], None)
+    assert_printed(illustrated_004["W_key"].T, [[0, 1, 0, 1], [0, 1, 1, 1], [1, 0, 0, 0]], None)
 
 
 @pytest.mark.parametrize("cell", [
