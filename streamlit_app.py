@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from explorer.ui.navigation import HOME_PAGE
+from explorer.lessons.pages import HOME_PAGE
 from explorer.ui.presets import gallery
 from explorer.ui.render import page_header, token_table
 from explorer.ui.sidebar import settings

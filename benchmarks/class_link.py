@@ -31,7 +31,7 @@ from benchmarks.browser import RESULTS, write_results
 from benchmarks.capacity import LOAD_CORE, SERVER_CORE, TICK, pin
 from benchmarks.protocol import WORKED_EXAMPLE, Visitor, wrong_numbers
 from explorer import AttentionConfig
-from explorer.lessons.presets import SELF_ATTENTION_PAGE
+from explorer.lessons.pages import SELF_ATTENTION_PAGE
 from tests.support.server import Server
 
 _LARGE_SENTENCE = " ".join(f"word{i}" for i in range(96))

@@ -41,7 +41,7 @@ import numpy as np
 from locust import LoadTestShape, User, between, task
 
 from benchmarks.protocol import WORKED_EXAMPLE, ProtocolError, Visitor, wrong_numbers
-from explorer.lessons.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
+from explorer.lessons.pages import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from tests.support.server import rss_mib
 from tests.support.soak import WORDS, Settings
 

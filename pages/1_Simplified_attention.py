@@ -4,7 +4,7 @@ import streamlit as st
 
 from explorer.render import figures
 from explorer.core import literal
-from explorer.lessons.presets import SIMPLIFIED_PAGE
+from explorer.lessons.pages import SIMPLIFIED_PAGE
 from explorer.core.steps import visible_steps
 from explorer.core.tokenizer import token_labels
 from explorer.ui.lessons import normalization_comparison, softmax_overflow

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from explorer.lessons.presets import MULTI_HEAD_PAGE
+from explorer.lessons.pages import MULTI_HEAD_PAGE
 from explorer.core.steps import split_after, stages, visible_steps
 from explorer.ui.multihead import (
     causal_second_route,

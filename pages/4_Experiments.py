@@ -1,6 +1,6 @@
 """Experiments: why √d_k, temperature, softmax's dim, permutation, compare."""
 
-from explorer.lessons.presets import EXPERIMENTS_PAGE
+from explorer.lessons.pages import EXPERIMENTS_PAGE
 from explorer.ui.experiments import experiments
 from explorer.ui.render import page_header
 from explorer.ui.sidebar import settings

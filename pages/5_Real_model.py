@@ -4,7 +4,7 @@ import streamlit as st
 
 from explorer.core.steps import stages, visible_steps
 from explorer.ui import real_model
-from explorer.ui.navigation import MODEL_PAGE
+from explorer.lessons.pages import MODEL_PAGE
 from explorer.ui.render import head_picker, page_header, query_picker, step_charts, token_table
 
 page_header(

@@ -2,7 +2,7 @@
 the sliding window, the KV cache and FlashAttention's online softmax."""
 
 from explorer.ui import modern
-from explorer.ui.navigation import MODERN_PAGE
+from explorer.lessons.pages import MODERN_PAGE
 from explorer.ui.render import page_header
 
 page_header(

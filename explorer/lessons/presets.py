@@ -15,22 +15,12 @@ import torch
 
 from explorer.core.config import AttentionConfig
 from explorer.core.trace import Trace, compute_trace
+from explorer.lessons.pages import SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
 
 NOTEBOOKS = {"000": "A simple self-attention", "001": "Your journey starts with one step",
              "002": "Embedding an input sentence", "003": "Self-Attention", "004": "Attention"}
 """The seed notebooks (``shared/seeds/00N_*.txt``) by the titles a learner knows them
 by: the presets' sources and the generated script's comments name them so."""
-
-# Every page's name, here and nowhere else (the menu, `explorer.ui.navigation.PAGES`,
-# gives each its script and icon; the presets below name the page they open).
-HOME_PAGE = "Home"
-SIMPLIFIED_PAGE = "Simplified attention"
-SELF_ATTENTION_PAGE = "Self-attention"
-MULTI_HEAD_PAGE = "Causal & multi-head attention"
-EXPERIMENTS_PAGE = "Experiments"
-MODEL_PAGE = "Real model"
-CHECK_PAGE = "Check your code"
-MODERN_PAGE = "Modern attention"
 
 
 @dataclass(frozen=True)

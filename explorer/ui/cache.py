@@ -29,7 +29,7 @@ import streamlit as st
 from explorer.server import budget
 from explorer.core import literal, recipes
 from explorer.core.config import AttentionConfig
-from explorer.lessons.presets import MULTI_HEAD_PAGE
+from explorer.lessons.pages import MULTI_HEAD_PAGE
 from explorer.core.trace import Trace, compute_trace
 from explorer.ui import private
 

@@ -28,7 +28,7 @@ from explorer.core.config import ConfigError, parse_field
 from explorer.checker.listings import MULTI_HEAD_ATTENTION_CLASS
 from explorer.core.tokenizer import tokenize
 from explorer.ui import component, widgets
-from explorer.ui.navigation import CHECK_PAGE
+from explorer.lessons.pages import CHECK_PAGE
 from explorer.ui.sidebar import Frame
 
 RESULT_CACHE_BYTES = 32 * 2**20

@@ -28,7 +28,7 @@ from explorer.lessons.explain import Explanation
 from explorer.modern.attention import ModernConfig, ModernTrace
 from explorer.core.tokenizer import token_labels
 from explorer.ui import cache, component, state, widgets
-from explorer.ui.navigation import MODERN_PAGE
+from explorer.lessons.pages import MODERN_PAGE
 from explorer.ui.render import explanation_box, number_table
 from explorer.ui.sidebar import Frame
 from explorer.ui.state import Context, View

@@ -34,7 +34,7 @@ from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
 from explorer.core.steps import visible_steps
 from explorer.core.trace import Trace
 from explorer.ui import cache, component, state, widgets
-from explorer.ui.navigation import MODEL_PAGE
+from explorer.lessons.pages import MODEL_PAGE
 from explorer.ui.sidebar import Frame
 from explorer.ui.state import FOLDER, Context, View
 

@@ -17,7 +17,7 @@ import streamlit as st
 
 from explorer.core import literal
 from explorer.core.config import AttentionConfig, ConfigError
-from explorer.lessons.presets import SIMPLIFIED_PAGE
+from explorer.lessons.pages import SIMPLIFIED_PAGE
 from explorer.core.steps import visible_steps
 from explorer.ui import downloads, matrices, presets, state, widgets
 from explorer.ui.cache import cached_trace

@@ -39,10 +39,11 @@ from explorer import compute_trace
 from explorer.core import literal
 from explorer.core.config import shown
 from explorer.lessons.explain import explain_cell
-from explorer.lessons.presets import EXPERIMENTS_PAGE, SIMPLIFIED_PAGE
+from explorer.lessons.pages import EXPERIMENTS_PAGE, SIMPLIFIED_PAGE
 from explorer.core.tokenizer import token_labels
 from explorer.core.trace import Trace
-from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODERN_PAGE, PAGES
+from explorer.ui.navigation import PAGES
+from explorer.lessons.pages import CHECK_PAGE, HOME_PAGE, MODERN_PAGE
 from explorer.ui.state import ENTRIES
 from tests.conftest import RUN_TIMEOUT_MS, url_path
 from tests.support.soak import Settings, finished_run

@@ -11,7 +11,7 @@ import numpy as np
 
 from benchmarks.protocol import WORKED_EXAMPLE, Run, Visitor, wrong_numbers
 from explorer import AttentionConfig
-from explorer.lessons.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
+from explorer.lessons.pages import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from tests.core.test_seeds import OMEGA_1_002
 
 

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from playwright.sync_api import Page
 
-from explorer.lessons.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
+from explorer.lessons.pages import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from tests.support import soak
 from tests.support.server import Replicas
 

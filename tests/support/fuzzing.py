@@ -229,7 +229,7 @@ def open_with(page: str, params: dict) -> Outcome:
     ``params`` in AppTest; say whether it crashed, showed a message or drew."""
     from streamlit.testing.v1 import AppTest
 
-    from explorer.ui.navigation import HOME_PAGE
+    from explorer.lessons.pages import HOME_PAGE
 
     at = AppTest.from_file(str(ROOT / PAGES[HOME_PAGE][0]), default_timeout=120)
     at.query_params.update(params)

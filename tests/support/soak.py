@@ -59,17 +59,13 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from explorer import AttentionConfig, compute_trace
 from explorer.server import budget
-from explorer.lessons.presets import (
-    EXPERIMENTS_PAGE,
-    MULTI_HEAD_PAGE,
-    SELF_ATTENTION_PAGE,
-    SIMPLIFIED,
-    SIMPLIFIED_PAGE,
-)
+from explorer.lessons.presets import SIMPLIFIED
+from explorer.lessons.pages import EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
 from explorer.core.steps import STEPS
 from explorer.core.tokenizer import token_labels
 from explorer.ui.state import ENTRIES
-from explorer.ui.navigation import HOME_PAGE, PAGES
+from explorer.ui.navigation import PAGES
+from explorer.lessons.pages import HOME_PAGE
 from tests.support.server import Server, rss_mib
 
 CHROMIUM = "/usr/bin/chromium"

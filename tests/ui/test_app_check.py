@@ -9,7 +9,8 @@ import pytest
 from explorer.core import literal
 from explorer.checker import sandbox
 from explorer.checker.listings import MULTI_HEAD_ATTENTION
-from explorer.ui.navigation import CHECK_PAGE, PAGES
+from explorer.ui.navigation import PAGES
+from explorer.lessons.pages import CHECK_PAGE
 from tests.ui.test_app import all_charts, errors, open_link, page_link
 
 PAGE = PAGES[CHECK_PAGE][0]
@@ -113,7 +114,7 @@ def test_the_snippets_carry_every_sidebar_value():
 
 
 def test_the_snippets_carry_a_sentence_from_another_page():
-    from explorer.ui.navigation import SELF_ATTENTION_PAGE
+    from explorer.lessons.pages import SELF_ATTENTION_PAGE
 
     at = open_link(PAGES[SELF_ATTENTION_PAGE][0])
     at.text_input(key="sentence").set_value("we saw it's cats").run()

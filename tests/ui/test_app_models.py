@@ -35,11 +35,12 @@ from explorer.models import (
     model_sizes,
 )
 from explorer.models.catalogue import MODEL_CHOICES
-from explorer.lessons.presets import SELF_ATTENTION_PAGE
+from explorer.lessons.pages import SELF_ATTENTION_PAGE
 from explorer.core.steps import STEPS
 from explorer.core.tokenizer import token_labels
 from explorer.ui import cache, component, real_model
-from explorer.ui.navigation import MODEL_PAGE, PAGES
+from explorer.ui.navigation import PAGES
+from explorer.lessons.pages import MODEL_PAGE
 from explorer.ui.real_model import DEFAULT_MODEL
 from tests.conftest import ROOT
 from tests.ui.test_app import (HOSTILE, all_charts, chart_headers, charts, errors, open_link,

@@ -16,7 +16,8 @@ from explorer.render.payload import decode
 from explorer.core.config import AttentionConfig
 from explorer.core.trace import compute_trace
 from explorer.ui import state
-from explorer.ui.navigation import MODERN_PAGE, PAGES
+from explorer.ui.navigation import PAGES
+from explorer.lessons.pages import MODERN_PAGE
 from tests.ui.test_app import all_charts, errors, open_link, page_link
 from tests.ui.test_state import _differences, query_of, view_of
 

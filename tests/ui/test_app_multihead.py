@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from explorer import AttentionConfig, compute_trace
-from explorer.lessons.presets import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
+from explorer.lessons.pages import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from explorer.ui.navigation import PAGES
 from tests.ui.test_app import all_charts, charts, errors, open_page, pick, z_values
 

@@ -15,10 +15,11 @@ from streamlit.testing.v1 import AppTest
 from explorer import AttentionConfig, compute_trace
 from explorer.core import config as cfg
 from explorer.modern import attention as modern, explain as modern_explain
-from explorer.lessons.presets import (EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, PRESETS, SELF_ATTENTION_PAGE,
-                              SIMPLIFIED_PAGE)
+from explorer.lessons.presets import PRESETS
+from explorer.lessons.pages import EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
 from explorer.ui import private, state
-from explorer.ui.navigation import CHECK_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAGE, PAGES
+from explorer.ui.navigation import PAGES
+from explorer.lessons.pages import CHECK_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAGE
 from explorer.ui.state import (ACTIONS, ENTRIES, INTERNAL, CellRef, Choice, Flag, Fraction, Index,
                                MatrixKind, Number, Steps, Text)
 from explorer.ui.matrices import parse_csv_matrix

@@ -21,7 +21,7 @@ from explorer.core import literal
 from explorer.render.export import _assign_tensor, _comment_text, chart_div, chart_row, html_page, \
     table_html
 from explorer.modern.attention import ModernTrace
-from explorer.lessons.presets import MODERN_PAGE
+from explorer.lessons.pages import MODERN_PAGE
 from explorer.core.trace import json_safe
 
 SCRIPT_FILE = "modern_attention.py"

@@ -17,9 +17,8 @@ from explorer.modern import attention as modern, explain as modern_explain
 from explorer.core.config import GIVEN_MATRICES, OPTION_HELP, AttentionConfig
 from explorer.checker.listings import MULTI_HEAD_ATTENTION, MULTI_HEAD_ATTENTION_CLASS
 from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
-from explorer.lessons.presets import (CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, JOURNEY_SENTENCE,
-                              MODEL_PAGE, MODERN_PAGE, MULTI_HEAD_PAGE, PRESETS,
-                              SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE)
+from explorer.lessons.presets import JOURNEY_SENTENCE, PRESETS
+from explorer.lessons.pages import CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
 from explorer.core.steps import STEPS
 from explorer.ui.state.kinds import (CellRef, ChartCell, Choice, Flag, Fraction, Index, Kind,
                                      MatrixKind, Number, Steps, Text)

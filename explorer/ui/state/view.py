@@ -12,7 +12,8 @@ from typing import Any
 import streamlit as st
 
 from explorer.core.config import ConfigError, shown
-from explorer.lessons.presets import SIMPLIFIED, SIMPLIFIED_PAGE, Preset
+from explorer.lessons.presets import SIMPLIFIED, Preset
+from explorer.lessons.pages import SIMPLIFIED_PAGE
 from explorer.ui.navigation import PAGES
 from explorer.ui.state.entries import (CONFIG_ENTRIES, ENTRIES, VIEW, Context, Entry,
                                        entries_of)
