@@ -5,9 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import cachetools
 import pytest
@@ -44,22 +44,47 @@ def test_a_request_larger_than_the_allowance_is_refused_with_the_figures():
     assert work.in_use == 0
 
 
+class Reports:
+    """What threads report, under one condition, and a wait until the reports show
+    something: the order of threads observed, not hoped for after a sleep."""
+
+    def __init__(self):
+        self.changed = threading.Condition()
+
+    def note(self, change: Callable[[], object]) -> None:
+        """Apply ``change`` (a thread's report) and wake whoever waits for one."""
+        with self.changed:
+            change()
+            self.changed.notify_all()
+
+    def until(self, holds: Callable[[], bool]) -> None:
+        """Wait (at most 30 s) until ``holds()``; fail if it never does."""
+        with self.changed:
+            assert self.changed.wait_for(holds, timeout=30), "the threads never got there"
+
+
 def test_concurrent_requests_wait_for_room_and_never_exceed_the_allowance():
     work = WorkBudget(limit=100)
-    peak, lock = [0], threading.Lock()
+    peak: list[int] = []  # the allowance in use as each job starts
+    waited: set[int] = set()  # the jobs told that they wait for room
+    reports = Reports()
 
-    def job():
-        with work.reserve(60):
-            with lock:
-                peak[0] = max(peak[0], work.in_use)
-            time.sleep(0.05)
+    def job(i: int):
+        def told(ahead: int) -> None:
+            if ahead:
+                reports.note(lambda: waited.add(i))
 
-    threads = [threading.Thread(target=job) for _ in range(6)]
+        with work.reserve(60, on_wait=told):
+            peak.append(work.in_use)
+            reports.until(lambda: len(waited) == 5)  # the first holds on until all others wait
+
+    threads = [threading.Thread(target=job, args=(i,)) for i in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert peak[0] == 60  # two 60-byte jobs never ran together
+    assert len(waited) == 5  # all but the first waited for room...
+    assert peak == [60] * 6  # ... and two 60-byte jobs never ran together
     assert work.in_use == 0
 
 
@@ -100,20 +125,27 @@ def test_waiting_requests_go_in_turn_and_are_told_their_place():
     work = WorkBudget(limit=100)
     told: dict[str, list[int]] = {"B": [], "C": []}
     order: list[str] = []
+    done = {name: threading.Event() for name in "ABC"}
+    reports = Reports()
 
-    def job(name: str, nbytes: int, seconds: float):
-        with work.reserve(nbytes, on_wait=told[name].append if name in told else None):
-            order.append(name)
-            time.sleep(seconds)
+    def job(name: str, nbytes: int):
+        tell = ((lambda ahead: reports.note(lambda: told[name].append(ahead)))
+                if name in told else None)
+        with work.reserve(nbytes, on_wait=tell):
+            reports.note(lambda: order.append(name))
+            assert done[name].wait(timeout=30)
 
-    first = threading.Thread(target=job, args=("A", 80, 0.3))
-    first.start()
-    time.sleep(0.05)
-    threads = [first]
-    for name in "BC":
-        threads.append(threading.Thread(target=job, args=(name, 60, 0.1)))
+    threads = [threading.Thread(target=job, args=("A", 80))]
+    threads[0].start()
+    reports.until(lambda: order == ["A"])
+    for name in "BC":  # B comes while A runs, C while B waits
+        threads.append(threading.Thread(target=job, args=(name, 60)))
         threads[-1].start()
-        time.sleep(0.05)
+        reports.until(lambda: told[name] != [])
+    done["A"].set()
+    reports.until(lambda: order == ["A", "B"] and told["C"] == [2, 1])  # C's turn is next
+    done["B"].set()
+    done["C"].set()
     for thread in threads:
         thread.join()
     assert order == ["A", "B", "C"]
@@ -124,17 +156,28 @@ def test_waiting_requests_go_in_turn_and_are_told_their_place():
 def test_a_large_request_is_not_passed_over_by_later_small_ones():
     work = WorkBudget(limit=100)
     order: list[str] = []
+    waiting: list[str] = []
+    go_on = threading.Event()
+    reports = Reports()
 
     def job(name: str, nbytes: int):
-        with work.reserve(nbytes):
-            order.append(name)
-            time.sleep(0.05)
+        def told(ahead: int) -> None:
+            if ahead and name not in waiting:
+                reports.note(lambda: waiting.append(name))
 
-    threads = [threading.Thread(target=job, args=(name, nbytes))
-               for name, nbytes in [("small 1", 40), ("large", 90), ("small 2", 40)]]
-    for thread in threads:
-        thread.start()
-        time.sleep(0.01)
+        with work.reserve(nbytes, on_wait=told):
+            reports.note(lambda: order.append(name))
+            assert go_on.wait(timeout=30)
+
+    threads = []
+    for name, nbytes in [("small 1", 40), ("large", 90), ("small 2", 40)]:
+        threads.append(threading.Thread(target=job, args=(name, nbytes)))
+        threads[-1].start()
+        # each comes once the one before runs or waits
+        reports.until(lambda: order + waiting == ["small 1", "large", "small 2"][:len(threads)])
+    # "small 2" would fit beside "small 1" (80 of 100) but waits behind "large".
+    assert (order, waiting, work.in_use) == (["small 1"], ["large", "small 2"], 40)
+    go_on.set()
     for thread in threads:
         thread.join()
     assert order == ["small 1", "large", "small 2"]
@@ -274,19 +317,47 @@ def _counted_compute(monkeypatch, started: threading.Event | None = None,
     return calls
 
 
+def _watch_waiting(monkeypatch) -> tuple[list[Future], Reports, Callable[[], int]]:
+    """Make `cache.cached_trace`'s shared computations count the sessions blocked
+    on them: returns the futures made (one per computation), the `Reports` they
+    note to, and how many sessions wait in a ``result`` now."""
+    made: list[Future] = []
+    waiting = Counter()  # "now": sessions blocked in a result
+    reports = Reports()
+
+    class Watched(Future):
+        def __init__(self):
+            super().__init__()
+            made.append(self)
+
+        def result(self, timeout=None):
+            reports.note(lambda: waiting.update(now=1))
+            try:
+                return super().result(timeout)
+            finally:
+                reports.note(lambda: waiting.subtract(now=1))
+
+    monkeypatch.setattr(cache, "Future", Watched)
+    return made, reports, lambda: waiting["now"]
+
+
 def test_a_class_opening_one_link_at_once_computes_its_trace_once(monkeypatch):
     """30 sessions ask for one config while it is being computed: one computes it,
-    the others wait for it and get the same trace."""
+    the others wait for that computation and get the same trace."""
     cache.clear()
     started, go_on = threading.Event(), threading.Event()
     calls = _counted_compute(monkeypatch, started, go_on)
+    made, reports, waiting = _watch_waiting(monkeypatch)
     config = AttentionConfig(seed=4242)
     with ThreadPoolExecutor(max_workers=30) as pool:
         traces = [pool.submit(cache.cached_trace, config, False) for _ in range(30)]
         assert started.wait(timeout=30)
-        time.sleep(0.5)  # the 29 others are asking meanwhile
+        reports.until(lambda: waiting() == 29)  # the 29 others wait on the held computation
+        assert len(made) == 1 and not made[0].done() and calls == {config: 1}
+        assert sum(future.done() for future in traces) == 0
         go_on.set()
         traces = [future.result(timeout=60) for future in traces]
+    assert waiting() == 0 and len(made) == 1 and made[0].result() is traces[0]
     assert calls == {config: 1}
     assert all(trace is traces[0] for trace in traces)
     torch.testing.assert_close(traces[0]["context"], compute_trace(config)["context"])
@@ -330,17 +401,18 @@ def test_when_the_computing_session_fails_a_waiting_one_computes(monkeypatch):
         return real(config, **kwargs)
 
     monkeypatch.setattr(cache, "compute_trace", failing_once)
+    made, reports, waiting = _watch_waiting(monkeypatch)
     config = AttentionConfig(seed=77)
     with ThreadPoolExecutor(max_workers=2) as pool:
         first = pool.submit(cache.cached_trace, config, False)
         assert started.wait(timeout=30)
         second = pool.submit(cache.cached_trace, config, False)
-        time.sleep(0.2)
+        reports.until(lambda: waiting() == 1)  # the second waits on the first's computation
         go_on.set()
         with pytest.raises(RuntimeError, match="stopped"):
             first.result(timeout=60)
         assert second.result(timeout=60)["context"].shape[0] == 6
-    assert len(calls) == 2 and not cache._computing
+    assert len(calls) == 2 and len(made) == 2 and not cache._computing  # computed anew
 
 
 def test_a_page_waiting_for_another_visitors_computation_says_so(monkeypatch):
