@@ -714,7 +714,8 @@ def test_the_command_line_stops_an_endless_loop_and_a_huge_allocation_with_exit_
 
 
 def test_ctrl_c_ends_the_command_line_with_one_line(tmp_path):
-    (tmp_path / "my_attention.py").write_text(LOOPS_FOREVER)
+    (tmp_path / "my_attention.py").write_text(LOOPS_FOREVER.replace(
+        "        while True:", "        print('looping', flush=True)\n        while True:"))
     # A terminal's Ctrl-C: SIGINT handled as by default, even where this test runs in
     # the background (a shell's `&` ignores SIGINT, and a child inherits that).
     child = subprocess.Popen([sys.executable, "-m", "explorer", "check",
@@ -722,7 +723,7 @@ def test_ctrl_c_ends_the_command_line_with_one_line(tmp_path):
                              env={**os.environ, "PYTHONPATH": str(ROOT)},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(8)  # inside the loop (importing torch takes a few seconds)
+    assert child.stdout.readline() == "looping\n"  # inside the loop, once torch is imported
     child.send_signal(2)  # SIGINT, as Ctrl-C
     out, err = child.communicate(timeout=60)
     assert (child.returncode, err, out) == (130, "stopped (Ctrl-C)\n", "")

@@ -112,14 +112,18 @@ test("a chart reported near while another draws waits for it, then comes first",
   order.length = 0;
   const drawing = plot("drawing now", 0);
   drawing.dataset.drawing = "1"; // the window's chart, still drawing (not stale)
+  let idleTurns = 0; // the idle drawing's turns, each asked for when the last one is done
+  window.requestIdleCallback = (f) => { idleTurns += 1; setTimeout(f, 0); };
   const far = plot("far", 9000), near = plot("near", 1500);
   drawSoon(job(far), () => 300);
   drawSoon(job(near), () => 300);
   observer.callback([{ isIntersecting: true, target: near }]);
   assert.deepEqual(order, []); // not while the window's chart draws
-  await new Promise((r) => setTimeout(r, 50));
-  assert.deepEqual(order, []); // the idle drawing waits for it too
+  await until(() => idleTurns >= 3);
+  assert.ok(idleTurns >= 3);
+  assert.deepEqual(order, []); // the idle drawing came by, and waits for it too
   delete drawing.dataset.drawing;
   await until(() => order.length === 2);
   assert.deepEqual(order, ["near", "far"]);
+  delete window.requestIdleCallback;
 });
