@@ -1,6 +1,9 @@
-"""Where GPT-2 and BERT keep their attention, and how to read its weights.
+"""Where GPT-2, BERT and the Llama family keep their attention, and how to read its weights.
 
-One `Architecture` per supported ``model_type``, in `ARCHITECTURES`. Each says
+One `Architecture` per supported ``model_type``: GPT-2 and BERT in
+`ARCHITECTURES`, the Llama-family decoders (Llama, Mistral, Qwen2, Qwen3,
+Gemma 3 text) in `DECODERS` (`DecoderArchitecture`, with RMSNorm, RoPE,
+grouped-query heads and, for Qwen3 and Gemma 3, QK-norm). Each says
 which module receives a layer's attention input X, which module computes the
 attention's output O, whether the model is causal, and how to read the layer's
 weights in this package's convention
@@ -104,7 +107,9 @@ class Architecture:
     inside a block. ``weights(block)``: see
     `gpt2_weights` / `bert_weights`. ``causal(config)``: whether future tokens
     are masked. ``unsupported(config)``: why a variant cannot be mirrored, or
-    None. ``input_note``: what X is, for learners.
+    None. ``input_note``: what X is, for learners. ``base(module)``: the model
+    without its language-model head (forward passes that only read attention
+    run this). ``family``: ``"classic"`` (GPT-2, BERT) or ``"decoder"``.
     """
 
     name: str
@@ -120,6 +125,8 @@ class Architecture:
     causal: Callable[[Any], bool]
     unsupported: Callable[[Any], str | None]
     input_note: str
+    base: Callable[[nn.Module], nn.Module] = lambda module: module
+    family: str = "classic"
 
 
 ARCHITECTURES: dict[str, Architecture] = {
@@ -151,3 +158,154 @@ ARCHITECTURES: dict[str, Architecture] = {
     ),
 }
 """The supported ``config.model_type`` values and their anatomy."""
+
+
+CLASSIC = tuple(ARCHITECTURES)
+"""GPT-2 and BERT: what `explorer.models.load_model` opens unless told otherwise."""
+
+
+# ---------------------------------------------------------------------------
+# The Llama family
+# ---------------------------------------------------------------------------
+def decoder_weights(block: nn.Module) -> dict[str, Tensor]:
+    """One decoder layer's attention weights in the convention Q = X @ W_query (+ b_query).
+
+    Mirrors ``LlamaAttention`` (and Mistral's, Qwen2's, Qwen3's, Gemma 3's):
+    ``q_proj``, ``k_proj``, ``v_proj`` and ``o_proj`` are ``nn.Linear`` layers
+    computing ``x @ weight.T (+ bias)``, so W_query = ``q_proj.weight.T``,
+    (d_model, n_heads·head_dim); W_key and W_value (d_model, n_kv_heads·head_dim);
+    W_out = ``o_proj.weight.T`` (n_heads·head_dim, d_model). Biases (Qwen2's
+    Q, K, V; a config's ``attention_bias``) are kept when the layer has them.
+    Plus the RMSNorm weights: ``input_norm`` (d_model,) and, with QK-norm,
+    ``q_norm`` and ``k_norm`` (head_dim,). Copies in float32, whatever the
+    model's dtype: the layer is computed in float32 when it is opened.
+    """
+    attn = block.self_attn
+    parts = {"input_norm": block.input_layernorm.weight}
+    for name, linear in (("query", attn.q_proj), ("key", attn.k_proj), ("value", attn.v_proj),
+                         ("out", attn.o_proj)):
+        parts[f"W_{name}"] = linear.weight.T  # (d_out, d_in).T -> (d_in, d_out)
+        if linear.bias is not None:
+            parts[f"b_{name}"] = linear.bias
+    for name in ("q_norm", "k_norm"):
+        if hasattr(attn, name):
+            parts[name] = getattr(attn, name).weight
+    return {name: _copy(t).to(torch.float32) for name, t in parts.items()}
+
+
+SUPPORTED_ROPE = ("default", "linear", "llama3")
+"""The RoPE variants mirrored step by step (`explorer.models.llama.rope_frequencies`)."""
+
+
+def rope_parameters(config: Any, layer_type: str = "full_attention") -> dict:
+    """A config's RoPE parameters (``rope_type``, ``rope_theta``, a scaling's
+    ``factor`` ...) for a layer of ``layer_type``: Gemma 3 keeps one set per
+    layer type (``"full_attention"``, ``"sliding_attention"``), the others one."""
+    params = dict(getattr(config, "rope_parameters", None) or {})
+    if "rope_type" not in params and layer_type in params:
+        params = dict(params[layer_type] or {})
+    return params
+
+
+def layer_types(config: Any) -> list[str]:
+    """Each layer's attention: ``"full_attention"`` or ``"sliding_attention"``.
+    Qwen2, Qwen3 and Gemma 3 say so per layer (``layer_types``); Mistral's
+    every layer slides when it has a ``sliding_window``; Llama's never do."""
+    types = getattr(config, "layer_types", None)
+    if types:
+        return list(types)
+    sliding = getattr(config, "sliding_window", None) is not None
+    return ["sliding_attention" if sliding else "full_attention"] * config.num_hidden_layers
+
+
+def _decoder_unsupported(config: Any) -> str | None:
+    """Why a Llama-family config cannot be mirrored step by step, or None."""
+    for kind in sorted(set(layer_types(config))):
+        params = rope_parameters(config, kind)
+        rope_type = params.get("rope_type", "default")
+        if rope_type not in SUPPORTED_ROPE:
+            return (f"its RoPE is scaled by {rope_type!r} (mirrored: "
+                    f"{', '.join(SUPPORTED_ROPE)})")
+        if params.get("partial_rotary_factor", 1.0) != 1.0:
+            return "it rotates only part of each head (partial_rotary_factor)"
+        theta = params.get("rope_theta")
+        if not isinstance(theta, (int, float)) or not 2.0 <= theta <= 1e9:
+            return f"its rope_theta is not a number from 2 to 1e9 (got {theta!r})"
+    if getattr(config, "use_bidirectional_attention", False):
+        return "its tokens see later tokens too (use_bidirectional_attention)"
+    return None
+
+
+def gemma_scaling(config: Any) -> float:
+    """Gemma 3 scales its scores by query_pre_attn_scalar^(-1/2), not head_dim^(-1/2)."""
+    return config.query_pre_attn_scalar ** -0.5
+
+
+def head_dim_scaling(config: Any) -> float:
+    """The scores' scale 1/√head_dim (Llama, Mistral, Qwen2, Qwen3)."""
+    return decoder_head_dim(config) ** -0.5
+
+
+def decoder_head_dim(config: Any) -> int:
+    """One head's width: the config's ``head_dim`` (Qwen3, Gemma 3 set it apart
+    from the width), else hidden_size // num_attention_heads."""
+    return getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+
+
+@dataclass(frozen=True)
+class DecoderArchitecture(Architecture):
+    """A Llama-family decoder (`Architecture` plus what sets these apart).
+
+    ``qk_norm``: Q and K are RMS-normalised per head before RoPE (Qwen3, Gemma 3;
+    ``norm_after_transpose``: Gemma 3 normalises (heads, n, e), Qwen3 (n, heads, e)).
+    ``norm_offset``: RMSNorm multiplies by (offset + weight): 0 for Llama,
+    1 for Gemma (its weights are stored around 0). ``scaling(config)``: the
+    scores' factor. ``qkv_bias(config)`` / ``out_bias(config)``: whether
+    q/k/v_proj and o_proj add a bias. A block's first input is the layer's
+    input (the residual stream), before its RMSNorm ``input_layernorm``.
+    """
+
+    qk_norm: bool = False
+    norm_after_transpose: bool = False
+    norm_offset: float = 0.0
+    scaling: Callable[[Any], float] = head_dim_scaling
+    qkv_bias: Callable[[Any], bool] = lambda config: bool(getattr(config, "attention_bias", False))
+    out_bias: Callable[[Any], bool] = lambda config: bool(getattr(config, "attention_bias", False))
+
+
+def _decoder(name: str, label: str, prefix: str, **kwargs: Any) -> DecoderArchitecture:
+    norm = "Gemma's RMSNorm, x / rms(x) · (1 + weight)" if kwargs.get("norm_offset") else \
+        "RMSNorm, x / rms(x) · weight"
+    return DecoderArchitecture(
+        name=name, label=label, model_class=f"{prefix}ForCausalLM",
+        config_class=f"{prefix}Config" if name != "gemma3_text" else "Gemma3TextConfig",
+        model_kwargs={},
+        blocks=lambda model: model.model.layers,
+        attention=lambda block: block.self_attn,
+        output=lambda block: block.self_attn.o_proj,
+        output_name="self_attn.o_proj",
+        weights=decoder_weights,
+        causal=lambda config: True,
+        unsupported=_decoder_unsupported,
+        input_note=f"X is the layer's input hidden state after its input_layernorm ({norm}): "
+                   "the model normalises before attention.",
+        base=lambda model: model.model,
+        family="decoder",
+        **kwargs)
+
+
+DECODERS: dict[str, DecoderArchitecture] = {
+    "llama": _decoder("llama", "Llama", "Llama"),
+    "mistral": _decoder("mistral", "Mistral", "Mistral"),
+    "qwen2": _decoder("qwen2", "Qwen2", "Qwen2", qkv_bias=lambda config: True,
+                      out_bias=lambda config: False),
+    "qwen3": _decoder("qwen3", "Qwen3", "Qwen3", qk_norm=True),
+    "gemma3_text": _decoder("gemma3_text", "Gemma 3", "Gemma3", qk_norm=True, norm_offset=1.0,
+                            norm_after_transpose=True,
+                            scaling=gemma_scaling),
+}
+"""The supported Llama-family ``config.model_type`` values (Gemma 3: its text
+model, ``gemma3_text``; the multimodal ``gemma3`` checkpoints are not read)."""
+
+EVERY_ARCHITECTURE: dict[str, Architecture] = {**ARCHITECTURES, **DECODERS}
+"""GPT-2, BERT and the Llama family, by ``model_type``."""

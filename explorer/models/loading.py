@@ -1,4 +1,4 @@
-"""Loading a real GPT-2 or BERT: `load_model` and `download`.
+"""Loading a real GPT-2, BERT or Llama-family model: `load_model` and `download`.
 
 Weights come from, in order: a local folder (saved with ``save_pretrained``),
 the local Hugging Face cache (``local_files_only=True``), and the Hub, only when
@@ -8,7 +8,11 @@ it can be reached within `HUB_TIMEOUT` seconds. With none of them,
 
 Models load as the base class (``GPT2Model``, ``BertModel`` without pooler) in
 float32, eval mode, with ``attn_implementation="eager"``: the default SDPA path
-returns no attention weights.
+returns no attention weights. The Llama family (Llama, Mistral, Qwen2, Qwen3,
+Gemma 3 text; `explorer.models.anatomy.DECODERS`), opened when the caller asks
+for it (``architectures=EVERY_ARCHITECTURE``), loads with its language-model
+head (``LlamaForCausalLM`` ...), to generate, and in the dtype its weights ship
+in (bfloat16 stays bfloat16: a layer is computed in float32 only when opened).
 
 Nothing a folder holds is run or trusted: only safetensors weights are read
 (never a pickle such as ``pytorch_model.bin``), config.json is read as plain
@@ -29,6 +33,7 @@ import stat
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,10 +45,10 @@ from huggingface_hub import constants as hub_constants
 
 from explorer.server import budget
 from explorer.core.config import MAX_TOKENS, shown
-from explorer.models.anatomy import ARCHITECTURES, Architecture
+from explorer.models.anatomy import CLASSIC, EVERY_ARCHITECTURE, Architecture
 from explorer.models.errors import (DOWNLOAD_COMMAND, FolderUnusable, ModelError,
                                     ModelUnavailable, download_command)
-from explorer.models.sizes import model_sizes
+from explorer.models.sizes import model_sizes, shipped_dtype
 
 HUB_TIMEOUT = 2.0
 """Seconds to wait for a TCP connection to the Hub before calling it unreachable."""
@@ -53,6 +58,8 @@ HUB_NAMES = {
     "distilgpt2": "distilbert/distilgpt2",
     "bert-base-uncased": "google-bert/bert-base-uncased",
     "bert-base-cased": "google-bert/bert-base-cased",
+    "smollm2-135m": "HuggingFaceTB/SmolLM2-135M",
+    "qwen3-0.6b": "Qwen/Qwen3-0.6B",
 }
 """Short names and the Hub repositories they now live in; the local cache is
 searched under both spellings."""
@@ -65,12 +72,18 @@ class LoadedModel:
     - ``name``: what the caller asked for (``"gpt2"``, a folder's name).
     - ``source``: ``"folder"``, ``"cache"`` or ``"hub"``; ``location``: the
       folder path or Hub repository the weights came from.
-    - ``architecture``: ``"gpt2"`` or ``"bert"``; ``causal``: future tokens masked.
-    - ``n_layers``, ``n_heads``, ``d_model``, ``head_dim`` (= d_model / n_heads).
+    - ``architecture``: ``"gpt2"``, ``"bert"`` or a Llama-family ``model_type``
+      (``"llama"``, ``"mistral"``, ``"qwen2"``, ``"qwen3"``, ``"gemma3_text"``);
+      ``family``: ``"classic"`` or ``"decoder"``; ``causal``: future tokens masked.
+    - ``n_layers``, ``n_heads``, ``d_model``, ``head_dim`` (d_model / n_heads,
+      unless the config sets it: Qwen3, Gemma 3), ``n_kv_heads`` (the K/V heads
+      the query heads share; = n_heads in GPT-2 and BERT).
     - ``max_tokens``: the most tokens one input may have (the model's positions,
       at most 512); ``vocab_size``: ids must lie in ``[0, vocab_size)``.
     - ``tokenizer``: the model's own tokenizer, or None (then only ids are read).
-    - ``memory_bytes``: bytes of the parameters and buffers (float32).
+    - ``memory_bytes``: bytes of the parameters and buffers; ``dtype``: the
+      weights' (``"float32"``; a Llama-family model keeps what it ships in, e.g.
+      ``"bfloat16"``).
     - ``module``: the ``transformers`` model itself (eval mode; never mutated).
 
     Every forward pass takes ``lock``, so hooks registered for one pass never
@@ -91,22 +104,39 @@ class LoadedModel:
     module: torch.nn.Module = field(repr=False)
     tokenizer: Any = field(default=None, repr=False)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    n_kv_heads: int = 0
+    head_width: int = 0
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        if not self.n_kv_heads:  # one K/V head per query head (GPT-2, BERT)
+            object.__setattr__(self, "n_kv_heads", self.n_heads)
 
     @property
     def head_dim(self) -> int:
-        """Width of one head's queries, keys and values: d_model // n_heads."""
-        return self.d_model // self.n_heads
+        """Width of one head's queries, keys and values: the config's head_dim
+        (``head_width``) when it sets one, else d_model // n_heads."""
+        return self.head_width or self.d_model // self.n_heads
 
     @property
     def anatomy(self) -> Architecture:
-        """Where this architecture keeps its attention (see `anatomy.ARCHITECTURES`)."""
-        return ARCHITECTURES[self.architecture]
+        """Where this architecture keeps its attention (see
+        `anatomy.EVERY_ARCHITECTURE`)."""
+        return EVERY_ARCHITECTURE[self.architecture]
+
+    @property
+    def family(self) -> str:
+        """``"classic"`` (GPT-2, BERT) or ``"decoder"`` (the Llama family)."""
+        return self.anatomy.family
 
     @property
     def label(self) -> str:
-        """A readable name, e.g. ``"gpt2 (GPT-2, 12 layers × 12 heads)"``."""
+        """A readable name, e.g. ``"gpt2 (GPT-2, 12 layers × 12 heads)"``, or
+        ``"SmolLM2-135M (Llama, 30 layers × 9 heads sharing 3 K/V heads)"``."""
+        shared = (f" sharing {self.n_kv_heads} K/V heads" if self.n_kv_heads != self.n_heads
+                  else "")
         return (f"{self.name} ({self.anatomy.label}, {self.n_layers} layers × "
-                f"{self.n_heads} heads)")
+                f"{self.n_heads} heads{shared})")
 
 
 # ---------------------------------------------------------------------------
@@ -247,23 +277,36 @@ def _hub_config(location: str, local_files_only: bool) -> dict:
     return raw
 
 
-def _model_config(raw: dict, model: str) -> tuple[Architecture, Any]:
+def _model_config(raw: dict, model: str, architectures: tuple[str, ...] = CLASSIC
+                  ) -> tuple[Architecture, Any]:
     """The architecture and transformers config that a config.json describes.
 
     Built by the architecture's own config class, never ``AutoConfig``: a
     config's ``auto_map`` (code to import) is dropped unread. ``model`` names
-    the model in messages. Raises `ModelError` for an architecture or variant
-    the explorer does not mirror, `_Unreadable` for a config that is not one.
+    the model in messages; ``architectures``: the ``model_type`` values the
+    caller opens. Raises `ModelError` for an architecture or variant the
+    explorer does not mirror (for one that exists only as code, ``auto_map``,
+    saying that such code is never run), `_Unreadable` for a config that is not one.
     """
     model_type = raw.get("model_type")
     if not isinstance(model_type, str):
         raise _Unreadable("config.json names no model_type")
-    arch = ARCHITECTURES.get(model_type)
+    arch = EVERY_ARCHITECTURE.get(model_type) if model_type in architectures else None
     if arch is None:
-        supported = ", ".join(repr(a) for a in ARCHITECTURES)
+        supported = ", ".join(repr(a) for a in architectures)
+        examples = ("'gpt2', 'distilgpt2', 'bert-base-uncased'" if architectures == CLASSIC
+                    else "'gpt2', 'bert-base-uncased', 'smollm2-135m', 'qwen3-0.6b'")
+        if model_type == "gemma3" and "gemma3_text" in architectures:
+            raise ModelError("model", f"{model} is a multimodal Gemma 3 ('gemma3'); the "
+                                      "explorer reads Gemma 3's text models ('gemma3_text', "
+                                      "e.g. google/gemma-3-1b-it)")
+        if "auto_map" in raw:
+            raise ModelError("model", f"{model} comes with its own code (auto_map in its "
+                                      f"config.json, for a {shown(model_type)} model), which "
+                                      "the explorer never runs; it opens models of type "
+                                      f"{supported} only (e.g. {examples})")
         raise ModelError("model", f"{model} is a {shown(model_type)} model; the explorer opens "
-                                  f"models of type {supported} only (e.g. 'gpt2', "
-                                  "'distilgpt2', 'bert-base-uncased')")
+                                  f"models of type {supported} only (e.g. {examples})")
     config_class = getattr(transformers, arch.config_class)
     try:
         config = config_class.from_dict({k: v for k, v in raw.items() if k != "auto_map"})
@@ -279,15 +322,18 @@ def _model_config(raw: dict, model: str) -> tuple[Architecture, Any]:
 
 def _weights(arch: Architecture, config: Any, location: str, local_files_only: bool
              ) -> torch.nn.Module:
-    """The model built from ``config`` with the safetensors weights at ``location``.
+    """The model built from ``config`` with the safetensors weights at ``location``,
+    in float32 (GPT-2, BERT) or in the dtype the weights ship in (the Llama family).
 
     Raises `_NotFound` when there are none, `_Unreadable` when they cannot be
     read or do not fit the config (a tensor missing or of the wrong shape)."""
     model_class = getattr(transformers, arch.model_class)
+    dtype = (getattr(torch, shipped_dtype(config)) if arch.family == "decoder"
+             else torch.float32)
     try:
         module, info = model_class.from_pretrained(
             location, config=config, local_files_only=local_files_only, use_safetensors=True,
-            trust_remote_code=False, attn_implementation="eager", dtype=torch.float32,
+            trust_remote_code=False, attn_implementation="eager", dtype=dtype,
             output_loading_info=True, **arch.model_kwargs)
     except (OSError, ValueError) as err:  # no weights file here (or not yet downloaded)
         raise _NotFound(_first_line(err)) from err
@@ -336,12 +382,14 @@ def _memory_bytes(module: torch.nn.Module) -> int:
 
 
 def _load(location: str, name: str, source: str, local_files_only: bool, shown_as: str,
-          within_budget: bool = False) -> LoadedModel:
+          within_budget: bool = False, architectures: tuple[str, ...] = CLASSIC
+          ) -> LoadedModel:
     """Load config, weights and tokenizer from one location, in that order:
 
     1. the config.json, as plain JSON;
-    2. its architecture, variant and sizes (`explorer.models.sizes.model_sizes`),
-       and with ``within_budget`` its float32 bytes against the server's model
+    2. its architecture (one of ``architectures``), variant and sizes
+       (`explorer.models.sizes.model_sizes`), and with ``within_budget`` its
+       bytes (float32, or the Llama family's shipped dtype) against the server's model
        share (`explorer.server.budget.check_model_fits`): all before anything is built;
     3. the safetensors weights, into the architecture's base class;
     4. the tokenizer, if there is one.
@@ -353,7 +401,7 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
     """
     raw = (_folder_config(Path(location)) if source == "folder"
            else _hub_config(location, local_files_only))
-    arch, config = _model_config(raw, shown_as)
+    arch, config = _model_config(raw, shown_as, architectures)
     sizes = model_sizes(arch.name, config, shown_as)
     if within_budget:
         budget.check_model_fits(shown_as[:1].upper() + shown_as[1:], sizes.nbytes)
@@ -362,12 +410,16 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
                         "pytorch_model.bin are never read)")
     module = _weights(arch, config, location, local_files_only)
     c = module.config
+    decoder = arch.family == "decoder"
     return LoadedModel(
         name=name, source=source, location=location, architecture=arch.name,
         n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads, d_model=c.hidden_size,
         causal=arch.causal(c), max_tokens=min(MAX_TOKENS, c.max_position_embeddings),
         vocab_size=c.vocab_size, memory_bytes=_memory_bytes(module), module=module,
-        tokenizer=_tokenizer(location, local_files_only))
+        tokenizer=_tokenizer(location, local_files_only),
+        n_kv_heads=sizes.n_kv_heads if decoder else 0,
+        head_width=sizes.head_dim if decoder else 0,
+        dtype=str(next(module.parameters()).dtype).removeprefix("torch."))
 
 
 def _text(name_or_path: Any) -> str:
@@ -384,8 +436,11 @@ def _text(name_or_path: Any) -> str:
     return name
 
 
-def load_folder(path: str | os.PathLike, *, within_budget: bool = False) -> LoadedModel:
-    """Load the GPT-2 or BERT model saved in the folder ``path`` (``~`` is expanded).
+def load_folder(path: str | os.PathLike, *, within_budget: bool = False,
+                architectures: Iterable[str] = CLASSIC) -> LoadedModel:
+    """Load the GPT-2 or BERT model saved in the folder ``path`` (``~`` is expanded);
+    with ``architectures=EVERY_ARCHITECTURE`` (`explorer.models.anatomy`), also a
+    Llama, Mistral, Qwen2, Qwen3 or Gemma 3 (text) model.
 
     The folder must hold what ``model.save_pretrained(folder)`` writes:
     config.json and model.safetensors (or its sharded index); tokenizer files
@@ -417,7 +472,8 @@ def load_folder(path: str | os.PathLike, *, within_budget: bool = False) -> Load
     try:
         folder = _folder(typed)
         return _load(str(folder), folder.name, "folder", local_files_only=True,
-                     shown_as=shown_as, within_budget=within_budget)
+                     shown_as=shown_as, within_budget=within_budget,
+                     architectures=tuple(architectures))
     except (_NotFound, _Unreadable) as err:  # the library's exception, if any, as the cause
         raise FolderUnusable(typed, str(err)) from err.__cause__
     except OSError as err:  # not expected past the checks above; still never shown
@@ -439,21 +495,26 @@ def _hub_spellings(name: str) -> list[str]:
     return [name] + ([HUB_NAMES[name]] if name in HUB_NAMES else [])
 
 
-def _from_hub(location: str, name: str, source: str, within_budget: bool = False
-              ) -> LoadedModel:
+def _from_hub(location: str, name: str, source: str, within_budget: bool = False,
+              architectures: tuple[str, ...] = CLASSIC) -> LoadedModel:
     """`_load` from the local cache (``source="cache"``) or the Hub (``"hub"``);
     unreadable files there become a `ModelError` with the library's reason
     (the files are the Hub's, not a visitor's)."""
     try:
         return _load(location, name, source, local_files_only=source == "cache",
-                     shown_as=shown(name), within_budget=within_budget)
+                     shown_as=shown(name), within_budget=within_budget,
+                     architectures=architectures)
     except _Unreadable as err:
         raise ModelError("model", f"the files of {shown(name)} at {location} could not be "
                                   f"read as a model: {err}") from err.__cause__
 
 
-def load_model(name_or_path: str | os.PathLike, *, within_budget: bool = False) -> LoadedModel:
-    """Load a GPT-2 or BERT model and its tokenizer, ready for `compute_model_trace`.
+def load_model(name_or_path: str | os.PathLike, *, within_budget: bool = False,
+               architectures: Iterable[str] = CLASSIC) -> LoadedModel:
+    """Load a GPT-2 or BERT model and its tokenizer, ready for `compute_model_trace`;
+    with ``architectures=EVERY_ARCHITECTURE`` (`explorer.models.anatomy`), also a
+    Llama-family model (``"smollm2-135m"``, ``"qwen3-0.6b"``, a folder), ready
+    for `explorer.models.llama.compute_decoder_trace` and `explorer.models.generate`.
 
     ``name_or_path``: a folder saved with ``save_pretrained`` (see `load_folder`,
     which this calls for anything that starts like a path, is not a Hub name,
@@ -471,19 +532,19 @@ def load_model(name_or_path: str | os.PathLike, *, within_budget: bool = False) 
     the server's model share, before it is built (as in `load_folder`). All are
     `explorer.core.config.ConfigError`.
     """
-    name = _text(name_or_path)
+    name, kinds = _text(name_or_path), tuple(architectures)
     if _is_path(name):
-        return load_folder(name, within_budget=within_budget)
+        return load_folder(name, within_budget=within_budget, architectures=kinds)
     for location in _hub_spellings(name):
         try:
-            return _from_hub(location, name, "cache", within_budget)
+            return _from_hub(location, name, "cache", within_budget, kinds)
         except _NotFound:
             continue
     reason = offline_reason()
     if reason:
         raise _unavailable(name, reason)
     try:
-        return _from_hub(_hub_spellings(name)[-1], name, "hub", within_budget)
+        return _from_hub(_hub_spellings(name)[-1], name, "hub", within_budget, kinds)
     except _NotFound as err:
         raise _unavailable(name, f"the download failed: {err}") from None
 
@@ -495,7 +556,8 @@ def download(name: str = "gpt2", folder: str | os.PathLike | None = None) -> str
     With ``folder``, also save both there (``save_pretrained``), for
     ``load_model(folder)``. Returns where the weights are. Raises
     `ModelUnavailable` when the Hub cannot be reached, `ModelError` for an
-    unsupported model. The command line ``python -m explorer.models download
+    unsupported model. Every architecture is fetched (GPT-2, BERT and the
+    Llama family). The command line ``python -m explorer.models download
     gpt2`` calls this.
     """
     reason = offline_reason()
@@ -504,7 +566,8 @@ def download(name: str = "gpt2", folder: str | os.PathLike | None = None) -> str
                                "with internet access, then copy the Hugging Face cache "
                                f"({hub_constants.HF_HUB_CACHE}) or a saved folder here.")
     try:
-        model = _from_hub(_hub_spellings(name)[-1], name, "hub")
+        model = _from_hub(_hub_spellings(name)[-1], name, "hub",
+                          architectures=tuple(EVERY_ARCHITECTURE))
     except _NotFound as err:
         raise ModelUnavailable(f"cannot download {name!r}: {err}") from None
     if folder is None:
