@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8501
 REPLICAS ?= 2
 
-.PHONY: run test test-fast test-browser bench fuzz soak replicas download-models plotly-bundle clean
+.PHONY: run test test-fast test-browser docs bench fuzz soak replicas download-models plotly-bundle clean
 
 $(VENV)/.app-installed: requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,12 +22,12 @@ run: $(VENV)/.app-installed
 	EXPLORER_MODEL_FOLDERS=1 $(BIN)/streamlit run streamlit_app.py --server.port $(PORT) \
 		--server.address 127.0.0.1
 
-## make test: the whole suite (the chart modules' unit tests in Node, then backend, AppTest
-## and Playwright in /usr/bin/chromium on $(JOBS) workers, each test file on one, so that its
-## module's server stays shared); prints the 25 slowest tests
+## make test: the whole suite (the docs built by make docs, the chart modules' unit tests in
+## Node, then backend, AppTest and Playwright in /usr/bin/chromium on $(JOBS) workers, each
+## test file on one, so that its module's server stays shared); prints the 25 slowest tests
 JOBS ?= 2
 PYTEST := $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25
-test: $(VENV)/.dev-installed
+test: $(VENV)/.dev-installed docs
 	node --test tests/render/chart/*.test.mjs
 	$(PYTEST)
 
@@ -38,6 +38,11 @@ test: $(VENV)/.dev-installed
 test-fast: $(VENV)/.dev-installed
 	node --test tests/render/chart/*.test.mjs
 	$(PYTEST) -m "not slow and not browser"
+
+## make docs: the documentation site (docs/, mkdocs.yml) with its API reference generated
+## from the docstrings, built into site/; any warning fails it (a broken link or reference)
+docs: $(VENV)/.dev-installed
+	$(BIN)/mkdocs build --strict
 
 ## make plotly-bundle: rebuild static/plotly/plotly-heatmap.min.js (Plotly.js's core and
 ## heatmap trace) from the npm packages deploy/plotly/package-lock.json pins, and record
