@@ -1,0 +1,113 @@
+"""The hand-derived gradients checked against ``torch.autograd.grad``.
+
+The forward pass is run again from the trace's own tensors (X, the weights,
+out_proj's, the dropout mask), with ``requires_grad``, through the same
+`explorer.core.trace.attention_steps`; the loss is PyTorch's own
+(``F.cross_entropy(..., ignore_index=-100)`` or ``F.mse_loss``), and
+``torch.autograd.grad`` gives dL/d(step) for every step the hand-derived
+pass has. Each comparison is one `GradientCheck`, as the forward pages show
+theirs against PyTorch (`explorer.core.verify`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from explorer.core.trace import Trace, attention_steps
+from explorer.lessons.backward.gradients import Gradients, backward
+from explorer.lessons.backward.loss import (IGNORE_INDEX, NEXT_TOKEN, Objective, compute_loss,
+                                           objective)
+from explorer.lessons.backward.settings import LossConfig
+
+TOLERANCE = 1e-4
+"""Largest difference still shown as agreement, relative to the gradient's
+largest value when that is above 1 (float32 rounding of two routes)."""
+
+LEAVES = ("embeddings", "W_query", "W_key", "W_value", "b_query", "b_key", "b_value",
+          "W_out", "b_out")
+"""The trace's tensors the forward pass is recomputed from, with requires_grad."""
+
+
+@dataclass(frozen=True)
+class GradientCheck:
+    """One gradient compared: ``name`` (the step, e.g. ``"queries"`` for dL/dQ,
+    or ``"loss"`` for the loss's value), ``max_abs_diff`` the largest
+    |hand − autograd| (∞ where one is NaN or ±∞ and the other is not), and
+    ``largest`` the largest finite |autograd| value, which sets the tolerance."""
+
+    name: str
+    max_abs_diff: float
+    largest: float
+
+    @property
+    def ok(self) -> bool:
+        """Whether the difference is float32 rounding: at most `TOLERANCE` × max(1, largest)."""
+        return self.max_abs_diff <= TOLERANCE * max(1.0, self.largest)
+
+
+def max_abs_diff(ours: Tensor, reference: Tensor) -> float:
+    """The largest |ours − reference| in float64; where both are the same
+    non-finite value (NaN and NaN, −∞ and −∞) the difference is 0, where only
+    one is, it is ∞. 0 for empty tensors."""
+    ours, reference = ours.to(torch.float64), reference.to(torch.float64)
+    if not ours.numel():
+        return 0.0
+    same = (ours == reference) | (torch.isnan(ours) & torch.isnan(reference))
+    diff = torch.where(same, torch.zeros_like(ours), (ours - reference).abs())
+    diff = torch.nan_to_num(diff, nan=math.inf)
+    return float(diff.max())
+
+
+def _reference_loss(rows: Tensor, goal: Objective) -> Tensor:
+    """PyTorch's own loss on ``rows``: cross-entropy of the logits, or the MSE."""
+    if goal.kind == NEXT_TOKEN:
+        return F.cross_entropy(rows @ goal.unembedding, goal.targets, ignore_index=IGNORE_INDEX)
+    return F.mse_loss(rows, goal.targets)
+
+
+def autograd_gradients(trace: Trace, loss_config: LossConfig = LossConfig()
+                       ) -> tuple[float, dict[str, Tensor]]:
+    """The loss and every gradient of `explorer.lessons.backward.gradients.backward`,
+    by ``torch.autograd.grad`` on the same forward pass (recomputed from the
+    trace's tensors with requires_grad). Shapes as the trace's steps.
+    Raises `ConfigError` as `explorer.lessons.backward.loss.objective`."""
+    c = trace.config
+    goal = objective(trace, loss_config)
+    leaves = {name: trace[name].detach().clone().requires_grad_(True)
+              for name in LEAVES if name in trace}
+    keep = trace["dropout_mask"] if "dropout_mask" in trace else None
+    if keep is not None and keep.dim() == 2:
+        keep = keep[None]
+    with torch.enable_grad():
+        steps = attention_steps(leaves["embeddings"], leaves, n_heads=c.n_heads, scale=c.scale,
+                                causal=c.causal, normalization=c.normalization,
+                                dropout=c.dropout, keep_mask=keep)
+        loss = _reference_loss(steps[goal.rows_name], goal)
+        inputs = {**{name: t for name, t in steps.items() if t.requires_grad}, **leaves}
+        found = torch.autograd.grad(loss, list(inputs.values()))
+    grads = {}
+    for name, grad in zip(inputs, found):
+        grads[name] = grad[0] if c.n_heads == 1 and grad.dim() == 3 else grad
+    return float(loss.detach()), grads
+
+
+def check_gradients(trace: Trace, loss_config: LossConfig = LossConfig(),
+                    gradients: Gradients | None = None) -> tuple[GradientCheck, ...]:
+    """For the loss and every hand-derived gradient (``gradients``, else
+    `backward` of ``trace``), the largest difference from autograd's: a
+    `GradientCheck` each, the loss first, then the gradients in backward order."""
+    if gradients is None:
+        gradients = backward(trace, compute_loss(trace, loss_config))
+    value, reference = autograd_gradients(trace, loss_config)
+    checks = [GradientCheck("loss", abs(gradients.loss.value - value), abs(value))]
+    for name, ours in gradients.items():
+        ref = reference[name]
+        finite = ref[torch.isfinite(ref)]
+        checks.append(GradientCheck(name, max_abs_diff(ours, ref),
+                                    float(finite.abs().max()) if finite.numel() else 0.0))
+    return tuple(checks)
