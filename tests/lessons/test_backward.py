@@ -404,3 +404,17 @@ def test_the_biases_gradients_equal_autograd_and_their_cells_are_column_sums():
     explained = explain_gradient(grads, "b_value", 0, 5)
     assert explained.cell == "dL/db_value[5]" and len(explained.terms) == 6
     assert explained.result() == pytest.approx(float(grads["b_value"][5]), rel=1e-5)
+
+
+@pytest.mark.parametrize("normalization", ["softmax", "sum"])
+def test_a_rows_jacobian_is_autograds_with_the_masked_keys_zero(normalization):
+    from explorer.lessons.backward.gradients import row_jacobian
+    config = AttentionConfig(causal=True, normalization=normalization, embedding="uniform",
+                             weight_init="rand", n_heads=2, d_k=4, d_v=4)
+    trace = compute_trace(config)
+    norm = att.NORMALIZERS[normalization]
+    reference = torch.autograd.functional.jacobian(
+        lambda s: norm(s[None])[0], trace.head("masked_scores", 1)[3])
+    reference = torch.nan_to_num(reference)  # d(−∞) columns: 0 (autograd gives 0 or NaN)
+    assert torch.allclose(row_jacobian(trace, 3, head=1), reference, atol=1e-6)
+    assert torch.equal(row_jacobian(trace, 3, head=1)[:, 4:], torch.zeros(6, 2))

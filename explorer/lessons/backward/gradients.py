@@ -112,6 +112,24 @@ def sum_normalize_gradient(scores: Tensor, weights: Tensor, d_weights: Tensor) -
     return d_scores.masked_fill(masked, 0.0)
 
 
+def row_jacobian(trace: Trace, row: int, head: int = 0) -> Tensor:
+    """The Jacobian of one row of ``trace``'s attention weights with respect to
+    the scores it normalised (ω̂ when causal, else ω̃), J[j, k] = ∂α_j/∂ω̃_k,
+    (n, n): `softmax_jacobian` for the (stable or naive) softmax; for
+    ``normalization="sum"``, (δ_jk − α_j) / S with S the row's sum. A masked
+    key's row and column are 0 (its score is −∞, its weight a constant 0).
+    dL/dω̃ of the row is Jᵀ · dL/dα. Raises ``IndexError`` for a row outside."""
+    c = trace.config
+    weights = trace.head("attn_weights", head)[row]
+    if c.normalization != "sum":
+        return softmax_jacobian(weights)
+    scores = trace.head("masked_scores" if c.causal else "scaled_scores", head)[row]
+    masked = scores == float("-inf")
+    total = scores.masked_fill(masked, 0.0).sum()
+    jac = (torch.eye(weights.shape[0]) - weights[:, None]) / total
+    return jac.masked_fill(masked[:, None] | masked[None, :], 0.0)
+
+
 def normalization_gradient(normalization: str, scores: Tensor, weights: Tensor,
                            d_weights: Tensor) -> Tensor:
     """dL/d(the normalisation's input) for `AttentionConfig.normalization`:

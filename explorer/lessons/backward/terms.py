@@ -22,7 +22,7 @@ from torch import Tensor
 from explorer.core import attention as att
 from explorer.core.steps import STEPS, TOKENS
 from explorer.core.tokenizer import token_labels
-from explorer.lessons.backward.gradients import Gradients, softmax_jacobian
+from explorer.lessons.backward.gradients import Gradients, row_jacobian
 from explorer.lessons.backward.loss import IGNORE_INDEX
 from explorer.lessons.backward.settings import NEXT_TOKEN
 from explorer.lessons.explain import PRODUCT, SCALED, SUM, Explanation, Term, dot_product_terms
@@ -240,22 +240,17 @@ def _attn_weights(x: _Cell) -> Explanation:
 
 
 def _normalization(x: _Cell) -> Explanation:
-    """dL/dω̃[i, j] = Σ_k J[j, k] · dL/dα[i, k]: the row's Jacobian times dL/dα
-    (softmax: J = diag(α) − α αᵀ; sum: J[j, k] = (δ_jk − α_k) / S)."""
-    c = x.trace.config
-    weights, d_weights = x.per_head("attn_weights")[x.row], x.grad("attn_weights")[x.row]
-    if c.normalization == "sum":
-        scores = torch.nan_to_num(x.per_head(x.name)[x.row], neginf=0.0)
-        jac = (torch.eye(weights.shape[0], dtype=torch.float64) - weights[None, :]) / scores.sum()
-        jac[:, torch.isinf(x.per_head(x.name)[x.row])] = 0.0
-        jac[torch.isinf(x.per_head(x.name)[x.row]), :] = 0.0
-        rule = "J[j, k] = (δ_jk − α_k) / Σ_k ω̂_k"
-    else:
-        jac, rule = softmax_jacobian(weights), "J = diag(α) − α αᵀ of the row"
-    labels = [x.token(j) for j in range(weights.shape[0])]
-    terms = dot_product_terms(jac[x.col], d_weights, [f"J[{x.k}, {key}]·dL/dα{x.h}[{x.r}, {key}]"
-                                                      for key in labels])
-    return x.at(f"Σ_k J[{x.k}, k] · dL/dα{x.h}[{x.r}, k], {rule}", SUM, terms)
+    """dL/dω̃[i, j] = Σ_k J[k, j] · dL/dα[i, k], J = ∂α/∂ω̃ of the row
+    (`explorer.lessons.backward.gradients.row_jacobian`: softmax
+    diag(α) − α αᵀ; sum (δ_kj − α_k) / S)."""
+    jac = row_jacobian(x.trace, x.row, x.head).to(torch.float64)
+    d_weights = x.grad("attn_weights")[x.row]
+    rule = ("J = diag(α) − α αᵀ of the row" if x.trace.config.normalization != "sum" else
+            "J[k, j] = (δ_kj − α_k) / Σ_k ω̂_k")
+    labels = [x.token(j) for j in range(jac.shape[0])]
+    terms = dot_product_terms(jac[:, x.col], d_weights,
+                              [f"J[{key}, {x.k}]·dL/dα{x.h}[{x.r}, {key}]" for key in labels])
+    return x.at(f"Σ_k J[k, {x.k}] · dL/dα{x.h}[{x.r}, k], {rule}", SUM, terms)
 
 
 def _unmasked(x: _Cell) -> Explanation:
