@@ -468,7 +468,8 @@ class AttentionConfig:
                 continue
             set_(f.name, parse_field(f.name, value))
 
-        tokens = self.tokens
+        tokens = tokenize(self.sentence, self.tokenizer)
+        set_("_tokens", tuple(tokens))  # once per config: every reader of `tokens` shares it
         if not MIN_TOKENS <= len(tokens) <= MAX_TOKENS:
             raise ConfigError(
                 "sentence", f"sentence must have between {MIN_TOKENS} and {MAX_TOKENS} tokens "
@@ -513,8 +514,9 @@ class AttentionConfig:
 
     @property
     def tokens(self) -> list[str]:
-        """The sentence's tokens, see `explorer.core.tokenizer.tokenize`."""
-        return tokenize(self.sentence, self.tokenizer)
+        """The sentence's tokens, see `explorer.core.tokenizer.tokenize` (split once,
+        when the config is made)."""
+        return list(self._tokens)
 
     @property
     def mask_seed(self) -> int:

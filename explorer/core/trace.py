@@ -6,7 +6,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Iterator, Mapping
-from typing import Callable
+from typing import Callable, Protocol, runtime_checkable
 
 import torch
 from torch import Tensor
@@ -21,15 +21,60 @@ EmbeddingTable = Callable[[int, int, int], tuple[Tensor, Tensor]]
 see `recipes.embedding_table`."""
 
 
+@runtime_checkable
+class TraceConfig(Protocol):
+    """What a `Trace`'s ``config`` tells every reader of the trace (the pages,
+    `explorer.lessons.explain`, `explorer.core.verify`, the figures): the
+    book's `AttentionConfig` and a real model's layer
+    (`explorer.models.layer_trace.ModelConfig`) alike.
+
+    ``tokens`` (n_tokens labels); the widths ``d_in`` (of X), ``d_k`` (of Q and
+    K, all heads), ``d_v`` (of V and the context, all heads), ``head_dim`` and
+    ``head_dim_v`` (one head's, ``d_k // n_heads`` and ``d_v // n_heads``);
+    ``n_heads``; how the weights were computed: ``causal``, ``scale`` (scores
+    ÷ √head_dim), ``normalization`` (``"softmax"``, ``"naive_softmax"``,
+    ``"sum"``), ``dropout`` (p), ``has_out_proj``, ``weight_init`` (a recipe's
+    name, ``"given"``, or ``"model"`` for trained weights).
+    """
+
+    @property
+    def tokens(self) -> list[str]: ...
+    @property
+    def d_in(self) -> int: ...
+    @property
+    def d_k(self) -> int: ...
+    @property
+    def d_v(self) -> int: ...
+    @property
+    def head_dim(self) -> int: ...
+    @property
+    def head_dim_v(self) -> int: ...
+    @property
+    def n_heads(self) -> int: ...
+    @property
+    def causal(self) -> bool: ...
+    @property
+    def scale(self) -> bool: ...
+    @property
+    def normalization(self) -> str: ...
+    @property
+    def dropout(self) -> float: ...
+    @property
+    def has_out_proj(self) -> bool: ...
+    @property
+    def weight_init(self) -> str: ...
+
+
 class Trace(Mapping):
     """Every intermediate tensor of one attention computation, in pipeline order.
 
     A read-only mapping from step name (see `explorer.core.steps.STEPS`) to tensor,
-    plus ``tokens`` (list of str) and ``config`` (the `AttentionConfig`).
+    plus ``tokens`` (list of str) and ``config`` (a `TraceConfig`: the
+    `AttentionConfig` it was computed from, or a real model's layer).
     Iteration follows pipeline order. Treat the tensors as read-only.
     """
 
-    def __init__(self, config: AttentionConfig, tokens: list[str], steps: dict[str, Tensor]):
+    def __init__(self, config: TraceConfig, tokens: list[str], steps: dict[str, Tensor]):
         self._steps = dict(steps)
         self.config = config
         self.tokens = list(tokens)

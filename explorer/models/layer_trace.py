@@ -41,9 +41,10 @@ class ModelConfig:
     Fixed by the models (not settable): ``scale=True`` (scores ÷ √head_dim),
     ``normalization="softmax"``, ``dropout=0.0`` (inference), ``has_out_proj=True``,
     ``qkv_bias=True`` (Q = X·W_query + b_query), ``weight_init="model"`` (trained
-    weights read from the checkpoint). It offers the same attributes as
-    `explorer.core.config.AttentionConfig` that the pages, `explain` and `verify`
-    read: ``tokens``, ``d_in``, ``d_k``, ``d_v``, ``head_dim``, ``head_dim_v``.
+    weights read from the checkpoint). It is a `explorer.core.trace.TraceConfig`,
+    as `explorer.core.config.AttentionConfig` is: ``tokens``, ``d_in``, ``d_k``,
+    ``d_v``, ``head_dim``, ``head_dim_v`` and the fields above are what the pages,
+    `explain` and `verify` read of either.
 
     Raises `ModelError` for a layer or head outside the model.
     """

@@ -5,9 +5,9 @@ picker, tables and the page header. Everything reads the page's
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import replace
 from functools import partial
+import weakref
 
 import numpy as np
 import streamlit as st
@@ -18,7 +18,6 @@ from explorer.core import literal
 from explorer.core.config import AttentionConfig, ConfigError
 from explorer.core.steps import STEPS, TOKENS, Step, chart_caption, layout_rows, shows_colour_bar
 from explorer.core.tokenizer import token_labels
-from explorer.core.trace import Trace
 from explorer.ui import component, sidebar, state, widgets
 from explorer.ui.cache import cached_trace, drawing
 from explorer.ui.state import View
@@ -72,34 +71,42 @@ def step_chart(view: View, name: str, head: int = 0, columns: int = 1, colorbar:
 
     The chart is a fragment: a click reruns it alone, so its explanation comes
     without waiting for the whole page, which then follows (`state.page_follows`;
-    the browser has already moved the other charts' outlines)."""
-    token = _PAGE_TRACE.set(view.trace)
-    try:
-        _step_fragment(view.without_trace(), name, head, columns, colorbar, head_slice)
-    finally:
-        _PAGE_TRACE.reset(token)
+    the browser has already moved the other charts' outlines).
+
+    Streamlit keeps a fragment's arguments for its reruns, for as long as the
+    session lasts; so the chart is handed its trace as a weak reference
+    (`_chart_view`), and no session holds a trace outside the byte-bounded cache."""
+    _step_fragment(view.without_trace(), weakref.ref(view.trace), name, head, columns, colorbar,
+                   head_slice)
 
 
-_PAGE_TRACE: ContextVar[Trace | None] = ContextVar("page_trace", default=None)
-"""The page's trace while the whole page draws a chart; unset when a chart reruns alone."""
-
-
-@st.fragment
-def _step_fragment(light: View, name: str, head: int, columns: int, colorbar: bool,
-                   head_slice: bool) -> None:
-    """`step_chart` of ``light`` (a view without its trace, `View.without_trace`),
-    whose view values are read again here: on a rerun of the chart alone they
-    are the click's."""
-    trace = _PAGE_TRACE.get()
-    if trace is None:  # the chart reruns alone
-        if not isinstance(light.config, AttentionConfig):  # a real model's layer: not cached
-            st.rerun()                                     # by config; the whole page draws it
+def _chart_view(light: View, trace_ref: weakref.ref) -> View:
+    """The view a step chart draws: ``light`` (`View.without_trace`) with the
+    page's trace (``trace_ref``) and, on the chart's own rerun after a click
+    (`state.page_will_follow`), the view values the click set, resolved again.
+    When the page's trace is gone (a rerun of the chart alone, later), the
+    trace of ``light.config`` comes from the cache; a real model's layer,
+    not cached by config, and a server too busy now leave it to the whole page."""
+    trace = trace_ref()
+    if trace is None:
+        if not isinstance(light.config, AttentionConfig):
+            st.rerun()
         try:
             trace = cached_trace(light.config)
         except ConfigError:  # the server is too busy now: the whole page says so
             st.rerun()
-    view = replace(light, trace=trace, values={**light.values, **state.resolve(
-        light.page, state.Context(trace, light.config), CLICK_VALUES)})
+    if not state.page_will_follow():  # the page's values, resolved by its run
+        return replace(light, trace=trace)
+    clicked = state.resolve(light.page, state.Context(trace, light.config), CLICK_VALUES)
+    return replace(light, trace=trace, values={**light.values, **clicked})
+
+
+@st.fragment
+def _step_fragment(light: View, trace_ref: weakref.ref, name: str, head: int, columns: int,
+                   colorbar: bool, head_slice: bool) -> None:
+    """`step_chart` of the view `_chart_view` makes of ``light`` and ``trace_ref``."""
+    view = _chart_view(light, trace_ref)
+    trace = view.trace
     step = STEPS[name]
     st.latex(step.latex(trace.config))
     n_rows, n_cols = figures.step_matrix(trace, name, head, dtype=np.float32).shape

@@ -66,7 +66,7 @@ from explorer.ui.state.entries import (EXAMPLE, PAGE_OWN, BASIC, ADVANCED, MATRI
 from explorer.ui.state.session import (LINK_READ, LINK_CHECKS, PROBLEMS, SWITCH_TO,
                                        PAGE_FOLLOWS, SHOWN_CONFIG, EDITOR_VERSION, IMPORT_ERROR,
                                        CHART_SENT, MODEL_EXAMPLE_FOUND, INTERNAL, value, put,
-                                       problems, note, changed, page_follows,
+                                       problems, note, changed, page_follows, page_will_follow,
                                        FOLLOW_PAUSE_SECONDS, follow_page, request_switch,
                                        as_array, set_matrix, apply_preset, active_preset)
 from explorer.ui.state.link import (LINK_BOX_KEY, read_link, link_params, url, publish, show_problems)
@@ -82,7 +82,7 @@ __all__ = [
     'MAX_LINK_MATRIX_CHARS', 'ACTIONS', 'entries_of', 'LINK_READ', 'LINK_CHECKS', 'PROBLEMS',
     'SWITCH_TO', 'PAGE_FOLLOWS', 'SHOWN_CONFIG', 'EDITOR_VERSION', 'IMPORT_ERROR',
     'CHART_SENT', 'MODEL_EXAMPLE_FOUND', 'INTERNAL', 'value', 'put', 'problems', 'note',
-    'changed', 'page_follows', 'FOLLOW_PAUSE_SECONDS', 'follow_page', 'request_switch',
+    'changed', 'page_follows', 'page_will_follow', 'FOLLOW_PAUSE_SECONDS', 'follow_page', 'request_switch',
     'as_array', 'set_matrix', 'apply_preset', 'active_preset', 'LINK_BOX_KEY', 'read_link', 'link_params',
     'url', 'publish', 'show_problems', 'begin', 'baseline', 'settings', 'config_fields',
     'resolve', 'View'

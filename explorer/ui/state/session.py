@@ -71,6 +71,12 @@ def page_follows() -> None:
     st.session_state[PAGE_FOLLOWS] = True
 
 
+def page_will_follow() -> bool:
+    """Whether this run is a chart's own rerun after a click (`page_follows` was
+    asked for, and the whole page has not run since: `begin` clears it)."""
+    return bool(st.session_state.get(PAGE_FOLLOWS))
+
+
 FOLLOW_PAUSE_SECONDS = 0.05
 """How long a chart's own rerun lets the browser draw the explanation before
 the whole page reruns. The page's messages (145 on the multi-head page) arrive

@@ -12,6 +12,7 @@ from typing import Any
 import streamlit as st
 
 from explorer.core.config import ConfigError, shown
+from explorer.core.trace import Trace, TraceConfig
 from explorer.lessons.presets import SIMPLIFIED, Preset
 from explorer.lessons.pages import SIMPLIFIED_PAGE
 from explorer.ui.navigation import PAGES
@@ -131,8 +132,8 @@ class View:
     the head split are the visitor's. ``link``: the link to this view."""
 
     page: str
-    config: Any
-    trace: Any
+    config: TraceConfig
+    trace: Trace | None
     values: Mapping[str, Any]
     preset: Preset | None = None
     before_heads_only: bool = False
