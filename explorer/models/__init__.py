@@ -1,4 +1,4 @@
-"""Real models: GPT-2's and BERT's own attention heads, step by step.
+"""Real models: GPT-2's, BERT's and the Llama family's own attention heads, step by step.
 
     >>> from explorer.models import load_model, compute_model_trace, against_model
     >>> model = load_model("gpt2")      # a folder, the local HF cache, or the Hub
@@ -11,12 +11,26 @@
 Without weights on the machine, fetch GPT-2 small once while online:
 ``python -m explorer.models download gpt2``.
 
+The Llama family (Llama, Mistral, Qwen2, Qwen3, Gemma 3 text), opened with
+``architectures=EVERY_ARCHITECTURE``:
+
+    >>> model = load_model("smollm2-135m", architectures=EVERY_ARCHITECTURE)
+    >>> trace = compute_decoder_trace(model, "The cat sat on the mat", layer=3, head=4)
+    >>> head_slice(trace).sharing           # the query heads sharing head 4's K/V head
+    (3, 4, 5)
+    >>> against_model_steps(trace, model).ok  # every step vs the model's own modules
+    True
+    >>> run = generate(model, "The cat sat on the", max_new_tokens=8, layer=3)
+    >>> against_full_pass(run, model).ok    # each new row vs a full pass without cache
+    True
+
 Modules: `catalogue` (the models offered by name and the memory budget's
 default), `anatomy` (where each architecture keeps its attention), `sizes`
 (what a config asks for, checked before building), `loading`,
 `tokens` (readable sub-word tokens), `forward` (hooked forward passes),
 `layer_trace` (the trace), `check` (against the model), `heads` (every head at
-a glance; heads found by measuring). Pure torch and transformers: no UI.
+a glance; heads found by measuring), `llama` (a Llama-family layer, every
+step), `generation` (token by token, each new row over the KV cache). Pure torch and transformers: no UI.
 
 The names below load on first use (PEP 562), as in `explorer`: importing
 `explorer.models.catalogue` (every page's settings need the model names) does
@@ -41,8 +55,15 @@ _HOMES = {
     **dict.fromkeys(("ModelSizes", "model_sizes"), "explorer.models.sizes"),
     **dict.fromkeys(("find_token", "model_input", "readable_piece", "readable_tokens"),
                     "explorer.models.tokens"),
-    **dict.fromkeys(("DEFAULT_MODEL", "MODEL_CHOICES", "ModelChoice"),
+    **dict.fromkeys(("DECODER_CHOICES", "DEFAULT_MODEL", "MODEL_CHOICES", "ModelChoice"),
                     "explorer.models.catalogue"),
+    **dict.fromkeys(("CLASSIC", "DECODERS", "EVERY_ARCHITECTURE"), "explorer.models.anatomy"),
+    **dict.fromkeys(("DecoderConfig", "HeadSlice", "compute_decoder_trace", "decoder_trace_bytes",
+                     "head_slice"), "explorer.models.llama"),
+    **dict.fromkeys(("GENERATION_SECONDS", "MAX_NEW_TOKENS", "GeneratedToken", "Generation",
+                     "RowsCheck", "against_full_pass", "generate"), "explorer.models.generation"),
+    **dict.fromkeys(("StepsCheck", "against_model_steps"), "explorer.models.check"),
+    **dict.fromkeys(("DecoderSizes",), "explorer.models.sizes"),
 }
 __all__ = sorted(_HOMES)
 

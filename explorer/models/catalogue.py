@@ -2,7 +2,10 @@
 memory budget holds.
 
 Sizes are known before loading: a model's float32 weights take 4 bytes per
-parameter of the base model (no LM head, no pooler). `DEFAULT_MODEL` is the
+parameter of the base model (no LM head, no pooler). The Llama-family models
+(`DECODER_CHOICES`) are counted as loaded, with their language-model head
+(tied to the embeddings, so counted once), in bfloat16, as they ship: 2 bytes a
+parameter. `DEFAULT_MODEL` is the
 largest one the budget's model share holds (`explorer.server.budget.MODEL_BYTES`):
 GPT-2 small from ``EXPLORER_MEMORY_BUDGET_MB=1536``, DistilGPT-2 on the
 default 1 GB.
@@ -20,17 +23,20 @@ class ModelChoice:
     """A model offered by name: ``name`` (what `explorer.models.load_model`
     takes and a link says), ``label`` (for people), ``parameters`` (the base
     model's, which fix its float32 size before it is loaded) and ``about``
-    (one line on its shape)."""
+    (one line on its shape); ``bytes_per_parameter``: 4 (float32), 2 for a
+    model kept in the bfloat16 it ships in; ``hub``: its Hub repository."""
 
     name: str
     label: str
     parameters: int
     about: str
+    bytes_per_parameter: int = 4
+    hub: str = ""
 
     @property
     def nbytes(self) -> int:
-        """Bytes of its float32 weights."""
-        return 4 * self.parameters
+        """Bytes of its weights (float32, or as shipped: bfloat16)."""
+        return self.bytes_per_parameter * self.parameters
 
     @property
     def fits(self) -> bool:
@@ -60,3 +66,39 @@ def _default_model() -> str:
 
 DEFAULT_MODEL = _default_model()
 """The model the Real model page opens on."""
+
+PUBLISHED_CONFIGS: dict[str, dict] = {
+    "smollm2-135m": {
+        "model_type": "llama", "hidden_size": 576, "intermediate_size": 1536,
+        "num_hidden_layers": 30, "num_attention_heads": 9, "num_key_value_heads": 3,
+        "head_dim": 64, "vocab_size": 49152, "max_position_embeddings": 8192,
+        "rms_norm_eps": 1e-5, "rope_theta": 100000, "rope_scaling": None,
+        "tie_word_embeddings": True, "attention_bias": False, "mlp_bias": False,
+        "torch_dtype": "bfloat16"},
+    "qwen3-0.6b": {
+        "model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072,
+        "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
+        "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960,
+        "rms_norm_eps": 1e-6, "rope_theta": 1000000, "rope_scaling": None,
+        "tie_word_embeddings": True, "attention_bias": False, "sliding_window": None,
+        "use_sliding_window": False, "max_window_layers": 28, "torch_dtype": "bfloat16"},
+}
+"""The sizes in each Llama-family model's published config.json on the Hub
+(HuggingFaceTB/SmolLM2-135M, Qwen/Qwen3-0.6B), from which the tests compute
+`DECODER_CHOICES`' parameter counts offline."""
+
+DECODER_CHOICES: dict[str, ModelChoice] = {c.name: c for c in (
+    ModelChoice("smollm2-135m", "SmolLM2-135M", 134_515_008,
+                "Hugging Face's SmolLM2 (2024), a Llama: 30 layers × 9 query heads sharing "
+                "3 K/V heads of 64, d_model 576, RoPE θ = 100,000, causal",
+                bytes_per_parameter=2, hub="HuggingFaceTB/SmolLM2-135M"),
+    ModelChoice("qwen3-0.6b", "Qwen3-0.6B", 596_049_920,
+                "Alibaba's Qwen3 (2025): 28 layers × 16 query heads sharing 8 K/V heads of "
+                "128, d_model 1024, QK-norm, RoPE θ = 1,000,000, causal",
+                bytes_per_parameter=2, hub="Qwen/Qwen3-0.6B"),
+)}
+"""The Llama-family models offered by name (in bfloat16, as they ship:
+SmolLM2-135M 257 MB, within the default budget's 320 MB model share;
+Qwen3-0.6B 1,137 MB, listed but refused there, with the figures). Kept apart
+from `MODEL_CHOICES` until the Real model page opens them: the page and the
+README's table read `MODEL_CHOICES`."""

@@ -40,7 +40,8 @@ class ModelUnavailable(ModelError):
         super().__init__("model", message)
 
 
-FOLDER_HINT = ("A usable folder holds a GPT-2 or BERT model as written by "
+FOLDER_HINT = ("A usable folder holds a GPT-2, BERT, Llama, Mistral, Qwen2, Qwen3 or Gemma 3 "
+               "model as written by "
                "model.save_pretrained(folder): config.json and model.safetensors (with the "
                "tokenizer files to read text), e.g. from “python -m explorer.models download "
                "gpt2 --to models/”.")
@@ -56,8 +57,7 @@ def folder_message(path: str) -> str:
 
 
 class FolderUnusable(ModelError):
-    """A path that does not lead to a GPT-2 / BERT checkpoint this explorer can
-    read: missing, a file, a folder without config.json or model.safetensors,
+    """A path that does not lead to a checkpoint this explorer can read: missing, a file, a folder without config.json or model.safetensors,
     unreadable, a name the system refuses (too long, a NUL character), files
     that are not valid JSON or safetensors, or weights that do not fit the config.
 

@@ -92,6 +92,10 @@ def head_overview(model: LoadedModel, text: str | None = None, *,
                   input_ids: Any = None) -> HeadOverview:
     """Run the model once (``output_attentions=True``) and summarise every head.
 
+    Works for every architecture; for the Llama family ``to_first`` is the
+    share of weight on the first token, the "attention sink" (Xiao et al.,
+    "Efficient Streaming Language Models with Attention Sinks", 2023).
+
     Reads one layer's (n_heads, n, n) weights at a time and keeps only the
     shares and thumbnails (see `HeadOverview`), never the whole (n_layers,
     n_heads, n, n) stack. Raises `ModelError` for bad input.
@@ -100,6 +104,7 @@ def head_overview(model: LoadedModel, text: str | None = None, *,
     blocks = token_blocks(len(seq.ids))
     shares, thumbs = [], []
     for weights in attention_maps(model, seq.ids):  # each (n_heads, n, n)
+        weights = weights.to(torch.float32)  # a bfloat16 model's weights, upcast exactly
         shares.append(torch.stack(_shares(weights)))  # (3, n_heads)
         thumbs.append(thumbnail(weights, blocks))   # (n_heads, t, t)
     previous, first, itself = torch.stack(shares).unbind(dim=1)  # each (n_layers, n_heads)

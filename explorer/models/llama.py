@@ -250,16 +250,13 @@ def scores_of(queries: Tensor, keys: Tensor, config: DecoderConfig) -> Tensor:
     return queries @ shared_keys(keys, config).transpose(-1, -2)
 
 
-def decoder_steps(hidden: Tensor, weights: dict[str, Tensor], config: DecoderConfig,
-                  positions: Tensor | None = None) -> dict[str, Tensor]:
-    """One layer's attention on its input ``hidden`` (n, d), every step kept.
-
-    ``weights``: `explorer.models.anatomy.decoder_weights` of the layer;
-    ``positions``: the tokens' positions (default 0 … n − 1). Returns the steps
-    named as in `compute_decoder_trace`, all float32.
-    """
-    n, h, k = hidden.shape[0], config.n_heads, config.n_kv_heads
-    positions = torch.arange(n) if positions is None else positions
+def token_steps(hidden: Tensor, weights: dict[str, Tensor], config: DecoderConfig,
+                positions: Tensor) -> dict[str, Tensor]:
+    """Steps 1-4 for tokens at ``positions`` (n,): from the layer's input
+    ``hidden`` (n, d) to the rotated queries and keys and the values (see
+    `compute_decoder_trace` for the names). What a KV cache keeps of a token
+    is its ``keys_rope`` and ``values``."""
+    h, k = config.n_heads, config.n_kv_heads
     s: dict[str, Tensor] = {"layer_input": hidden, "input_norm": weights["input_norm"]}
     s["rms"] = rms(hidden, config.rms_eps)[:, 0]                               # (n,)
     x = s["embeddings"] = rms_norm(hidden, weights["input_norm"], config.rms_eps,
@@ -273,15 +270,32 @@ def decoder_steps(hidden: Tensor, weights: dict[str, Tensor], config: DecoderCon
     s["values"] = project(x, weights["W_value"], weights.get("b_value"), k)       # (k, n, e)
     if config.qk_norm:
         s["q_norm"], s["k_norm"] = weights["q_norm"], weights["k_norm"]
-        q = s["queries_normed"] = rms_norm(q, weights["q_norm"], config.rms_eps,
-                                           config.norm_offset)
-        key = s["keys_normed"] = rms_norm(key, weights["k_norm"], config.rms_eps,
-                                          config.norm_offset)
+        q = s["queries_normed"] = qk_norm(q, weights["q_norm"], config)
+        key = s["keys_normed"] = qk_norm(key, weights["k_norm"], config)
     s["rope_frequencies"] = rope_frequencies(config)                            # (e/2,)
     s["rope_cos"], s["rope_sin"] = rope_tables(positions, s["rope_frequencies"])  # (n, e)
-    q = s["queries_rope"] = modern.apply_rope(q, s["rope_cos"], s["rope_sin"])
-    key = s["keys_rope"] = modern.apply_rope(key, s["rope_cos"], s["rope_sin"])
-    s["attn_scores"] = scores_of(q, key, config)                                # (h, n, n)
+    s["queries_rope"] = modern.apply_rope(q, s["rope_cos"], s["rope_sin"])
+    s["keys_rope"] = modern.apply_rope(key, s["rope_cos"], s["rope_sin"])
+    return s
+
+
+def qk_norm(x: Tensor, weight: Tensor, config: DecoderConfig) -> Tensor:
+    """QK-norm (Qwen3, Gemma 3): each head's query or key row RMS-normalised on
+    its own e numbers, (heads, n, e), weight (e,) shared by the heads."""
+    return rms_norm(x, weight, config.rms_eps, config.norm_offset)
+
+
+def decoder_steps(hidden: Tensor, weights: dict[str, Tensor], config: DecoderConfig,
+                  positions: Tensor | None = None) -> dict[str, Tensor]:
+    """One layer's attention on its input ``hidden`` (n, d), every step kept.
+
+    ``weights``: `explorer.models.anatomy.decoder_weights` of the layer;
+    ``positions``: the tokens' positions (default 0 … n − 1). Returns the steps
+    named as in `compute_decoder_trace`, all float32.
+    """
+    n = hidden.shape[0]
+    s = token_steps(hidden, weights, config, torch.arange(n) if positions is None else positions)
+    s["attn_scores"] = scores_of(s["queries_rope"], s["keys_rope"], config)    # (h, n, n)
     s["scaled_scores"] = s["attn_scores"] * config.scaling
     s["causal_mask"] = attention_mask(n, n, config.window)                      # (n, n) bool
     s["masked_scores"] = s["scaled_scores"].masked_fill(~s["causal_mask"], float("-inf"))

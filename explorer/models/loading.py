@@ -45,6 +45,7 @@ from huggingface_hub import constants as hub_constants
 
 from explorer.server import budget
 from explorer.core.config import MAX_TOKENS, shown
+from explorer.models.catalogue import DECODER_CHOICES
 from explorer.models.anatomy import CLASSIC, EVERY_ARCHITECTURE, Architecture
 from explorer.models.errors import (DOWNLOAD_COMMAND, FolderUnusable, ModelError,
                                     ModelUnavailable, download_command)
@@ -58,8 +59,7 @@ HUB_NAMES = {
     "distilgpt2": "distilbert/distilgpt2",
     "bert-base-uncased": "google-bert/bert-base-uncased",
     "bert-base-cased": "google-bert/bert-base-cased",
-    "smollm2-135m": "HuggingFaceTB/SmolLM2-135M",
-    "qwen3-0.6b": "Qwen/Qwen3-0.6B",
+    **{c.name: c.hub for c in DECODER_CHOICES.values()},
 }
 """Short names and the Hub repositories they now live in; the local cache is
 searched under both spellings."""
@@ -133,8 +133,9 @@ class LoadedModel:
     def label(self) -> str:
         """A readable name, e.g. ``"gpt2 (GPT-2, 12 layers × 12 heads)"``, or
         ``"SmolLM2-135M (Llama, 30 layers × 9 heads sharing 3 K/V heads)"``."""
-        shared = (f" sharing {self.n_kv_heads} K/V heads" if self.n_kv_heads != self.n_heads
-                  else "")
+        plural = "s" if self.n_kv_heads > 1 else ""
+        shared = (f" sharing {self.n_kv_heads} K/V head{plural}"
+                  if self.n_kv_heads != self.n_heads else "")
         return (f"{self.name} ({self.anatomy.label}, {self.n_layers} layers × "
                 f"{self.n_heads} heads{shared})")
 
@@ -514,7 +515,7 @@ def load_model(name_or_path: str | os.PathLike, *, within_budget: bool = False,
     """Load a GPT-2 or BERT model and its tokenizer, ready for `compute_model_trace`;
     with ``architectures=EVERY_ARCHITECTURE`` (`explorer.models.anatomy`), also a
     Llama-family model (``"smollm2-135m"``, ``"qwen3-0.6b"``, a folder), ready
-    for `explorer.models.llama.compute_decoder_trace` and `explorer.models.generate`.
+    for `explorer.models.llama.compute_decoder_trace` and `explorer.models.generation`.
 
     ``name_or_path``: a folder saved with ``save_pretrained`` (see `load_folder`,
     which this calls for anything that starts like a path, is not a Hub name,

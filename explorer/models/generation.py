@@ -1,0 +1,310 @@
+"""Generation token by token, and each new token's one row of attention over
+the KV cache: `generate`.
+
+The model generates greedily with its own KV cache (transformers'
+``DynamicCache``): the prompt in one pass (prefill), then one token a pass. A
+forward pre-hook on the opened layer catches each new token's input there; from
+it the explorer computes, in float32, the token's query, key and value
+(`explorer.models.llama.token_steps`), appends the key and value to its own
+cache of that layer (`explorer.modern.attention.KVCache`) and reads the whole
+cache with the one new query: one row of scores and weights per head. That is
+what a KV cache is for (Pope et al., "Efficiently Scaling Transformer
+Inference", 2022): the earlier tokens' keys and values are never computed again.
+
+`against_full_pass` checks every row against the same row of one full forward
+pass over the whole sequence, without a cache.
+
+Bounded: at most `MAX_NEW_TOKENS` tokens, `GENERATION_SECONDS` seconds, and the
+model's positions; the model's lock is held for one pass at a time, so other
+sessions' passes go between the steps.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from explorer.core.config import shown
+from explorer.models import anatomy
+from explorer.models.check import TOLERANCE, _largest_difference
+from explorer.models.errors import ModelError, ModelMismatch
+from explorer.models.forward import _hooked, decoder_layer_call
+from explorer.models.llama import (DecoderConfig, attention_mask, decoder_config, scores_of,
+                                   token_steps)
+from explorer.models.loading import LoadedModel
+from explorer.models.tokens import model_input, readable_tokens
+from explorer.modern import attention as modern
+
+MAX_NEW_TOKENS = 32
+"""The most tokens one generation may add."""
+GENERATION_SECONDS = 20.0
+"""The longest one generation may run; it stops after the token that passes it."""
+
+ROW_TOLERANCE = {"float32": TOLERANCE, "bfloat16": 2e-2, "float16": 5e-3}
+"""The bound a generated row keeps from the full pass's row, by the weights'
+dtype. float32: the check's `explorer.models.check.TOLERANCE` (measured: 0 to
+1e-7). In bfloat16 the layer's input itself is a bfloat16 computation, which a
+cached pass (one token) and a full pass (all tokens) round differently, 8 bits
+of mantissa: the rows then agree to about 1e-2, not to float32 rounding."""
+
+
+@dataclass(frozen=True)
+class GeneratedToken:
+    """One generated token and its row of attention in the opened layer.
+
+    ``position``: its place in the sequence (the prompt's tokens are 0 … n − 1);
+    ``token_id``, ``token`` (readable); ``scaled_scores`` (n_heads, position + 1):
+    its query's scores with every cached key, scaled; ``mask`` (position + 1,)
+    bool: the keys it may see (all, or the sliding window); ``attn_weights``
+    (n_heads, position + 1): the softmax of the scores left by the mask;
+    ``cache_tokens``: the keys this layer's cache held when the row was read
+    (position + 1, itself included); ``cache_bytes``: the bytes of the model's
+    own KV cache, every layer, after this token (in the model's dtype; a sliding
+    layer keeps only its window); ``mha_cache_bytes``: the same cache if every
+    query head had its own K/V head (× n_heads / n_kv_heads); ``seconds``:
+    since the generation began.
+    """
+
+    position: int
+    token_id: int
+    token: str
+    scaled_scores: Tensor
+    mask: Tensor
+    attn_weights: Tensor
+    cache_tokens: int
+    cache_bytes: int
+    mha_cache_bytes: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Generation:
+    """`generate`'s result: ``config`` (the opened layer's `DecoderConfig`, its
+    ``input_ids`` the prompt's), ``prompt_ids`` and ``prompt_tokens``, the
+    ``generated`` tokens in order, ``stopped`` (``"tokens"``: all asked for;
+    ``"eos"``: the model's end-of-sequence token; ``"time"``: the time limit;
+    ``"positions"``: the model's last position), ``seed`` (breaks ties between
+    equally likely tokens) and ``prompt_cache_bytes`` (the model's KV cache
+    after the prompt)."""
+
+    config: DecoderConfig
+    prompt_ids: tuple[int, ...]
+    prompt_tokens: tuple[str, ...]
+    generated: tuple[GeneratedToken, ...]
+    stopped: str
+    seed: int
+    prompt_cache_bytes: int
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        """The prompt's ids and the generated ones."""
+        return self.prompt_ids + tuple(t.token_id for t in self.generated)
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        """The prompt's readable tokens and the generated ones."""
+        return self.prompt_tokens + tuple(t.token for t in self.generated)
+
+    def weights_matrix(self) -> Tensor:
+        """The generated rows as one (n_heads, n_generated, n_tokens) matrix, zero
+        right of each row's end: the lower rows of a causal attention matrix."""
+        n = len(self.ids)
+        out = torch.zeros(self.config.n_heads, len(self.generated), n)
+        for i, token in enumerate(self.generated):
+            out[:, i, :token.position + 1] = token.attn_weights
+        return out
+
+
+def _check_request(model: LoadedModel, n_prompt: int, max_new_tokens: Any,
+                   time_limit: Any) -> int:
+    """``max_new_tokens`` as a whole number from 1 to `MAX_NEW_TOKENS`, within the
+    model's positions after ``n_prompt`` tokens; a positive time limit. Else `ModelError`."""
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or not (
+            1 <= max_new_tokens <= MAX_NEW_TOKENS):
+        raise ModelError("max_new_tokens", f"max_new_tokens must be a whole number from 1 to "
+                                           f"{MAX_NEW_TOKENS} (got {shown(max_new_tokens)})")
+    if not isinstance(time_limit, (int, float)) or not 0 < time_limit <= GENERATION_SECONDS:
+        raise ModelError("time_limit", f"time_limit must be more than 0 and at most "
+                                       f"{GENERATION_SECONDS:g} seconds (got {shown(time_limit)})")
+    room = model.max_tokens - n_prompt
+    if room < 1:
+        raise ModelError("text", f"the prompt fills all {model.max_tokens} positions of "
+                                 f"{model.name!r}: shorten it to generate")
+    return min(max_new_tokens, room)
+
+
+def greedy_token(logits: Tensor, generator: torch.Generator) -> int:
+    """The most likely next token of ``logits`` (vocab_size,); between tokens
+    equally likely, one drawn by ``generator`` (seeded: the same every time)."""
+    best = torch.nonzero(logits == logits.max()).flatten()
+    if len(best) == 1:
+        return int(best[0])
+    return int(best[torch.randint(len(best), (1,), generator=generator)])
+
+
+def cache_bytes(cache: Any) -> int:
+    """Bytes of the keys and values a transformers ``DynamicCache`` holds, every layer."""
+    total = 0
+    for layer in cache.layers:
+        for t in (getattr(layer, "keys", None), getattr(layer, "values", None)):
+            if isinstance(t, Tensor):
+                total += t.numel() * t.element_size()
+    return total
+
+
+def decode_row(hidden: Tensor, weights: dict[str, Tensor], config: DecoderConfig,
+               position: int, cache: modern.KVCache) -> tuple[Tensor, Tensor, Tensor]:
+    """One new token's row: its input ``hidden`` (1, d) at ``position`` gives its
+    rotated query, key and value (`explorer.models.llama.token_steps`); the key
+    and value are appended to ``cache`` (n_kv_heads, t, e), and the one query of
+    each head reads every cached key of its K/V head.
+
+    Returns ``(scaled_scores, mask, attn_weights)``: (n_heads, t), (t,) bool,
+    (n_heads, t), t = the cache's length (position + 1).
+    """
+    s = token_steps(hidden, weights, config, torch.tensor([position]))
+    cache.append(s["keys_rope"], s["values"])              # (k, 1, e) each
+    keys, _ = cache.read()                                 # (k, t, e)
+    scores = scores_of(s["queries_rope"], keys, config)[:, 0] * config.scaling  # (h, t)
+    mask = attention_mask(1, keys.shape[1], config.window)[0]                   # (t,)
+    return scores, mask, torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+
+
+def _step(model: LoadedModel, block: torch.nn.Module, ids: Sequence[int], cache: Any
+          ) -> tuple[Tensor, Tensor]:
+    """One pass of the model with its KV cache: returns the last position's
+    logits (vocab_size,) and the opened layer's input for the new tokens (n, d),
+    float32."""
+    caught: list[Tensor] = []
+
+    def catch(module: Any, args: tuple, kwargs: dict) -> None:
+        caught.append(args[0] if args else kwargs["hidden_states"])
+
+    with _hooked(model, [lambda: block.register_forward_pre_hook(catch, with_kwargs=True)]):
+        with torch.inference_mode():
+            out = model.module(input_ids=torch.tensor([list(ids)]), past_key_values=cache,
+                               use_cache=True, logits_to_keep=1)
+    return out.logits[0, -1].to(torch.float32).clone(), caught[0][0].to(torch.float32).clone()
+
+
+def generate(model: LoadedModel, text: str | None = None, *, input_ids: Any = None,
+             max_new_tokens: int = 8, layer: int = 0, seed: int = 0,
+             time_limit: float = GENERATION_SECONDS) -> Generation:
+    """Generate up to ``max_new_tokens`` tokens greedily after ``text`` (or
+    ``input_ids``), keeping each new token's row of attention in layer ``layer``
+    (see `GeneratedToken`).
+
+    Greedy: the most likely token each time, ties broken by a local
+    ``torch.Generator`` seeded with ``seed``. Stops after ``max_new_tokens``
+    (at most `MAX_NEW_TOKENS`), at the model's end-of-sequence token, at its
+    last position, or after the token that passes ``time_limit`` seconds (at
+    most `GENERATION_SECONDS`). Every generated token is also fed to the model
+    once, so that its own row is computed. Raises `ModelError` for a model
+    outside the Llama family, bad input, layer, or limits.
+    """
+    seq = model_input(model, text, input_ids)
+    n_new = _check_request(model, len(seq.ids), max_new_tokens, time_limit)
+    config = decoder_config(model, layer, input_ids=seq.ids, token_pieces=seq.tokens, text=text)
+    block = model.anatomy.blocks(model.module)[config.layer]
+    weights = anatomy.decoder_weights(block)
+    generator = torch.Generator().manual_seed(int(seed))
+    eos = getattr(model.module.config, "eos_token_id", None)
+    eos = set(eos) if isinstance(eos, (list, tuple)) else {eos}
+    started = time.perf_counter()
+
+    from transformers import DynamicCache
+    model_cache = DynamicCache(config=model.module.config)
+    ours = modern.KVCache.empty(config.n_kv_heads, config.head_dim, config.head_dim)
+    logits, hidden = _step(model, block, seq.ids, model_cache)                # the prefill
+    with torch.no_grad():
+        prompt = token_steps(hidden, weights, config, torch.arange(len(seq.ids)))
+    ours.append(prompt["keys_rope"], prompt["values"])
+    prompt_bytes = cache_bytes(model_cache)
+    generated: list[GeneratedToken] = []
+    stopped = "tokens" if n_new == max_new_tokens else "positions"
+    for _ in range(n_new):
+        token = greedy_token(logits, generator)
+        position = len(seq.ids) + len(generated)
+        logits, hidden = _step(model, block, [token], model_cache)           # one token
+        with torch.no_grad():
+            scores, mask, row = decode_row(hidden, weights, config, position, ours)
+        nbytes = cache_bytes(model_cache)
+        generated.append(GeneratedToken(
+            position=position, token_id=token,
+            token=readable_tokens(model.tokenizer, [token])[0], scaled_scores=scores,
+            mask=mask, attn_weights=row, cache_tokens=len(ours), cache_bytes=nbytes,
+            mha_cache_bytes=nbytes * config.n_heads // config.n_kv_heads,
+            seconds=time.perf_counter() - started))
+        if token in eos:
+            stopped = "eos"
+            break
+        if generated[-1].seconds > time_limit and len(generated) < n_new:
+            stopped = "time"
+            break
+    return Generation(config, seq.ids, seq.tokens, tuple(generated), stopped, int(seed),
+                      prompt_bytes)
+
+
+@dataclass(frozen=True)
+class RowsCheck:
+    """Every generated row against the row of one full forward pass (no cache).
+
+    ``rows_diff``: max |ours − full pass's| over every generated token's weights
+    (n_heads, position + 1), math.inf when a row's length differs;
+    ``beyond``: the full pass's largest weight right of a row's end (0 in a
+    causal model); ``tolerance``: `ROW_TOLERANCE` of the weights' dtype.
+    """
+
+    reference: str
+    n_rows: int
+    rows_diff: float
+    beyond: float
+    tolerance: float
+
+    @property
+    def ok(self) -> bool:
+        """Whether every row is within the tolerance (False for NaN)."""
+        return self.rows_diff <= self.tolerance and self.beyond <= self.tolerance
+
+    def summary(self) -> str:
+        """One line, e.g. ``"the 8 generated rows match …: max |difference| 6.0e-08
+        (tolerance 1e-04)"``."""
+        verdict = "match" if self.ok else "DO NOT match"
+        return (f"the {self.n_rows} generated rows {verdict} {self.reference}: max "
+                f"|difference| {self.rows_diff:.1e} (tolerance {self.tolerance:.0e})")
+
+    def raise_if_failed(self) -> None:
+        """Raise `ModelMismatch` unless `ok`."""
+        if not self.ok:
+            raise ModelMismatch(f"Our decoding: {self.summary()}. This is a bug in the "
+                                "explorer: please report it with the model and prompt.")
+
+
+def against_full_pass(generation: Generation, model: LoadedModel) -> RowsCheck:
+    """Compare every generated row of ``generation`` with row ``position`` of
+    the model's attention weights in one full forward pass over the whole
+    sequence (prompt and generated tokens), without a KV cache
+    (`explorer.models.forward.decoder_layer_call`: ``output_attentions``)."""
+    c = generation.config
+    if (c.architecture, c.n_layers, c.n_heads) != (model.architecture, model.n_layers,
+                                                  model.n_heads):
+        raise ModelError("check", f"the generation comes from {c.model!r}, not {model.name!r}")
+    full = decoder_layer_call(model, list(generation.ids), c.layer).attn_weights  # (h, N, N)
+    diffs, beyond = [], 0.0
+    for token in generation.generated:
+        p = token.position
+        diffs.append(_largest_difference(token.attn_weights, full[:, p, :p + 1]))
+        if p + 1 < full.shape[-1]:
+            beyond = max(beyond, float(full[:, p, p + 1:].abs().max()))
+    diff = math.nan if any(math.isnan(d) for d in diffs) else max(diffs, default=0.0)
+    return RowsCheck(
+        reference=f"the rows of one full forward pass of {type(model.module).__name__} "
+                  f"{model.name!r}, layer {c.layer}, without a cache (output_attentions)",
+        n_rows=len(generation.generated), rows_diff=diff, beyond=beyond,
+        tolerance=ROW_TOLERANCE.get(model.dtype, TOLERANCE))
