@@ -3,7 +3,7 @@
 Nothing here is public API: each function reads what Streamlit 1.67 happens to
 do, and may break on any upgrade. Each use has a test in `tests/ui/test_private.py`
 that fails when an upgraded Streamlit no longer behaves as assumed; run it first
-after an upgrade (README, "Upgrading Streamlit or Plotly").
+after an upgrade (docs/contributing.md, "Upgrading Streamlit or Plotly").
 
 - `unsent_messages`: how many of a session's messages the server still holds
   (the session's browser queue and the Starlette websocket's send queue), for

@@ -1,7 +1,7 @@
 """The browser's one seam to what is not public API (explorer/render/chart/seam.js):
 Plotly's private fields and DOM classes, Streamlit's DOM attributes. Each
 assumption is checked against the real Plotly.js and Streamlit in Chromium, so
-that an upgrade that changes one fails here (README: upgrading Streamlit or
+that an upgrade that changes one fails here (docs/contributing.md: upgrading Streamlit or
 Plotly)."""
 
 from __future__ import annotations

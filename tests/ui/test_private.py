@@ -1,5 +1,5 @@
 """What `explorer.ui.private` assumes of Streamlit's private parts: each test here
-fails when an upgraded Streamlit no longer behaves so (README, "Upgrading
+fails when an upgraded Streamlit no longer behaves so (docs/contributing.md, "Upgrading
 Streamlit or Plotly")."""
 
 from __future__ import annotations
