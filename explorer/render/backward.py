@@ -162,7 +162,7 @@ def check_table(checks: tuple[GradientCheck, ...]) -> pd.DataFrame:
 
 def loss_curve_figure(run: TrainingRun) -> go.Figure:
     """The loss at every step of a training run (step 0: before any update),
-    with the optimiser and learning rate in the title; ``step`` marks one step."""
+    with the optimiser and learning rate in the title."""
     training = run.training
     fig = go.Figure()
     fig.add_scatter(x=list(range(len(run.losses))), y=list(run.losses), mode="lines+markers",
