@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from explorer.core import attention as att
-from explorer.core.config import AttentionConfig
+from explorer.core.config import AttentionConfig, ConfigError
 from explorer.core.trace import Trace
 
 SCALING_DIMS = tuple(2**i for i in range(11))  # 1 .. 1024
@@ -167,8 +167,19 @@ def sinusoidal_positions(n_tokens: int, d_model: int) -> Tensor:
     return pe.to(torch.float32)
 
 
+MAX_SHUFFLES = 1_000_000
+"""The most shuffles the permutation experiment counts (its ``shuffles``
+entry, the seed of its shuffle); the next click starts again at 1. Far inside
+what ``torch.Generator.manual_seed`` takes (0 to 2**64 − 1)."""
+
+
 def permutation(n_tokens: int, seed: int) -> list[int]:
-    """A seeded shuffle of the token positions (``torch.randperm``)."""
+    """A seeded shuffle of the token positions (``torch.randperm`` on a local
+    generator): a list of ``n_tokens`` positions. Raises `ConfigError` for a
+    seed outside 1 to `MAX_SHUFFLES`."""
+    if not (isinstance(seed, int) and 1 <= seed <= MAX_SHUFFLES):
+        raise ConfigError("shuffles", f"shuffles must be between 1 and {MAX_SHUFFLES:,} "
+                                      f"(got {seed!r:.40})")
     return torch.randperm(n_tokens, generator=torch.Generator().manual_seed(seed)).tolist()
 
 

@@ -121,7 +121,7 @@ def softmax_dim(view: View) -> None:
 
 
 def _shuffle() -> None:
-    state.put("shuffles", state.value("shuffles", 1) + 1)
+    state.put("shuffles", state.value("shuffles", 1) % ex.MAX_SHUFFLES + 1)
     state.changed()
 
 

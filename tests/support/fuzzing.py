@@ -8,7 +8,8 @@
   (and then `compute_trace` must give finite numbers, but for the documented
   cases) or raise `ConfigError`; anything else is a crash.
 - Pages: random URL parameter sets (known and unknown names; non-numbers, inf,
-  nan, 1e309, huge and negative integers, repeated parameters, 200,000-character
+  nan, 1e309, huge and negative integers, each number entry's bound + 1 and
+  2**64 (`bound_values`), repeated parameters, 200,000-character
   values, control and bidi characters) opened on every page with Streamlit's
   AppTest. A page must show a clear message or draw normally; an exception
   ("This app has encountered an error") is a crash.
@@ -182,7 +183,8 @@ _URL_VALUES = st.one_of(
                      "4", "2", "true", "false", "yes", "0.5", "1.5", "\u202e7", "\x00", "\x07",
                      "<b>x</b>", ":red[x]", "attn_scores:1,0", "attn_scores:99,0", "x:1,1",
                      "1,2;3,4", "life-is-short", "journey", "nope", "auto", "randn", "given",
-                     "2**63", "٣", " 3 "]),
+                     "2**63", "٣", " 3 ", "18446744073709551616", "1000001", "-1e3",
+                     "1e6", "9223372036854775808"]),
     st.text(max_size=12))
 _HUGE = "w " * 100_000  # 200,000 characters
 
@@ -199,7 +201,25 @@ _VALID_URL_VALUES = {
     "query": ["0", "2"], "cell": ["attn_scores:1,0", "queries:0,1"], "embeddings": ["1,2;3,4"],
     "experiment": [*EXPERIMENT_LABELS, *EXPERIMENT_LABELS.values()], "temperature": ["0.05"],
     "model": ["gpt2"], "layer": ["1"], "csv_step": ["context"], "n_keys": ["64"],
+    "shuffles": ["1", "1000000"],
 }
+
+
+def bound_values() -> dict[str, list[str]]:
+    """Per number entry, the link values at and just past its declared bounds
+    (and 2**64, past what ``torch.Generator.manual_seed`` takes): a page must
+    refuse the last three with a message, and never crash."""
+    from explorer.ui.state import Number
+
+    out = {}
+    for name, entry in ENTRIES.items():
+        if isinstance(entry.kind, Number):
+            low, high = entry.kind.bounds
+            out[name] = [str(low), str(high), str(low - 1), str(high + 1), str(2**64)]
+    return out
+
+
+_BOUND_VALUES = bound_values()
 
 
 @st.composite
@@ -214,7 +234,8 @@ def url_params(draw) -> dict[str, str | list[str]]:
     for key in keys:
         valid = _VALID_URL_VALUES.get(key)
         value = (st.sampled_from(valid) if valid and draw(st.integers(0, 2)) > 0
-                 else _URL_VALUES)
+                 else st.sampled_from(_BOUND_VALUES[key]) if key in _BOUND_VALUES
+                 and draw(st.integers(0, 2)) == 0 else _URL_VALUES)
         if draw(st.integers(0, 7)) == 0:
             params[key] = draw(st.lists(value, min_size=2, max_size=3))
         else:

@@ -17,6 +17,7 @@ from explorer.modern import attention as modern, explain as modern_explain
 from explorer.core.config import GIVEN_MATRICES, OPTION_HELP, AttentionConfig
 from explorer.checker.listings import MULTI_HEAD_ATTENTION, MULTI_HEAD_ATTENTION_CLASS
 from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
+from explorer.lessons.experiments import MAX_SHUFFLES
 from explorer.lessons.presets import JOURNEY_SENTENCE, PRESETS
 from explorer.lessons.pages import CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
 from explorer.core.steps import STEPS
@@ -336,7 +337,8 @@ _ENTRIES: list[Entry] = [
           default=1.0),
     Entry("dim_scores", Choice(tuple(DIM_SCORES), labels=DIM_SCORES), ONLY({EXPERIMENTS_PAGE}),
           "scores", default="symmetric"),
-    Entry("shuffles", Number(low=1), ONLY({EXPERIMENTS_PAGE}), default=1, widget=False),
+    Entry("shuffles", Number(low=1, high=MAX_SHUFFLES), ONLY({EXPERIMENTS_PAGE}), default=1,
+          widget=False),
     Entry("positions", Flag(), ONLY({EXPERIMENTS_PAGE}),
           "add sinusoidal positional encodings to X", default=False),
     *_experiment_side("a", lambda c: c.scale),

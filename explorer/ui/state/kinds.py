@@ -44,12 +44,18 @@ def _whole(name: str, raw: str, low: int, high: int | None = None) -> int:
 @dataclass(frozen=True)
 class Number(Kind):
     """A whole number in ``[low, high]``; ``field`` names the config field whose
-    bounds and messages it uses (then ``low`` and ``high`` come from there)."""
+    bounds and messages it uses (then ``low`` and ``high`` come from there).
+    Every number is bounded on both sides: one declared without ``field`` or
+    ``high`` is a mistake, raised as ``ValueError`` when it is declared."""
 
     field: str | None = None
     low: int = 0
     high: int | None = None
     step: int = 1
+
+    def __post_init__(self) -> None:
+        if self.field is None and self.high is None:
+            raise ValueError("a Number needs an upper bound: give high or field")
 
     @property
     def bounds(self) -> tuple[int, int | None]:
