@@ -21,6 +21,8 @@ sessions' passes go between the steps.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import time
 from collections.abc import Sequence
@@ -31,6 +33,7 @@ import torch
 from torch import Tensor
 
 from explorer.core.config import shown
+from explorer.core.trace import json_safe
 from explorer.models import anatomy
 from explorer.models.check import TOLERANCE, _largest_difference
 from explorer.models.errors import ModelError, ModelMismatch
@@ -110,6 +113,23 @@ class Generation:
     def tokens(self) -> tuple[str, ...]:
         """The prompt's readable tokens and the generated ones."""
         return self.prompt_tokens + tuple(t.token for t in self.generated)
+
+    def to_json(self) -> str:
+        """The generation as strict JSON (`explorer.core.trace.json_safe`: a
+        masked score, −∞, is written ``"-Infinity"``): the layer's config, the
+        prompt, and per generated token its position, id, readable token, rows
+        of scaled scores and weights per head, mask, cache tokens and bytes."""
+        config = {k: v for k, v in dataclasses.asdict(self.config).items() if v is not None}
+        rows = [{"position": t.position, "token_id": t.token_id, "token": t.token,
+                 "scaled_scores": t.scaled_scores.tolist(), "mask": t.mask.tolist(),
+                 "attn_weights": t.attn_weights.tolist(), "cache_tokens": t.cache_tokens,
+                 "cache_bytes": t.cache_bytes, "mha_cache_bytes": t.mha_cache_bytes}
+                for t in self.generated]
+        return json.dumps(json_safe({
+            "config": config, "prompt_ids": list(self.prompt_ids),
+            "prompt_tokens": list(self.prompt_tokens), "generated": rows,
+            "stopped": self.stopped, "seed": self.seed,
+            "prompt_cache_bytes": self.prompt_cache_bytes}), allow_nan=False)
 
     def weights_matrix(self) -> Tensor:
         """The generated rows as one (n_heads, n_generated, n_tokens) matrix, zero

@@ -302,10 +302,10 @@ def decoder_steps(hidden: Tensor, weights: dict[str, Tensor], config: DecoderCon
     s["attn_weights"] = torch.softmax(s["masked_scores"], dim=-1)               # (h, n, n)
     s["context"] = att.combine_heads(s["attn_weights"] @ shared_keys(s["values"], config))
     s["W_out"] = weights["W_out"]                                               # (h·e, d)
-    s["output"] = s["context"] @ weights["W_out"]                               # (n, d)
     if "b_out" in weights:
         s["b_out"] = weights["b_out"]
-        s["output"] = s["output"] + weights["b_out"]
+    output = s["context"] @ weights["W_out"]                                    # (n, d)
+    s["output"] = output + weights["b_out"] if "b_out" in weights else output
     return s
 
 
@@ -349,6 +349,40 @@ def compute_decoder_trace(model: LoadedModel, text: str | None = None, *, input_
         steps = decoder_steps(hidden, anatomy.decoder_weights(block), config)
     return Trace(config, list(seq.tokens), {"token_ids": torch.tensor(seq.ids), **steps})
 
+
+DECODER_STEPS: dict[str, str] = {
+    "token_ids": "the tokens' ids",
+    "layer_input": "the residual stream entering the layer: LlamaDecoderLayer's hidden_states",
+    "input_norm": "input_layernorm's weight",
+    "rms": "√(mean(x²) + eps) of each row, as LlamaRMSNorm computes it",
+    "embeddings": "X = RMSNorm(layer_input): input_layernorm(hidden_states)",
+    "W_query": "q_proj.weight.T", "b_query": "q_proj.bias (Qwen2)",
+    "W_key": "k_proj.weight.T", "b_key": "k_proj.bias (Qwen2)",
+    "W_value": "v_proj.weight.T", "b_value": "v_proj.bias (Qwen2)",
+    "queries": "q_proj(hidden_states).view(hidden_shape).transpose(1, 2)",
+    "keys": "k_proj(hidden_states).view(hidden_shape).transpose(1, 2)",
+    "values": "v_proj(hidden_states).view(hidden_shape).transpose(1, 2)",
+    "q_norm": "q_norm.weight (Qwen3, Gemma 3)", "k_norm": "k_norm.weight (Qwen3, Gemma 3)",
+    "queries_normed": "self.q_norm(query_states): QK-norm (Qwen3, Gemma 3)",
+    "keys_normed": "self.k_norm(key_states): QK-norm (Qwen3, Gemma 3)",
+    "rope_frequencies": "rotary_emb.inv_freq: θ^(−2i/e), scaled (ROPE_INIT_FUNCTIONS)",
+    "rope_cos": "cos of LlamaRotaryEmbedding.forward: cat(freqs, freqs).cos()",
+    "rope_sin": "sin of LlamaRotaryEmbedding.forward: cat(freqs, freqs).sin()",
+    "queries_rope": "apply_rotary_pos_emb: q · cos + rotate_half(q) · sin",
+    "keys_rope": "apply_rotary_pos_emb: k · cos + rotate_half(k) · sin",
+    "attn_scores": "torch.matmul(query, repeat_kv(key).transpose(2, 3))",
+    "scaled_scores": "… * self.scaling (head_dim^−½; Gemma 3: query_pre_attn_scalar^−½)",
+    "causal_mask": "create_causal_mask / create_sliding_window_causal_mask (True = may attend)",
+    "masked_scores": "attn_weights + attention_mask (the model adds the dtype's minimum)",
+    "attn_weights": "softmax(…, dim=-1, dtype=torch.float32): output_attentions",
+    "context": "torch.matmul(attn_weights, repeat_kv(value)), heads side by side: o_proj's input",
+    "W_out": "o_proj.weight.T", "b_out": "o_proj.bias (attention_bias)",
+    "output": "o_proj(attn_output): the attention's output, before the residual",
+}
+"""Every step of `compute_decoder_trace`, in pipeline order, and the line of
+transformers' ``eager_attention_forward`` / ``LlamaAttention.forward`` (or its
+Qwen3, Gemma 3 variant) that computes it: for the page's click-to-explain and
+the docs."""
 
 KV_STEPS = ("keys", "values", "keys_normed", "keys_rope")
 """Steps with one entry per K/V head (a query head reads its group's)."""

@@ -11,6 +11,7 @@ is. Labels never hold whitespace, as `explorer.core.tokenizer.token_labels` expe
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,16 +58,28 @@ def _visible(char: str) -> str:
     return char.encode("unicode_escape").decode("ascii")  # e.g. '\x0b', '\u3000'
 
 
+METASPACE = "▁"
+"""SentencePiece's word boundary (Llama 2, Mistral, Gemma tokenizers), shown as `SPACE`."""
+BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+"""SentencePiece's byte fallback: a byte with no piece of its own, ``<0x0A>``."""
+
+
 def readable_piece(piece: str, byte_level: bool) -> str:
     """One token, readable: ``'Ġcat'`` -> ``'·cat'``, ``'Ċ'`` -> ``'↵'``, ``'##ing'`` unchanged.
 
-    With ``byte_level`` (GPT-2), the piece's characters are mapped back to bytes
-    and decoded as UTF-8; a piece holding only part of a character (``'Ã'``, the
-    first byte of ``é``) shows its bytes as ``\\xc3``. Spaces, newlines and tabs
-    become ``·``, ``↵`` and ``⇥``.
+    With ``byte_level`` (GPT-2, Llama 3, SmolLM2, Qwen), the piece's characters
+    are mapped back to bytes and decoded as UTF-8; a piece holding only part of
+    a character (``'Ã'``, the first byte of ``é``) shows its bytes as ``\\xc3``.
+    Otherwise SentencePiece's ``'▁cat'`` reads ``'·cat'`` and its byte pieces
+    (``'<0x0A>'``) the byte itself (``'↵'``). Spaces, newlines and tabs become
+    ``·``, ``↵`` and ``⇥``.
     """
     if byte_level and piece and all(char in BYTE_OF for char in piece):
         piece = bytes(BYTE_OF[char] for char in piece).decode("utf-8", errors="backslashreplace")
+    elif not byte_level:
+        single = BYTE_PIECE.fullmatch(piece)
+        piece = (bytes([int(single.group(1), 16)]).decode("utf-8", errors="backslashreplace")
+                 if single else piece.replace(METASPACE, " "))
     return "".join(_visible(char) for char in piece) or "∅"
 
 

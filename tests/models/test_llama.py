@@ -428,3 +428,30 @@ def test_the_offered_decoders_parameter_counts_follow_from_their_configs(name):
 
 def test_decoder_errors_are_config_errors():
     assert issubclass(ModelError, ConfigError)
+
+
+def test_every_step_is_named_and_mapped_to_transformers(models):
+    from explorer.models.llama import DECODER_STEPS
+    for arch in ("qwen2", "gemma3_text"):
+        trace = compute_decoder_trace(models[arch], input_ids=IDS[:4])
+        assert set(trace) <= set(DECODER_STEPS)
+        assert [s for s in DECODER_STEPS if s in trace] == list(trace)  # pipeline order
+
+
+def test_a_generation_reads_back_from_json(models):
+    run = generate(models["mistral"], input_ids=IDS[:5], max_new_tokens=3)
+    doc = json.loads(run.to_json())
+    assert doc["config"]["window"] == 3 and doc["prompt_ids"] == IDS[:5]
+    last = doc["generated"][-1]
+    assert last["position"] == 7 and len(last["attn_weights"][0]) == 8
+    assert last["mask"] == [False] * 5 + [True] * 3  # the window: itself and 2 before
+    assert last["scaled_scores"][0][0] != "-Infinity"  # scores are kept before the mask
+    assert torch.allclose(torch.tensor(last["attn_weights"]), run.generated[-1].attn_weights)
+
+
+def test_sentencepiece_tokens_read_as_text():
+    from explorer.models.tokens import readable_piece
+    assert readable_piece("▁cat", byte_level=False) == "·cat"      # Llama 2, Mistral, Gemma
+    assert readable_piece("<0x0A>", byte_level=False) == "↵"        # byte fallback
+    assert readable_piece("<0xE2>", byte_level=False) == "\\xe2"    # part of a character
+    assert readable_piece("##ing", byte_level=False) == "##ing"     # BERT's unchanged
