@@ -15,10 +15,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "explorer"
 
-LAYERS = ("core", "server", "lessons", ("checker", "modern", "models"), "render", "ui")
+LAYERS = ("core", "server", "lessons", "modern", ("checker", "models"), "render", "ui")
 """The folders from the bottom up; a folder may import any folder of a lower layer
-(those of one layer, in a tuple, not each other). ``explorer/__init__.py`` and
-``__main__.py`` (the re-exports and the CLI) sit above them all."""
+(those of one layer, in a tuple, not each other): today's attention (`modern`)
+builds on the book's and its lessons, and real models on today's attention (a Llama
+layer's RoPE is `explorer.modern`'s). ``explorer/__init__.py`` and ``__main__.py``
+(the re-exports and the CLI) sit above them all."""
 
 COMPUTE = ("core", "server", "lessons", "checker", "modern", "models")
 """The folders that compute: torch (and transformers for real models), no figures, no UI."""
