@@ -8,11 +8,13 @@ numbers, to the printed precision.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from explorer.core.agreement import Agreement, of_all
 from explorer.core.config import AttentionConfig
 from explorer.core.trace import Trace, compute_trace
 from explorer.lessons.pages import SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
@@ -61,40 +63,35 @@ class Preset:
     query: int = 0
 
 
-@dataclass(frozen=True)
-class Check:
-    """Outcome of comparing a trace with a preset's printed numbers."""
-
-    ok: bool
-    max_difference: float
-    n_values: int
-    worst: str  # "step[row] from cell ..." where the largest difference is
-
-
-def check(preset: Preset, trace: Trace) -> Check:
-    """Compare ``trace`` (of ``preset.config``) with every `Reference` number.
+def check(preset: Preset, trace: Trace) -> Agreement:
+    """Compare ``trace`` (of ``preset.config``) with every `Reference` number:
+    one `Agreement` per reference, within half a unit of its last printed place,
+    summed up by `explorer.core.agreement.of_all` (``where``: the step, row and
+    cell of the largest difference; ``n_values``: how many printed numbers).
 
     References with ``changes`` are recomputed with those fields changed. A
-    NaN in the trace counts as an infinite difference.
+    NaN in the trace counts as an infinite difference; a step of another shape
+    ends the comparison there, as an infinite difference.
     """
-    worst, max_diff, n_values, ok = "", 0.0, 0, True
+    parts = []
     for ref in preset.references:
         source = compute_trace(trace.config.replace(**ref.changes)) if ref.changes else trace
         actual = source[ref.step].to(torch.float64)
         if ref.row is not None:
             actual = actual[ref.row]
         expected = torch.tensor(ref.values, dtype=torch.float64)
+        tolerance = 0.5 * 10.0 ** -ref.decimals + 1e-9
+        where = f"{ref.step}{f'[{ref.row}]' if ref.row is not None else ''}, {ref.cell}"
         if actual.shape != expected.shape:
-            return Check(False, float("inf"), n_values, f"{ref.step}: shape {tuple(actual.shape)}"
-                                                          f" instead of {tuple(expected.shape)}")
-        diff = torch.nan_to_num((actual - expected).abs(), nan=float("inf"))
-        n_values += expected.numel()
-        if float(diff.max()) >= max_diff:
-            max_diff = float(diff.max())
-            where = f"[{ref.row}]" if ref.row is not None else ""
-            worst = f"{ref.step}{where}, {ref.cell}"
-        ok &= bool((diff <= 0.5 * 10.0 ** -ref.decimals + 1e-9).all())
-    return Check(ok, max_diff, n_values, worst)
+            parts.append(Agreement(ref.step, f"shape {tuple(actual.shape)} instead of "
+                                             f"{tuple(expected.shape)}", preset.source,
+                                   math.inf, tolerance, where=where))
+            break
+        diff = torch.nan_to_num((actual - expected).abs(), nan=math.inf)
+        parts.append(Agreement(ref.step, f"the {expected.numel()} printed numbers",
+                               preset.source, float(diff.max()), tolerance, where=where,
+                               n_values=expected.numel()))
+    return of_all(preset.title, "every number it prints", preset.source, parts)
 
 
 # ---------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def show_check(view: state.View) -> None:
         return
     result = check(preset, view.trace)
     summary = (f"{result.n_values} printed numbers, largest difference "
-               f"{result.max_difference:.1e} (in {result.worst})")
+               f"{result.max_abs_diff:.1e} (in {result.where})")
     if result.ok:
         st.success(f"✓ Matches the numbers printed in {preset.source}: {summary}.")
     else:

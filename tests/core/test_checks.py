@@ -33,8 +33,8 @@ def test_every_example_matches_its_source_and_a_nudge_of_one_printed_unit_fails(
     target.view(-1)[0] += 10.0 ** -reference.decimals  # one unit in the printed place
     result = check(preset, perturbed(trace, **{reference.step: nudged}))
     assert not result.ok
-    assert result.worst.startswith(reference.step)
-    assert result.max_difference >= 0.5 * 10.0 ** -reference.decimals
+    assert result.where.startswith(reference.step)
+    assert result.max_abs_diff >= 0.5 * 10.0 ** -reference.decimals
 
 
 def test_a_nan_in_the_trace_is_an_infinite_difference():
@@ -43,7 +43,7 @@ def test_a_nan_in_the_trace_is_an_infinite_difference():
     broken = trace["attn_weights"].clone()
     broken[2, 3] = math.nan
     result = check(preset, perturbed(trace, attn_weights=broken))
-    assert not result.ok and result.max_difference == math.inf
+    assert not result.ok and result.max_abs_diff == math.inf
 
 
 MHA_CONFIG = AttentionConfig(d_in=4, d_k=4, d_v=4, n_heads=2, causal=True, seed=3)

@@ -1,0 +1,80 @@
+"""How far a computation is from its reference: the one result type of every check.
+
+The multi-head page's line beside PyTorch, a worked example against the numbers
+its notebook prints, each part of the Modern page against transformers or SDPA,
+a real model's layer against the model, a hand-derived gradient against
+autograd: each says how far it is as an `Agreement`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How far ``name`` (what was computed) is from ``reference``.
+
+    ``compared``: which numbers were compared (``"rotated Q and K"``);
+    ``max_abs_diff``: the largest |ours − reference's| over them (``inf`` when
+    the shapes differ; NaN when a number is NaN, which never agrees);
+    ``tolerance``: the largest difference that still agrees (float32 rounding,
+    half a unit of a printed number's last place ...); ``exact``: the numbers
+    are equal bit for bit (``torch.equal``); ``where``: where the largest
+    difference lies; ``n_values``: how many numbers were compared; ``note``: a
+    caveat; ``parts``: the agreements this one sums up (`of_all`), each with
+    its own tolerance.
+    """
+
+    name: str
+    compared: str
+    reference: str
+    max_abs_diff: float
+    tolerance: float
+    exact: bool = False
+    where: str = ""
+    n_values: int = 0
+    note: str = ""
+    parts: tuple[Agreement, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether it agrees: every part does, or (without parts) the numbers are
+        equal bit for bit or differ by at most ``tolerance`` (NaN never agrees)."""
+        if self.parts:
+            return all(part.ok for part in self.parts)
+        return self.exact or self.max_abs_diff <= self.tolerance
+
+    @property
+    def symbol(self) -> str:
+        """✓ when it agrees, else ✗."""
+        return "✓" if self.ok else "✗"
+
+    def line(self, code: str = "") -> str:
+        """``"✓ RoPE: verified against <reference>, same <compared>, max |difference|
+        = 1.2e-07 (agreement: below 1e-04, float32 rounding)."``: the line a page
+        and its report show; ``code`` marks the reference (a backtick in Markdown)."""
+        exact = " (bit for bit)" if self.exact else ""
+        return (f"{self.symbol} {self.name}: verified against {code}{self.reference}{code}, "
+                f"same {self.compared}{exact}, max |difference| = {self.max_abs_diff:.1e} "
+                f"(agreement: below {self.tolerance:.0e}, float32 rounding).")
+
+
+def _worst_first(agreement: Agreement) -> float:
+    """A sort key: NaN counts as the largest difference of all."""
+    return math.inf if math.isnan(agreement.max_abs_diff) else agreement.max_abs_diff
+
+
+def of_all(name: str, compared: str, reference: str, parts: Sequence[Agreement],
+           note: str = "") -> Agreement:
+    """One agreement for ``parts``: it agrees when every part does; its largest
+    difference, tolerance and ``where`` are the worst part's (a NaN counts as
+    worst); its ``n_values`` their sum. Raises ValueError for no parts."""
+    if not parts:
+        raise ValueError("of_all needs at least one part")
+    worst = max(parts, key=_worst_first)
+    return Agreement(name, compared, reference, worst.max_abs_diff, worst.tolerance,
+                     exact=all(p.exact for p in parts), where=worst.where or worst.name,
+                     n_values=sum(p.n_values for p in parts), note=note, parts=tuple(parts))

@@ -1,0 +1,43 @@
+"""`explorer.core.agreement`: the one result type of every check."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from explorer.core.agreement import Agreement, of_all
+
+
+def agreement(diff: float, tolerance: float = 1e-4, **more) -> Agreement:
+    return Agreement("RoPE", "rotated Q and K", "transformers", diff, tolerance, **more)
+
+
+def test_it_agrees_up_to_its_tolerance_and_never_with_a_nan():
+    assert agreement(1e-4).ok and not agreement(1.0001e-4).ok
+    assert not agreement(math.nan).ok and not agreement(math.inf).ok
+    assert agreement(0.5, exact=True).ok  # bit for bit: equal whatever the difference says
+
+
+def test_its_line_says_what_was_compared_with_what():
+    assert agreement(1.2e-7).line("`") == (
+        "✓ RoPE: verified against `transformers`, same rotated Q and K, max |difference| = "
+        "1.2e-07 (agreement: below 1e-04, float32 rounding).")
+    assert agreement(1.0).line().startswith("✗ RoPE")
+
+
+def test_of_all_agrees_when_every_part_does_each_by_its_own_tolerance():
+    fine = agreement(0.04, tolerance=0.05, where="weights", n_values=3)
+    coarse = agreement(0.3, tolerance=0.5, where="context", n_values=4)
+    whole = of_all("example", "every number", "notebook", [fine, coarse])
+    assert whole.ok and whole.n_values == 7
+    assert (whole.max_abs_diff, whole.where) == (0.3, "context")
+    tight = agreement(0.04, tolerance=0.01, where="scores")  # the smaller difference fails
+    assert not of_all("example", "every number", "notebook", [coarse, tight]).ok
+
+
+def test_of_all_reports_a_nan_as_the_worst_part():
+    whole = of_all("x", "y", "z", [agreement(1e-9), agreement(math.nan, where="here")])
+    assert math.isnan(whole.max_abs_diff) and whole.where == "here" and not whole.ok
+    with pytest.raises(ValueError):
+        of_all("x", "y", "z", [])
