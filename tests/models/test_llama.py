@@ -455,3 +455,18 @@ def test_sentencepiece_tokens_read_as_text():
     assert readable_piece("<0x0A>", byte_level=False) == "↵"        # byte fallback
     assert readable_piece("<0xE2>", byte_level=False) == "\\xe2"    # part of a character
     assert readable_piece("##ing", byte_level=False) == "##ing"     # BERT's unchanged
+
+
+def test_the_offered_names_open_from_the_local_cache(tmp_path, folders, monkeypatch):
+    """`smollm2-135m` is looked up as HuggingFaceTB/SmolLM2-135M in the local cache,
+    as `make download-models` leaves it (a tiny Llama planted there, offline)."""
+    from huggingface_hub import constants
+
+    from tests.support.tiny_models import plant_in_hub_cache
+    hub = DECODER_CHOICES["smollm2-135m"].hub
+    monkeypatch.setattr(constants, "HF_HUB_CACHE",
+                        str(plant_in_hub_cache(folders["llama"], tmp_path / "cache", hub)))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    model = load_model("smollm2-135m", architectures=EVERY_ARCHITECTURE)
+    assert (model.source, model.location, model.architecture) == ("cache", hub, "llama")
+    assert model.name == "smollm2-135m" and model.n_kv_heads == 2
