@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from explorer.core.agreement import Agreement
 from explorer.modern import attention as modern
 from explorer.modern.attention import ModernTrace
 
@@ -28,31 +29,12 @@ its softmax over t keys add in another order than the whole (n, n) matrix's;
 measured on 600 random cases: at most 2.4e-7."""
 
 
-@dataclass(frozen=True)
-class Check:
-    """One part's check: what was compared, with which reference, and the
-    largest absolute difference (``exact``: compared with ``torch.equal``)."""
-
-    part: str
-    compared: str
-    reference: str
-    max_abs_diff: float
-    exact: bool = False
-    tolerance: float = TOLERANCE
-
-    @property
-    def ok(self) -> bool:
-        return self.exact or self.max_abs_diff < self.tolerance
-
-    def line(self, code: str = "") -> str:
-        """"✓ RoPE: verified against <reference>, same …, max |difference| = …",
-        the line the page and its report show; ``code`` marks the reference
-        (the page's Markdown: a backtick)."""
-        exact = " (bit for bit)" if self.exact else ""
-        return (f"{'✓' if self.ok else '✗'} {self.part}: verified against "
-                f"{code}{self.reference}{code}, same {self.compared}{exact}, max |difference| = "
-                f"{self.max_abs_diff:.1e} (agreement: below {self.tolerance:.0e}, float32 "
-                "rounding).")
+def part_check(part: str, compared: str, reference: str, max_abs_diff: float,
+               exact: bool = False, tolerance: float = TOLERANCE) -> Agreement:
+    """One part's check as an `Agreement`: what was compared (``compared``),
+    with which reference, and the largest absolute difference (``exact``:
+    compared with ``torch.equal`` and equal); agreement below ``tolerance``."""
+    return Agreement(part, compared, reference, max_abs_diff, tolerance, exact=exact)
 
 
 def _diff(a: Tensor, b: Tensor) -> float:
@@ -90,14 +72,14 @@ def transformers_rope(queries: Tensor, keys: Tensor, base: float, offset: int,
     return q[0][..., back], k[0][..., back]
 
 
-def check_rope(trace: ModernTrace) -> Check:
+def check_rope(trace: ModernTrace) -> Agreement:
     """RoPE against transformers' ``apply_rotary_pos_emb`` with ``LlamaRotaryEmbedding``."""
     c = trace.config
     q, k = transformers_rope(trace.queries, trace.keys, c.rope_base, c.rope_offset,
                              c.rope_pairing)
-    return Check("RoPE", "rotated Q and K",
-                 "transformers' apply_rotary_pos_emb with LlamaRotaryEmbedding",
-                 max(_diff(q, trace.queries_rope), _diff(k, trace.keys_rope)))
+    return part_check("RoPE", "rotated Q and K",
+                      "transformers' apply_rotary_pos_emb with LlamaRotaryEmbedding",
+                      max(_diff(q, trace.queries_rope), _diff(k, trace.keys_rope)))
 
 
 SDPA_CAUSAL = "F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)"
@@ -110,41 +92,42 @@ def _sdpa(trace: ModernTrace, mask: Tensor | None = None) -> Tensor:
                                           attn_mask=mask, is_causal=mask is None, enable_gqa=True)
 
 
-def check_gqa(trace: ModernTrace) -> Check:
+def check_gqa(trace: ModernTrace) -> Agreement:
     """Causal grouped-query attention against SDPA with ``enable_gqa=True``."""
-    return Check("Grouped-query attention", "context", SDPA_CAUSAL,
-                 _diff(_sdpa(trace), trace.causal.context))
+    return part_check("Grouped-query attention", "context", SDPA_CAUSAL,
+                      _diff(_sdpa(trace), trace.causal.context))
 
 
-def check_window(trace: ModernTrace) -> Check:
+def check_window(trace: ModernTrace) -> Agreement:
     """The sliding window against SDPA with the same boolean ``attn_mask``."""
-    return Check("Sliding window", "context",
-                 "F.scaled_dot_product_attention(q, k, v, attn_mask=window_mask, "
-                 "enable_gqa=True)", _diff(_sdpa(trace, trace.window_mask),
-                                           trace.windowed.context))
+    return part_check("Sliding window", "context",
+                      "F.scaled_dot_product_attention(q, k, v, attn_mask=window_mask, "
+                      "enable_gqa=True)", _diff(_sdpa(trace, trace.window_mask),
+                                                trace.windowed.context))
 
 
-def check_decoding(trace: ModernTrace) -> Check:
+def check_decoding(trace: ModernTrace) -> Agreement:
     """Every decoded row against the row of full causal attention: bit-equal
     (``torch.equal``) or within `DECODE_TOLERANCE`."""
     assembled = modern.decoded_weights(trace.decoding, trace.n_tokens)
     exact = torch.equal(assembled, trace.causal.attn_weights)
-    return Check("KV cache", "decoded attention weights, row by row",
-                 "the rows of full causal attention", _diff(assembled, trace.causal.attn_weights),
-                 exact=exact, tolerance=DECODE_TOLERANCE)
+    return part_check("KV cache", "decoded attention weights, row by row",
+                      "the rows of full causal attention",
+                      _diff(assembled, trace.causal.attn_weights), exact=exact,
+                      tolerance=DECODE_TOLERANCE)
 
 
-def check_flash(trace: ModernTrace) -> Check:
+def check_flash(trace: ModernTrace) -> Agreement:
     """The online softmax's O against SDPA (causal, grouped-query)."""
-    return Check("Online softmax", "final O", SDPA_CAUSAL,
-                 _diff(_sdpa(trace), trace.flash.context))
+    return part_check("Online softmax", "final O", SDPA_CAUSAL,
+                      _diff(_sdpa(trace), trace.flash.context))
 
 
-def checks(trace: ModernTrace) -> dict[str, Check]:
+def checks(trace: ModernTrace) -> dict[str, Agreement]:
     """Every part's check, by part name."""
     found = [check_rope(trace), check_gqa(trace), check_window(trace), check_decoding(trace),
              check_flash(trace)]
-    return {c.part: c for c in found}
+    return {c.name: c for c in found}
 
 
 # ---------------------------------------------------------------------------
