@@ -1,11 +1,12 @@
 """Command line: check your own attention class against the book's numbers.
 
-    python -m explorer check my_attention.py:MultiHeadAttention --d_in 3 --d_out 4 \\
-        --num_heads 2 --sentence "Your journey starts with one step"
+    python -m explorer check my_attention.py:MultiHeadAttention --d_in 3 --d_out 10 \\
+        --num_heads 2 --sentence "Your journey starts with one step" [--causal] [--n_heads 2]
 
 Prints the table of steps (`explorer.checker.check.CheckReport.text`) and exits 0 when
 the class computes what the reference computes, 1 when it differs, 2 when it
-cannot be checked (usage, a file that does not load, weights not found by the
+cannot be checked or the check cannot tell (a head count it had to guess: the
+report says so) (usage, a file that does not load, weights not found by the
 book's names, an error in its ``__init__`` or ``forward``, more than
 ``--timeout`` seconds or ``--memory_mb`` MB), with a message and the last lines
 of the code's own traceback, never the checker's; 130 after Ctrl-C, with one
@@ -24,6 +25,7 @@ OK, DIFFERS, CANNOT_CHECK, INTERRUPTED = 0, 1, 2, 130
 
 def _parser() -> argparse.ArgumentParser:
     from explorer.checker.learner import MEMORY_MB, TIMEOUT_S  # torch: inside main's Ctrl-C guard
+    from explorer.checker.listings import CONTEXT_MARGIN, DEFAULT_SIZES
 
     parser = argparse.ArgumentParser(
         prog="python -m explorer",
@@ -38,12 +40,24 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("target", metavar="FILE:CLASS",
                        help="a Python file and the nn.Module class in it, e.g. "
                             "my_attention.py:MultiHeadAttention")
-    check.add_argument("--d_in", type=int, default=3, help="the inputs' width (default 3)")
-    check.add_argument("--d_out", type=int, default=4,
-                       help="the class's d_out (default 4: with 2 heads, head_dim 2, where a "
-                            "missing √head_dim shows)")
-    check.add_argument("--num_heads", type=int, default=2,
-                       help="passed when __init__ takes num_heads (default 2)")
+    sizes = DEFAULT_SIZES
+    check.add_argument("--d_in", type=int, default=sizes["d_in"],
+                       help=f"the inputs' width (default {sizes['d_in']})")
+    check.add_argument("--d_out", type=int, default=sizes["d_out"],
+                       help=f"the class's d_out (default {sizes['d_out']}: with "
+                            f"{sizes['num_heads']} heads, d_in, d_out, head_dim and num_heads "
+                            "all differ, so that every scaling mistake shows)")
+    check.add_argument("--num_heads", type=int, default=sizes["num_heads"],
+                       help=f"passed when __init__ takes num_heads (default {sizes['num_heads']})")
+    check.add_argument("--causal", action=argparse.BooleanOptionalAction, default=None,
+                       help="compare with the causal mask (--causal) or without (--no-causal); "
+                            "default: causal when the module holds or builds a triangular mask, "
+                            "calls scaled_dot_product_attention with is_causal=True, or has "
+                            "Causal in its class name")
+    check.add_argument("--n_heads", type=int, default=None,
+                       help="the number of heads the check assumes; default: the module's "
+                            "num_heads, n_head, n_heads, heads or nhead, else the head axis "
+                            "its forward shows")
     check.add_argument("--sentence", default=None,
                        help='the input (default "Your journey starts with one step", with the '
                             "book's hand-picked vectors when d_in is 3)")
@@ -52,7 +66,8 @@ def _parser() -> argparse.ArgumentParser:
                             "seed (default 123, as the book)")
     check.add_argument("--context_length", type=int, default=None,
                        help="passed when __init__ takes it, or block_size (default: the number "
-                            "of tokens)")
+                            f"of tokens + {CONTEXT_MARGIN}, so that a mask not cut to the "
+                            "sentence shows)")
     check.add_argument("--dropout", type=float, default=0.0,
                        help="passed when __init__ takes it (default 0.0)")
     check.add_argument("--qkv_bias", action="store_true",
@@ -71,8 +86,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from explorer.core.config import ConfigError
-    from explorer.checker.sandbox import check_code
+    from explorer.checker.sandbox import check_source
 
     file, _, class_name = args.target.rpartition(":")
     if not file or not class_name:
@@ -85,23 +99,29 @@ def _check(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as error:
         print(f"error: cannot read {file}: {error}", file=sys.stderr)
         return CANNOT_CHECK
-    sys.path.insert(0, str(path.resolve().parent))  # its own imports, as `python FILE` has
-    try:
-        report = check_code(source, class_name, d_in=args.d_in, d_out=args.d_out,
-                            num_heads=args.num_heads, sentence=args.sentence, seed=args.seed,
-                            dropout=args.dropout, qkv_bias=args.qkv_bias,
-                            context_length=args.context_length,
-                            dropout_seed=args.dropout_seed, filename=str(path),
-                            timeout=args.timeout or None, memory_mb=args.memory_mb or None,
-                            interface="cli")
-    except ConfigError as error:  # CheckError too: the code, its weights or the input
-        print(f"error: {error}", file=sys.stderr)
-        details = getattr(error, "details", "")
-        if details:
-            print(details, file=sys.stderr)
+    from explorer.checker import box
+    from explorer.checker.check import CheckFailure
+
+    problem = box.problem()  # the box where it can be made, a plain child elsewhere
+    if problem:
+        print(f"note: {problem}; your code runs in a child process without the box",
+              file=sys.stderr)
+    options = {name: getattr(args, name) for name in (
+        "d_in", "d_out", "num_heads", "sentence", "seed", "dropout", "qkv_bias",
+        "context_length", "causal", "n_heads", "dropout_seed") if hasattr(args, name)}
+    # The code runs in a child process; this one decides the exit status from
+    # the child's validated result, whatever the code does (exit, signals, loops)
+    report = check_source(source, class_name, filename=str(path),
+                          folder=str(path.resolve().parent), timeout=args.timeout or None,
+                          memory_mb=args.memory_mb or None, interface="cli",
+                          boxed=not problem, **options)
+    if isinstance(report, CheckFailure):
+        print(f"error: {report.message}", file=sys.stderr)
+        if report.details:
+            print(report.details, file=sys.stderr)
         return CANNOT_CHECK
     print(report.to_json() if args.json else report.text())
-    return OK if report.ok else DIFFERS
+    return OK if report.ok else CANNOT_CHECK if report.uncertain else DIFFERS
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -65,16 +65,16 @@ from explorer.core import attention as att
 from explorer.core import recipes
 from explorer.core.config import MAX_ATTENTION_CELLS, AttentionConfig
 from explorer.checker.learner import (MEMORY_MB, TIMEOUT_S, CheckError, LearnerWeights, Recording,
-                              read_weights, run_forward)
+                              read_weights, run_forward, triangle, unread_parameters)
 from explorer.checker.limits import limits
 from explorer.core.literal import format_value
 from explorer.checker.mistakes import (DROPOUT_ACTIVE, MISTAKES, Sizes, dropout_diagnosis,
-                               dropout_keep_mask, mistaken_steps)
+                               dropout_keep_mask, mistaken_steps, pipeline_steps)
 from explorer.lessons.presets import JOURNEY_INPUTS, JOURNEY_SENTENCE
 from explorer.core.steps import STEPS, TOKENS
 from explorer.core.tokenizer import token_labels, tokenize
 from explorer.core.trace import attention_steps, embed, json_safe
-from explorer.checker.verdicts import DIFFERS, MATCH, NOT_SEEN, SYMBOLS
+from explorer.checker.verdicts import DIFFERS, MATCH, NOT_SEEN, SYMBOLS, UNSURE
 
 __all__ = ["COMPARED", "TOLERANCE", "CheckError", "CheckFailure", "CheckReport", "Difference",
            "StepResult", "check_module", "reference_steps", "result_from_json"]
@@ -82,6 +82,9 @@ __all__ = ["COMPARED", "TOLERANCE", "CheckError", "CheckFailure", "CheckReport",
 COMPARED = ("queries", "keys", "values", "attn_scores", "scaled_scores", "masked_scores",
             "attn_weights", "dropped_weights", "context", "output")
 """The steps compared, in pipeline order (those the module's attention has)."""
+MASK_FIRST = tuple({"scaled_scores": "masked_scores", "masked_scores": "scaled_scores"}.get(s, s)
+                   for s in COMPARED)
+"""The same steps when the code masks before it scales, as the book does."""
 TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 """Two numbers agree when |ours − yours| <= atol + rtol·|yours| (float32 rounding
 in another order of operations stays far below)."""
@@ -143,8 +146,21 @@ class Difference:
     row_labels: list[str]
     col_labels: list[str]
     note: str = ""
+    since: str | None = None
+
+    @property
+    def place(self) -> str:
+        """``attn_scores``, or ``between keys and attn_scores`` when the steps
+        from ``since`` on were never computed on their own: the difference
+        starts somewhere between the two."""
+        return self.step if self.since is None else f"between {self.since} and {self.step}"
 
     def __str__(self) -> str:
+        return self._cell() + ("" if self.since is None else
+                               f" ({self.since} is not seen on its own: the difference may "
+                               f"start there)")
+
+    def _cell(self) -> str:
         where = [self.step]
         if self.batch:
             where.append(f"batch item {self.batch}")
@@ -169,7 +185,10 @@ class CheckReport:
     (None when none does); ``mistake``: its slug (`explorer.checker.mistakes.MISTAKES`,
     or ``"dropout_active"``). ``module``: the class name; ``settings``: what was
     read and run, one line each; ``notes``: anything else to know (dropout
-    mode, batch axis); ``warnings``: the steps these sizes cannot see
+    mode, batch axis); ``uncertain``: why the check cannot stand behind a
+    difference (a head count guessed, parameters it could not place), "" when it
+    can; ``raised``: the verdict when the code raises where it should not
+    (a mask not sliced to the sentence); ``warnings``: the steps these sizes cannot see
     (`hidden_steps`: head_dim = 1 hides the scaling ...); ``tokens``: the row labels; ``n_values``,
     ``max_difference``, ``worst_step``: how many numbers matched, and the
     largest difference among them, in which step.
@@ -188,6 +207,8 @@ class CheckReport:
     n_values: int = 0
     max_difference: float = 0.0
     worst_step: str = ""
+    uncertain: str = ""
+    raised: str = ""
 
     def step(self, name: str) -> StepResult:
         """The result of step ``name``; KeyError naming the steps compared."""
@@ -204,10 +225,16 @@ class CheckReport:
             return (f"✓ Matches the reference computed from your weights: {matched} steps, "
                     f"{self.n_values} numbers, largest difference {self.max_difference:.1e} "
                     f"(in {self.worst_step}).")
+        if self.uncertain:
+            return f"? Cannot tell whether it matches: {self.uncertain}."
+        if self.raised:
+            return f"✗ {self.raised}."
         if self.first_difference is None:  # every step matched, on one sentence only
             return ("✗ Raises on the book's batch of two; on one sentence every step matches "
                     "the reference computed from your weights.")
-        return f"✗ Differs from the reference computed from your weights at {self.first_step}."
+        return ("✗ Differs from the reference computed from your weights "
+                f"{'at ' if self.first_difference.since is None else ''}"
+                f"{self.first_difference.place}.")
 
     @property
     def first_step(self) -> str | None:
@@ -219,7 +246,9 @@ class CheckReport:
         ``largest difference`` (or why there is none)."""
         def text(r: StepResult) -> str:
             if r.status == NOT_SEEN:
-                return "not seen on its own"
+                return "not seen: your code never computes it on its own"
+            if r.status == UNSURE:
+                return "differs, under a reading the check is not sure of"
             if r.max_difference is None:
                 return "no tensor of this shape"
             return f"{r.max_difference:.2e}"
@@ -517,20 +546,69 @@ def _validate(weights: LearnerWeights, x: Tensor, tokens: list[str]) -> None:
 
 
 BATCH = 2
-"""The book runs chapter 3's classes on a batch of two, ``torch.stack((inputs, inputs))``."""
+"""The book runs chapter 3's classes on a batch of two, ``torch.stack((inputs, inputs))``;
+the check's batch of two holds two different sentences (`second_sentence`)."""
 
 
-def _record(module: nn.Module, x: Tensor, weights: LearnerWeights, masks,
-            given: bool) -> tuple[Recording, Tensor, str, CheckError | None]:
+def second_sentence(x: Tensor, seed: int, where: str) -> Tensor:
+    """The batch's second sentence: as many tokens as X (n, d_in), each vector
+    drawn from ``torch.Generator().manual_seed(seed + 1)`` as X's were (uniform
+    in [0, 1) like the book's hand-picked vectors, else normal like an
+    nn.Embedding table's rows), so that code mixing the batch's items shows."""
+    generator = torch.Generator().manual_seed((seed + 1) % 2**63)
+    draw = torch.rand if "hand-picked" in where else torch.randn
+    return draw(tuple(x.shape), generator=generator)
+
+
+def _mask_not_sliced(module: nn.Module, weights: LearnerWeights, error: CheckError,
+                     x: Tensor, tokens: list[str], interface: str) -> CheckReport:
+    """When the forward raised on every try: a report of the mask not sliced to
+    the sentence, if the module holds a causal mask of another size
+    (context_length, `explorer.checker.learner.triangle`) and its forward runs
+    on a sentence of exactly that many tokens; else ``error`` is raised."""
+    n = x.shape[-2]
+    sizes = {t.shape[-1] for _, t in module.named_buffers()
+             if triangle(t) is not None and t.shape[-1] != n}
+    sizes |= {t.shape[-1] for t in vars(module).values()
+              if isinstance(t, Tensor) and triangle(t) is not None and t.shape[-1] != n}
+    for size in sorted(sizes):
+        probe = torch.randn((BATCH, size, weights.d_in), generator=torch.Generator().manual_seed(0))
+        try:
+            run_forward(module, probe, weights)
+        except CheckError:
+            continue
+        diagnosis = (f"the mask, ({size}, {size}) for context_length = {size}, is used whole "
+                     f"rather than cut to the sentence's {n} tokens: forward raises on "
+                     f"{n} tokens and runs on exactly {size}; slice it, "
+                     "self.mask.bool()[:num_tokens, :num_tokens] (both axes)")
+        return CheckReport(
+            module=type(module).__name__, ok=False, steps=[], first_difference=None,
+            diagnosis=diagnosis, mistake=MASK_NOT_SLICED, tokens=tokens,
+            settings=[_assumptions(weights)],
+            notes=[f"On {n} tokens: {error}"],
+            raised=f"Raises on a sentence of {n} tokens, shorter than its mask "
+                   f"({size} × {size}); it runs only when the sentence is exactly "
+                   f"context_length = {size} tokens long")
+    raise error
+
+
+MASK_NOT_SLICED = "mask_not_sliced"
+"""The slug of a mask used whole, not cut to the sentence's length."""
+
+
+def _record(module: nn.Module, x: Tensor, second: Tensor | None, weights: LearnerWeights,
+            masks) -> tuple[Recording, Tensor, str, CheckError | None]:
     """Run the forward, and say on what: (recording, X it ran on, a note, the
-    error of the book's batch when only one sentence worked).
+    error of the batch of two when only one sentence worked).
 
-    ``masks(b)``: the dropout keep-masks for a batch of b (or None). Inputs the
-    caller ``given`` run as given, and (n, d_in) that raises as a batch of one.
-    Else first on the book's batch of two, ``torch.stack((X, X))`` (b = 2, as
-    chapter 3 does), then on X (n, d_in), then on a batch of one; when all
-    raise, the error of the run that got furthest is raised.
+    ``masks(b)``: the dropout keep-masks for a batch of b (or None). Without a
+    ``second`` sentence, X runs as given, and (n, d_in) that raises as a batch
+    of one. Else first on a batch of two different sentences,
+    ``torch.stack((X, second))`` (b = 2, as chapter 3 does), then on X (n,
+    d_in), then on a batch of one; when all raise, the error of the run that
+    got furthest is raised.
     """
+    given = second is None
     def run(inputs: Tensor) -> Recording:
         return run_forward(module, inputs, weights, masks(inputs.shape[0] if inputs.dim() == 3
                                                           else 1))
@@ -538,7 +616,7 @@ def _record(module: nn.Module, x: Tensor, weights: LearnerWeights, masks,
     if x.dim() == 3:
         tries = [x]
     else:
-        tries = [x, x[None]] if given else [torch.stack((x,) * BATCH), x, x[None]]
+        tries = [x, x[None]] if given else [torch.stack((x, second)), x, x[None]]
     errors: list[CheckError] = []
     for inputs in tries:
         try:
@@ -597,7 +675,7 @@ def spell(interface: str, **values: Any) -> str:
     python = ", ".join(f"{name}={value}" for name, value in values.items())
     if interface != "app":
         return python
-    if set(values) <= {"d_in", "d_out", "num_heads", "sentence", "seed"}:
+    if set(values) <= {"d_in", "d_out", "num_heads", "sentence", "seed", "n_heads", "causal"}:
         return " and ".join(f"{name} = {value}" for name, value in values.items()) + \
             " in the sidebar"
     return (f"{python} in a notebook, or "
@@ -686,7 +764,16 @@ def _found_biases(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours:
             break
 
 
-_STACKED = " (the book's batch of two, torch.stack((inputs, inputs)))"
+_STACKED = (" (a batch of two different sentences: yours, and a second of as many tokens "
+            "drawn from seed + 1)")
+
+
+def _assumptions(weights: LearnerWeights) -> str:
+    """The report's first line: what the check assumed about the module, and why."""
+    causal = (f"causal ({weights.causal_why})" if weights.causal else
+              f"not causal ({weights.causal_why or 'no mask in the module or its forward'})")
+    heads = f"{weights.n_heads} head{'s' if weights.n_heads > 1 else ''} ({weights.heads_why})"
+    return f"assumed: {causal}; {heads}"
 
 
 def _settings(weights: LearnerWeights, x: Tensor, tokens: list[str], where: str,
@@ -696,7 +783,7 @@ def _settings(weights: LearnerWeights, x: Tensor, tokens: list[str], where: str,
              (f" (head_dim {weights.head_dim})" if weights.n_heads > 1 else "") +
              (", causal" if weights.causal else "") + (", out_proj" if weights.W_out is not None
                                                        else ""))
-    return [sizes, "read: " + "; ".join(weights.found),
+    return [_assumptions(weights), sizes, "read: " + "; ".join(weights.found),
             f"inputs: {' '.join(tokens)!r} ({len(tokens)} tokens), {where}",
             f"ran on a tensor of shape {tuple(x.shape)}"
             f"{_STACKED if stacked else ''}, "
@@ -708,9 +795,10 @@ def _slice(tensor: Tensor, batch: int, head: int | None) -> Tensor:
 
 
 def _difference_at(step: str, ours: Tensor, yours: Tensor | None, tokens: list[str],
-                   returned: Tensor | None) -> Difference:
+                   returned: Tensor | None, second: bool = False) -> Difference:
     """The first differing cell of ``step`` (batch, head, row, column order),
-    and the (batch, head) slice around it, ours and the learner's."""
+    and the (batch, head) slice around it, ours and the learner's; ``second``:
+    batch item 1 is the check's own second sentence (its rows are numbered)."""
     per_head = ours.dim() == 4
     labels = token_labels(tokens)
     cols = labels if STEPS[step].cols.labels == TOKENS else \
@@ -726,6 +814,9 @@ def _difference_at(step: str, ours: Tensor, yours: Tensor | None, tokens: list[s
     differs = ~agreeing(ours, yours)
     first = differs.nonzero()[0].tolist()
     batch, head = first[0], first[1] if per_head else None
+    if batch > 0 and second:  # the batch's second sentence: its tokens have no words
+        labels = [f"#{i + 1}" for i in range(len(tokens))]
+        cols = labels if STEPS[step].cols.labels == TOKENS else cols
     row, col = first[-2], first[-1]
     mine, theirs = _slice(ours, batch, head), _slice(yours, batch, head)
     cells = _slice(differs, batch, head).nonzero()[:MAX_OUTLINED].tolist()
@@ -766,8 +857,8 @@ def _variants(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dic
                              lambda ours, t: dropout_keep_mask(ours, t) is not None)
         if dropped is not None:
             keep, p = dropout_keep_mask(weights_, dropped)
-            steps = attention_steps(x, weights.params(), **{**pipeline, "dropout": p,
-                                                              "keep_mask": keep})
+            steps = pipeline_steps(x, weights.params(), **{**pipeline, "dropout": p,
+                                                             "keep_mask": keep})
             zeroed = int(((keep == 0) & (weights_ > 0)).sum())
             out.append(_Variant(DROPOUT_ACTIVE, dropout_diagnosis(
                 p, zeroed, int((weights_ > 0).sum()), weights.training,
@@ -782,7 +873,57 @@ def _variants(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dic
             continue
         if not close(reference[final], steps[final]):
             out.append(_Variant(mistake.slug, mistake.diagnosis(sizes), steps))
+    return out + _mixed_projections(weights, x, pipeline, reference)
+
+
+_PROJECTION_OF = {"queries": ("W_query", "b_query"), "keys": ("W_key", "b_key"),
+                  "values": ("W_value", "b_value")}
+
+
+def _mixed_projections(weights: LearnerWeights, x: Tensor, pipeline: dict,
+                       reference: dict) -> list[_Variant]:
+    """One projection computed with another's weights (``keys = self.W_query(x)``):
+    a variant for each ordered pair whose shapes allow it."""
+    final = [s for s in COMPARED if s in reference][-1]
+    out = []
+    for step, (w, b) in _PROJECTION_OF.items():
+        for other, (w_other, b_other) in _PROJECTION_OF.items():
+            params = weights.params()
+            if other == step or params[w_other].shape != params[w].shape:
+                continue
+            params[w], params[b] = params[w_other], params[b_other]
+            steps = pipeline_steps(x, params, **pipeline)
+            if not close(reference[final], steps[final]):
+                out.append(_Variant(MIXED_PROJECTION, f"the {step} are computed with "
+                                    f"{w_other}, not {w}: {step} = self.{w}(x)",
+                                    steps))
     return out
+
+
+MIXED_PROJECTION = "projection_mixed_up"
+"""The slug of one projection computed with another's weights."""
+
+
+def _blind(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dict) -> list[str]:
+    """One line for the classic mistakes these sizes and inputs still cannot
+    show: those whose output equals the reference's here (none at the
+    check's default sizes, where d_in, d_out, head_dim and num_heads differ)."""
+    final = [s for s in COMPARED if s in reference][-1]
+    sizes = _sizes(weights, x.shape[-2], pipeline)
+    blind = []
+    for mistake in MISTAKES.values():
+        if not mistake.applies(sizes):
+            continue
+        try:
+            steps = mistaken_steps(mistake, sizes, x, weights.params(), **pipeline)
+        except RuntimeError:
+            continue
+        if close(reference[final], steps[final]):
+            blind.append(mistake.slug)
+    if not blind:
+        return []
+    return [f"at these sizes and inputs, these mistakes give the reference's own numbers, so "
+            f"this check cannot show them: {', '.join(blind)}"]
 
 
 def _diagnosis(explaining: list[_Variant]) -> str:
@@ -910,9 +1051,9 @@ class _Where:
 
 
 def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any = None,
-                 seed: int = 123, causal: bool | None = None, dropout_seed: int | None = None,
-                 timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
-                 interface: str = "api") -> CheckReport:
+                 seed: int = 123, causal: bool | None = None, n_heads: int | None = None,
+                 dropout_seed: int | None = None, timeout: float | None = TIMEOUT_S,
+                 memory_mb: int | None = MEMORY_MB, interface: str = "api") -> CheckReport:
     """Compare a learner's attention module with the reference, step by step.
 
     ``module``: an ``nn.Module`` with the book's names (see
@@ -922,17 +1063,21 @@ def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any 
     ``sentence`` (default "Your journey starts with one step") embedded as the
     app does with ``seed`` (embedding="table"), or for the journey sentence with
     d_in = 3 the book's hand-picked vectors, as the book uses them. The forward
-    gets the book's batch of two, ``torch.stack((X, X))`` (2, n, d_in); if that
-    raises, X (n, d_in), then a batch of one. A module with a mask or heads that
+    gets a batch of two different sentences, X and a second one of the same
+    length (`second_sentence`), (2, n, d_in); if that raises, X (n, d_in),
+    then a batch of one. A module with a mask or heads that
     runs only without the batch is a difference (``mistake="no_batch"``, with
     the ``.T`` on a 3-D tensor named when that is the cause); SelfAttention_v1
     and v2, which the book runs on one sentence, get a note. ``interface``
     (``"api"``, ``"cli"``, ``"app"``): how the advice spells settings (`spell`).
     ``timeout`` (s) and ``memory_mb``: `explorer.checker.limits.limits` around the
     check (None: no limit).
-    ``causal``: override the mask buffer's say (for ``nn.MultiheadAttention``:
-    pass the causal mask). ``dropout_seed``: compare with dropout on, in
-    train() mode (see the module docstring).
+    ``causal`` (None: read from the module, `assumptions`): compare with the
+    causal mask or without it (for ``nn.MultiheadAttention``: pass the causal
+    mask). ``n_heads`` (None: read from the module): the number of heads.
+    The report's first line says what was assumed and why.
+    ``dropout_seed``: compare with dropout on, in train() mode (see the module
+    docstring).
 
     Reproduces the book's Listings 3.1-3.5 (scaled dot-product attention,
     Vaswani et al. 2017 eq. 1) with the module's own weights. Returns a
@@ -942,36 +1087,48 @@ def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any 
     the explorer's limits.
     """
     with limits(timeout, memory_mb, interface):
-        return _check(module, sentence, inputs, seed, causal, dropout_seed, interface)
+        return _check(module, sentence, inputs, seed, causal, n_heads, dropout_seed, interface)
 
 
 def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
-           causal: bool | None, dropout_seed: int | None, interface: str) -> CheckReport:
+           causal: bool | None, n_heads: int | None, dropout_seed: int | None,
+           interface: str) -> CheckReport:
     """`check_module` without its limits."""
-    weights = read_weights(module, causal)
+    weights = read_weights(module, causal, n_heads)
     x, tokens, where = _inputs(weights.d_in, sentence, inputs, seed)
-    h, n = weights.n_heads, x.shape[-2]
+    second = None if inputs is not None else second_sentence(x, seed, where)
+    n = x.shape[-2]
     dropout_on = _dropout_compared(weights, dropout_seed)
 
     def masks(batch: int) -> Tensor | None:
-        return recipes.dropout_mask((batch, h, n, n), weights.dropout, dropout_seed) \
-            if dropout_on else None
+        return recipes.dropout_mask((batch, weights.n_heads, n, n), weights.dropout,
+                                    dropout_seed) if dropout_on else None
 
-    _validate(weights, x if inputs is not None or x.dim() == 3 else torch.stack((x,) * BATCH),
-              tokens)
-    recording, x_run, how, batch_error = _record(module, x, weights, masks,
-                                                 given=inputs is not None)
+    _validate(weights, x if second is None else torch.stack((x, second)), tokens)
+    try:
+        recording, x_run, how, batch_error = _record(module, x, second, weights, masks)
+    except CheckError as error:
+        return _mask_not_sliced(module, weights, error, x, tokens, interface)
+    if n_heads is None and not weights.heads_known:
+        weights = _heads_from_tensors(module, weights, causal, recording, x_run)
+        if dropout_on and weights.n_heads > 1:
+            recording, x_run, how, batch_error = _record(module, x, second, weights, masks)
+    if recording.causal_seen and causal is None and not weights.causal:
+        for reading in (weights, *weights.alternatives):
+            reading.causal, reading.causal_why = True, recording.causal_seen
+    h = weights.n_heads
     xb = x_run if x_run.dim() == 3 else x_run[None]  # the reference always has a batch axis
     batch = xb.shape[0]
     keep_masks = masks(batch)
     yours = _Yours(recording.tensors, batch, h)
     returned = _Yours([recording.output], batch, h)
-    if recording.causal_call and causal is None and not weights.causal:
-        _causal_by_call(weights)
     pipeline = {"n_heads": h, "causal": weights.causal,
                 "dropout": weights.dropout if dropout_on else 0.0, "keep_mask": keep_masks}
-    weights, reference = _reading(module, weights, xb, yours, pipeline)
-    names = [s for s in COMPARED if s in reference]
+    weights, reference, queries_read = _reading(module, weights, xb, yours, pipeline)
+    pipeline["mask_first"] = _masks_first(reference, yours, pipeline)
+    if pipeline["mask_first"]:
+        reference = pipeline_steps(xb, weights.params(), **pipeline)
+    names = [s for s in (MASK_FIRST if pipeline["mask_first"] else COMPARED) if s in reference]
     final = names[-1]
 
     def lookup(step: str) -> _Yours:
@@ -989,22 +1146,35 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
 
     results = _step_results(names, reference, found, first, theirs, lookup)
     n_values, worst = _matched_totals(results, reference)
+    if theirs is not None and first is not None and theirs.shape != reference[first].shape:
+        theirs = None  # (their output has another width: said in the difference's note)
     first_difference = None if first is None else _difference_at(
-        first, reference[first], theirs, tokens, recording.output if first == final else None)
+        first, reference[first], theirs, tokens, recording.output if first == final else None,
+        second is not None)
+    if first_difference is not None:
+        first_difference.since = _since(first, names, found)
     notes = [note for note in (how, _dropout_note(weights, dropout_seed, dropout_on, interface))
              if note]
     slug = mistake.slug if mistake else None
+    if not ok and slug is None and recording.dropped:
+        slug, diagnosis = _dropout_elsewhere(recording.dropped, reference)
     if batch_error is not None:
         ok, slug, diagnosis = _batch_verdict(module, weights, batch_error, x_run,
                                              (ok, slug, diagnosis), notes)
+    uncertain = "" if ok or slug is not None else _uncertain(module, weights, queries_read,
+                                                               interface)
+    if uncertain:
+        results = [StepResult(r.step, UNSURE, r.max_difference) if r.status == DIFFERS else r
+                   for r in results]
     return CheckReport(
         module=type(module).__name__, ok=ok, steps=results, first_difference=first_difference,
         diagnosis=diagnosis or None, mistake=slug, tokens=tokens,
-        settings=_settings(weights, x_run, tokens, where, stacked=inputs is None
-                           and x_run.dim() == 3 and x_run.shape[0] == BATCH),
+        settings=_settings(weights, x_run, tokens, where, second is not None and
+                           x_run.dim() == 3 and x_run.shape[0] == BATCH),
         notes=notes + recording.notes,
-        warnings=hidden_steps(module, weights, n, interface),
-        n_values=n_values, max_difference=worst[0], worst_step=worst[1])
+        warnings=hidden_steps(module, weights, n, interface) + _blind(weights, xb, pipeline,
+                                                                       reference),
+        n_values=n_values, max_difference=worst[0], worst_step=worst[1], uncertain=uncertain)
 
 
 def _batch_verdict(module: nn.Module, weights: LearnerWeights, batch_error: CheckError,
@@ -1029,11 +1199,119 @@ def _dropout_compared(weights: LearnerWeights, dropout_seed: int | None) -> bool
             and weights.torch_mha is None and weights.inner_mha is None)
 
 
-def _causal_by_call(weights: LearnerWeights) -> None:
-    """The forward called ``scaled_dot_product_attention(..., is_causal=True)``:
-    a causal mask without a mask buffer."""
-    weights.causal = True
-    weights.found.append("causal: scaled_dot_product_attention(..., is_causal=True)")
+def _heads_from_tensors(module: nn.Module, weights: LearnerWeights, causal: bool | None,
+                        recording: Recording, x_run: Tensor) -> LearnerWeights:
+    """The head count when the module names none: the head axis of the first
+    tensor of the scores' shape its forward made, (b, num_heads, n, n) or
+    (b·num_heads, n, n) ((b, n, n): one head). The weights read again with
+    it; as read (one head, ``heads_known`` False) when no such tensor shows one."""
+    b, n = (x_run.shape[0] if x_run.dim() == 3 else 1), x_run.shape[-2]
+    for t in recording.tensors:
+        if tuple(t.shape[-2:]) != (n, n) or t.dim() not in (2, 3, 4):
+            continue
+        if t.dim() == 2:
+            if x_run.dim() == 3:  # a mask made in forward, not scores
+                continue
+            h, shape = 1, tuple(t.shape)
+        elif t.dim() == 4 and t.shape[0] == b:
+            h, shape = t.shape[1], tuple(t.shape)
+        elif t.dim() == 3 and t.shape[0] % b == 0:
+            h, shape = t.shape[0] // b, tuple(t.shape)
+        else:
+            continue
+        try:
+            read = read_weights(module, causal, h)
+        except CheckError:
+            continue
+        read.heads_why = f"the head axis seen in forward's {shape} scores"
+        for reading in read.alternatives:
+            reading.heads_why = read.heads_why
+        return read
+    return weights
+
+
+def _masks_first(reference: dict[str, Tensor], yours: _Yours, pipeline: dict) -> bool:
+    """Whether the learner's code masks the scores before it scales them (the
+    book's order) rather than after: the order in which more steps match; when
+    as many do, the order the first new tensor of the scores' shape made after
+    the scores follows: agreeing with the scores as they are in more cells
+    (masked, unscaled) than with the scaled scores."""
+    if not pipeline["causal"]:
+        return False
+    scores, scaled = reference["attn_scores"], reference["scaled_scores"]
+    masked_first = _masked_unscaled(reference)
+    after = sum(yours.find(s, reference[s]) is not None for s in ("scaled_scores", "masked_scores"))
+    before = sum(yours.find(s, t) is not None for s, t in
+                 (("masked_scores", masked_first), ("scaled_scores", reference["masked_scores"])))
+    if before != after:
+        return before > after
+    whole, _ = yours.candidates("attn_scores", tuple(scores.shape))
+    for _, t in whole:
+        if close(scores, t) or close(scaled, t) or close(reference["masked_scores"], t):
+            continue
+        plain, divided = _agreement(scores, t), _agreement(scaled, t)
+        if plain != divided:
+            return plain > divided
+    return False
+
+
+def _masked_unscaled(reference: dict[str, Tensor]) -> Tensor:
+    """The scores masked before they are scaled, as the book computes them:
+    the reference's scores with −∞ where its masked scores have it."""
+    hidden = reference["masked_scores"] == -math.inf
+    return reference["attn_scores"].masked_fill(hidden, -math.inf)
+
+
+def _since(first: str, names: list[str], found: dict[str, Tensor | None]) -> str | None:
+    """The earliest step before ``first`` that their code never computes on its
+    own and from which ``first`` is computed: the difference may start there."""
+    for step in names[:names.index(first)]:
+        if found[step] is None and first in _downstream(step, names) and \
+                all(found[t] is None for t in _downstream(step, names)
+                    if names.index(t) < names.index(first)):
+            return step
+    return None
+
+
+def _dropout_elsewhere(shapes: list[tuple[int, ...]], reference: dict[str, Tensor]
+                       ) -> tuple[str | None, str]:
+    """Dropout applied to a tensor that is not the attention weights (the values,
+    the context, the output): (slug, diagnosis), or (None, "") when every
+    dropout call was on the weights' shape."""
+    weights_shape = tuple(reference["attn_weights"].shape[-2:])
+    other = [shape for shape in shapes if tuple(shape[-2:]) != weights_shape]
+    if not other:
+        return None, ""
+    return DROPOUT_ELSEWHERE, (f"dropout is applied to a tensor of shape {other[0]}, not to "
+                               f"the attention weights (…, {weights_shape[0]}, "
+                               f"{weights_shape[1]}): the book drops attention weights, "
+                               "attn_weights = self.dropout(attn_weights), after softmax")
+
+
+DROPOUT_ELSEWHERE = "dropout_elsewhere"
+"""The slug of dropout applied to another tensor than the attention weights."""
+
+
+def _uncertain(module: nn.Module, weights: LearnerWeights, queries_read: bool,
+               interface: str) -> str:
+    """Why a difference may be the check's misreading rather than the code's
+    mistake ("" when the reading is sure): a head count guessed, parameters
+    that were not placed, a fused layer whose queries are in none of the
+    layouts tried."""
+    reasons = []
+    if not weights.heads_known:
+        reasons.append("no head count was found (no num_heads, n_head, n_heads, heads or nhead "
+                       "attribute, no head axis in the tensors forward makes), so 1 was "
+                       f"assumed; say how many with {spell(interface, n_heads=2)}")
+    unread = unread_parameters(module, weights)
+    if unread:
+        reasons.append(f"the check could not place {', '.join(unread[:4])}"
+                       f"{' …' if len(unread) > 4 else ''}: they may change the output in a "
+                       "way it does not compute")
+    if weights.fused and not queries_read:
+        reasons.append("none of the layouts tried for the fused layer's columns gives the "
+                       "queries your forward computes")
+    return "; ".join(reasons)
 
 
 def _matched_totals(results: list[StepResult], reference: dict[str, Tensor]
@@ -1046,17 +1324,18 @@ def _matched_totals(results: list[StepResult], reference: dict[str, Tensor]
 
 
 def _reading(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours: _Yours,
-             pipeline: dict[str, Any]) -> tuple[LearnerWeights, dict[str, Tensor]]:
-    """The reading of the module's weights its forward computes, and the
-    reference steps of it: the weights as read, then each other reading of
-    them (a fused layer's per-head layout, square parameters used as x @ W.T):
-    the first whose queries the forward computed (else the first reading)."""
+             pipeline: dict[str, Any]) -> tuple[LearnerWeights, dict[str, Tensor], bool]:
+    """The reading of the module's weights its forward computes, the reference
+    steps of it (scaling before masking), and whether its queries were seen:
+    the weights as read, then each other reading of them (a fused layer's other
+    layouts, square parameters used as x @ W.T): the first whose queries the
+    forward computed (else the first reading)."""
     for candidate in (weights, *weights.alternatives):
         _found_biases(module, candidate, xb, yours)
-        reference = attention_steps(xb, candidate.params(), **pipeline)
+        reference = pipeline_steps(xb, candidate.params(), **pipeline)
         if yours.find("queries", reference["queries"]) is not None:
-            return candidate, reference
-    return weights, attention_steps(xb, weights.params(), **pipeline)
+            return candidate, reference, True
+    return weights, pipeline_steps(xb, weights.params(), **pipeline), False
 
 
 def _step_results(names: list[str], reference: dict[str, Tensor],
@@ -1074,13 +1353,14 @@ def _step_results(names: list[str], reference: dict[str, Tensor],
         else:
             nearest = theirs if s == first else _nearest(
                 reference[s], lookup(s).options(s, reference[s]))
-            results.append(StepResult(s, DIFFERS, None if nearest is None
+            results.append(StepResult(s, DIFFERS, None if nearest is None or
+                                      nearest.shape != reference[s].shape
                                       else difference(reference[s], nearest)))
     return results
 
 
-def reference_steps(module: nn.Module, inputs: Any, *, causal: bool | None = None
-                    ) -> dict[str, Tensor]:
+def reference_steps(module: nn.Module, inputs: Any, *, causal: bool | None = None,
+                    n_heads: int | None = None) -> dict[str, Tensor]:
     """The reference's steps for ``module``'s weights on ``inputs``, as
     `check_module` compares them (dropout off).
 
@@ -1089,7 +1369,7 @@ def reference_steps(module: nn.Module, inputs: Any, *, causal: bool | None = Non
     `explorer.core.trace.compute_trace`: queries (n, d_k), attn_weights (n, n),
     context (n, d_v), output (n, d_out). Raises `CheckError` as `check_module`.
     """
-    weights = read_weights(module, causal)
+    weights = read_weights(module, causal, n_heads)
     x, _, _ = _inputs(weights.d_in, None, inputs, 0)
     xb = x if x.dim() == 3 else x[None]
     steps = attention_steps(xb, weights.params(), n_heads=weights.n_heads, causal=weights.causal)

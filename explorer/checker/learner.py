@@ -100,6 +100,11 @@ class LearnerWeights:
     inner_mha: nn.MultiheadAttention | None = None
     found: list[str] = field(default_factory=list)
     alternatives: list[LearnerWeights] = field(default_factory=list)
+    causal_why: str = ""
+    heads_why: str = ""
+    heads_known: bool = True
+    sources: list = field(default_factory=list)
+    fused: bool = False
 
     @property
     def d_in(self) -> int:
@@ -128,14 +133,28 @@ class LearnerWeights:
 
 
 _PROJECTIONS = ("W_query", "W_key", "W_value")
-EXPECTED = ("W_query, W_key and W_value, each an nn.Linear(d_in, d_out) or an nn.Parameter of "
-            "shape (d_in, d_out) (SelfAttention_v1 and v2, CausalAttention, "
-            "MultiHeadAttention), with any bias added after them; or one fused "
-            "nn.Linear(d_in, 3 * d_out) holding the query, key and value rows in that order "
-            "(self.qkv as in the notebook's MultiHeadAttentionCombinedQKV, GPT-2's c_attn); "
-            "or heads, a list of such modules (MultiHeadAttentionWrapper); or a "
+NAMES = {
+    "W_query": ("W_query", "query", "q_proj", "W_q", "to_q", "wq", "q_lin", "toqueries", "q"),
+    "W_key": ("W_key", "key", "k_proj", "W_k", "to_k", "wk", "k_lin", "tokeys", "k"),
+    "W_value": ("W_value", "value", "v_proj", "W_v", "to_v", "wv", "v_lin", "tovalues", "v"),
+}
+"""The names each projection goes by, the book's first: ``query`` (BERT, ng-video-lecture's
+``Head``), ``q_proj`` (Hugging Face, Llama), ``W_q`` (d2l), ``to_q`` (lucidrains), ``wq``
+(Meta's Llama), ``q_lin`` (DistilBERT), ``toqueries`` (Peter Bloem's tutorial)."""
+HEAD_ATTRIBUTES = ("num_heads", "n_head", "n_heads", "heads", "nhead", "h")
+"""The attributes a head count goes by (the book, nanoGPT, ..., lucidrains, nn.Transformer,
+the annotated transformer's ``self.h``)."""
+EXPECTED = ("W_query, W_key and W_value (or query/key/value, q_proj/k_proj/v_proj, W_q/W_k/W_v, "
+            "to_q/to_k/to_v, wq/wk/wv), each an nn.Linear(d_in, d_out), a GPT-2 Conv1D (weight "
+            "(d_in, d_out), x @ W + b), an nn.Sequential holding one of those, or an "
+            "nn.Parameter of shape (d_in, d_out) (the book's classes), with any bias added "
+            "after them; or one fused layer of width 3 * d_out holding the query, key and value "
+            "columns (self.qkv, GPT-2's c_attn, lucidrains' to_qkv); or a list of 3 or 4 such "
+            "layers, q, k, v [, out] (the annotated transformer's self.linears); or heads, a "
+            "list of single-head modules (MultiHeadAttentionWrapper); or a "
             "torch.nn.MultiheadAttention, or a module that holds one; and the output "
-            "projection as out_proj, or the one other nn.Linear(d_out, ...)")
+            "projection as out_proj (or proj, c_proj, o_proj, W_o, wo, to_out), or the one "
+            "other layer that takes d_out inputs")
 EXAMPLE = ("For example: self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias), the same for "
            "W_key and W_value, and in forward queries = self.W_query(x)")
 """What `read_weights` accepts, in the words of its error message."""
@@ -145,14 +164,61 @@ def _float(tensor: Tensor) -> Tensor:
     return tensor.detach().to(torch.float32).clone()
 
 
-def _projection(module: nn.Module, name: str) -> tuple[Tensor, Tensor | None, str] | None:
-    """``module.<name>`` as (W (d_in, d_out), bias or None, how it was stored)."""
-    layer = getattr(module, name, None)
+_Linear = tuple[Tensor, "Tensor | None", str, list]
+"""A layer read as x @ W + b: (W (d_in, d_out), b (d_out,) or None, how it was stored,
+the objects read)."""
+
+
+def _linear(layer) -> _Linear | None:
+    """``layer`` read as x @ W + b, or None when it is no linear form.
+
+    - ``nn.Linear``: its weight (d_out, d_in), transposed;
+    - a Conv1D (GPT-2's, Hugging Face's ``pytorch_utils.Conv1D``): a module whose
+      only parameters are a 2-D ``weight`` (d_in, d_out) and a ``bias`` (d_out,),
+      computing ``x @ W + b``; without a bias, only by its class name;
+    - an ``nn.Sequential`` whose one layer with parameters is such a layer
+      (lucidrains' ``to_out = nn.Sequential(nn.Linear(...), nn.Dropout(p))``);
+    - a 2-D tensor (d_in, d_out), used as ``x @ W`` (the book's Listing 3.1).
+    """
     if isinstance(layer, nn.Linear):
         bias = None if layer.bias is None else _float(layer.bias)
-        return _float(layer.weight).T, bias, "nn.Linear" + (" with bias" if bias is not None else "")
+        return (_float(layer.weight).T, bias, "nn.Linear" + (" with bias" if bias is not None
+                                                           else ""), [layer])
+    if isinstance(layer, nn.Sequential):
+        held = [m for m in layer if any(True for _ in m.parameters())]
+        inner = _linear(held[0]) if len(held) == 1 else None
+        return None if inner is None else (*inner[:2], f"nn.Sequential({inner[2]}, ...)",
+                                           inner[3] + [layer])
+    if isinstance(layer, nn.Module) and not isinstance(layer, nn.MultiheadAttention):
+        params = dict(layer.named_parameters())
+        weight, bias = params.get("weight"), params.get("bias")
+        if weight is None or weight.dim() != 2 or set(params) - {"weight", "bias"} or \
+                any(True for _ in layer.children()):
+            return None
+        named = "conv1d" in type(layer).__name__.lower()
+        if bias is not None and (bias.dim() != 1 or bias.shape[0] not in weight.shape):
+            return None
+        if named or (bias is not None and bias.shape[0] == weight.shape[1] != weight.shape[0]):
+            return (_float(weight), None if bias is None else _float(bias),
+                    "Conv1D (weight (d_in, d_out), x @ W + b)", [layer])
+        if bias is not None and bias.shape[0] == weight.shape[0]:
+            return (_float(weight).T, _float(bias), "a linear layer (weight (d_out, d_in), "
+                                                    "x @ W.T + b)", [layer])
+        return None
     if isinstance(layer, Tensor) and layer.dim() == 2:
-        return _float(layer), None, "nn.Parameter (d_in, d_out)"
+        return _float(layer), None, "nn.Parameter (d_in, d_out)", [layer]
+    return None
+
+
+def _projection(module: nn.Module, name: str) -> _Linear | None:
+    """The projection ``name`` (``W_query``, ``W_key``, ``W_value`` or an out
+    projection's name) as (W (d_in, d_out), bias or None, how, objects read): by
+    ``name`` itself, or for a projection by any of its `NAMES`."""
+    for alias in NAMES.get(name, (name,)):
+        found = _linear(getattr(module, alias, None))
+        if found is not None:
+            return found[0], found[1], found[2] if alias == name else f"{alias}: {found[2]}", \
+                found[3]
     return None
 
 
@@ -160,7 +226,9 @@ def _dropout_p(module: nn.Module) -> float:
     dropout = getattr(module, "dropout", None)
     if isinstance(dropout, nn.Dropout):
         return float(dropout.p)
-    return float(dropout) if isinstance(dropout, (int, float)) else 0.0
+    if isinstance(dropout, (int, float)) and not isinstance(dropout, bool):
+        return float(dropout)
+    return max((float(m.p) for m in module.modules() if isinstance(m, nn.Dropout)), default=0.0)
 
 
 def _parameters_text(module: nn.Module) -> str:
@@ -178,7 +246,97 @@ def _missing_names(module: nn.Module) -> CheckError:
                                 f"{EXPECTED}. {name} {has}. {EXAMPLE}.")
 
 
-def _read_torch_mha(mha: nn.MultiheadAttention, causal: bool) -> LearnerWeights:
+# ---------------------------------------------------------------------------
+# What the module means: causal or not, how many heads
+# ---------------------------------------------------------------------------
+def triangle(t: Tensor) -> str | None:
+    """Whether the last two axes of ``t`` (square, 2 or more) hold a causal mask's
+    pattern, the same in every leading slice: ``"lower"`` (ones or True on and
+    below the diagonal: what may be seen, nanoGPT's ``tril``), ``"upper"`` (ones
+    or True above it: what is hidden, the book's ``triu(..., diagonal=1)``), or
+    an additive mask or masked scores: −∞ (or below −1e4) in one triangle and
+    finite numbers elsewhere (``"masked above"`` / ``"masked below"``). A
+    diagonal shifted by one (a mask that also hides the diagonal) counts too.
+    None otherwise."""
+    if t.dim() < 2 or t.shape[-1] != t.shape[-2] or t.shape[-1] < 2 or t.numel() > 2**22:
+        return None
+    if t.is_complex():
+        return None
+    n = t.shape[-1]
+    flat = t.detach().reshape(-1, n, n)
+    if not bool((flat == flat[:1]).all()) and not (t.is_floating_point()):
+        return None
+    ones = torch.ones(n, n, dtype=torch.bool)
+    if t.dtype == torch.bool or bool(((flat == 0) | (flat == 1)).all()):
+        if not bool((flat == flat[:1]).all()):
+            return None
+        m = flat[0].bool()
+        for offset in (0, -1):
+            if bool((m == torch.tril(ones, offset)).all()):
+                return "lower"
+        for offset in (1, 0):
+            if bool((m == torch.triu(ones, offset)).all()):
+                return "upper"
+        return None
+    if not t.is_floating_point():
+        return None
+    hidden = flat <= -1e4
+    if not bool((hidden == hidden[:1]).all()) or not bool(hidden.any()):
+        return None
+    hidden = hidden[0]
+    if bool(torch.isnan(flat).any()) or not bool(torch.isfinite(flat[:, ~hidden]).all()):
+        return None
+    for offset, where in ((1, "masked above"), (0, "masked above"),
+                          (-1, "masked below"), (0, "masked below")):
+        pattern = torch.triu(ones, offset) if where == "masked above" else torch.tril(ones, offset)
+        if bool((hidden == pattern).all()):
+            return where
+    return None
+
+
+def causal_evidence(module: nn.Module) -> str:
+    """Why ``module`` is causal attention, in words, or "" when nothing says so:
+    a buffer or tensor attribute that holds a triangular mask (`triangle`),
+    whatever its name (the book's ``mask``, nanoGPT's ``bias``, ng-video-lecture's
+    ``tril``), or "Causal" in its class name. (A mask built in ``forward`` or
+    ``scaled_dot_product_attention(..., is_causal=True)`` shows only when it
+    runs: `Recording.causal_seen`.)"""
+    held = dict(module.named_buffers(recurse=False))
+    held.update({k: v for k, v in vars(module).items() if isinstance(v, Tensor)})
+    held.update({k: v for k, v in module.named_parameters(recurse=False) if not v.requires_grad})
+    for name, tensor in held.items():
+        shape = triangle(tensor)
+        if shape is not None:
+            kind = "buffer" if name in dict(module.named_buffers(recurse=False)) else "tensor"
+            what = {"lower": "lower-triangular (what each token may see)",
+                    "upper": "upper-triangular (the future it hides)",
+                    "masked above": "−∞ above the diagonal",
+                    "masked below": "−∞ below the diagonal"}[shape]
+            return f"the {kind} `{name}` {tuple(tensor.shape)} is {what}"
+    if "causal" in type(module).__name__.lower():
+        return f"the class name {type(module).__name__} says causal"
+    return ""
+
+
+def heads_evidence(module: nn.Module) -> tuple[int, str] | None:
+    """The module's head count and where it was read: the first of
+    `HEAD_ATTRIBUTES` that holds a whole number; None when none does."""
+    for name in HEAD_ATTRIBUTES:
+        value = getattr(module, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value, f"its {name} = {value}"
+    return None
+
+
+def _causal(module: nn.Module, causal: bool | None) -> tuple[bool, str]:
+    """(causal, why): ``causal`` when given, else the module's evidence."""
+    if causal is not None:
+        return causal, f"as you said (causal={causal})"
+    why = causal_evidence(module)
+    return bool(why), why
+
+
+def _read_torch_mha(mha: nn.MultiheadAttention, causal: bool | None) -> LearnerWeights:
     """``torch.nn.MultiheadAttention``: in_proj_weight (3E, E) holds W_query,
     W_key, W_value as nn.Linear weights (transposed here), in_proj_bias their biases."""
     if mha.bias_k is not None or mha.add_zero_attn:
@@ -194,59 +352,97 @@ def _read_torch_mha(mha: nn.MultiheadAttention, causal: bool) -> LearnerWeights:
     return LearnerWeights(
         *weights, *biases, W_out=_float(mha.out_proj.weight).T,
         b_out=torch.zeros(E) if out_bias is None else _float(out_bias),
-        n_heads=mha.num_heads, causal=causal, dropout=float(mha.dropout), training=mha.training,
-        torch_mha=mha,
+        n_heads=mha.num_heads, causal=bool(causal), dropout=float(mha.dropout),
+        training=mha.training, torch_mha=mha,
+        causal_why=f"as you said (causal={causal})" if causal is not None else
+        "torch.nn.MultiheadAttention is causal only when told (causal=True)",
+        heads_why=f"its num_heads = {mha.num_heads}", sources=[mha],
         found=[f"torch.nn.MultiheadAttention(embed_dim={E}, num_heads={mha.num_heads}, "
                f"batch_first={mha.batch_first})", "in_proj_weight split into W_query, W_key, "
                "W_value" + (", in_proj_bias" if biases[0] is not None else ""), "out_proj"])
 
 
-_FUSED = ("qkv", "c_attn", "in_proj", "W_qkv", "qkv_proj", "to_qkv")
-"""The names a fused query-key-value nn.Linear goes by, tried first."""
-_OUT = ("out_proj", "proj", "c_proj", "o_proj", "W_o", "W_out", "out")
+_FUSED = ("qkv", "c_attn", "in_proj", "W_qkv", "qkv_proj", "to_qkv", "Wqkv", "query_key_value")
+"""The names a fused query-key-value layer goes by, tried first."""
+_OUT = ("out_proj", "proj", "c_proj", "o_proj", "W_o", "W_out", "out", "wo", "to_out",
+        "unifyheads", "dense", "out_lin")
 """The names an output projection goes by, tried first."""
 
 
-def _linears(module: nn.Module, used: set[str] = frozenset()) -> dict[str, nn.Linear]:
-    return {name: child for name, child in module.named_children()
-            if isinstance(child, nn.Linear) and name not in used}
+def _linears(module: nn.Module, used: set[str] = frozenset()) -> dict[str, _Linear]:
+    """The module's children that are linear forms (`_linear`), by name."""
+    out = {}
+    for name, child in module.named_children():
+        read = None if name in used else _linear(child)
+        if read is not None:
+            out[name] = read
+    return out
 
 
-def _fused(module: nn.Module) -> tuple[str, nn.Linear] | None:
-    """A fused query-key-value layer: an ``nn.Linear(d_in, 3 * d_out)`` by one
-    of the `_FUSED` names, or the module's only nn.Linear whose width divides by 3."""
-    layers = {name: layer for name, layer in _linears(module).items()
-              if layer.out_features % 3 == 0}
+def _fused(module: nn.Module) -> tuple[str, _Linear] | None:
+    """A fused query-key-value layer: a linear form of width 3 * d_out by one
+    of the `_FUSED` names, or the module's only one whose width divides by 3."""
+    layers = {name: read for name, read in _linears(module).items()
+              if read[0].shape[1] % 3 == 0}
     named = [name for name in _FUSED if name in layers]
     if named:
         return named[0], layers[named[0]]
     return next(iter(layers.items())) if len(layers) == 1 else None
 
 
-def _read_fused(module: nn.Module, name: str, layer: nn.Linear, causal: bool | None
-                ) -> LearnerWeights:
-    """``module.<name>``, an ``nn.Linear(d_in, 3 * d_out)``: its weight's rows
-    are W_query, W_key, W_value (as ``qkv.view(b, n, 3, num_heads, head_dim)``
-    and ``qkv.split(d_out, dim=-1)`` read them), each transposed to (d_in, d_out)."""
-    weights = [_float(w).T for w in layer.weight.chunk(3)]
-    biases = [None] * 3 if layer.bias is None else [_float(b) for b in layer.bias.chunk(3)]
-    how = (f"the fused {name} = nn.Linear({layer.in_features}, {layer.out_features}"
-           f"{', bias' if layer.bias is not None else ', bias=False'})")
-    read = _assemble(module, weights, biases, causal, [
-        f"W_query, W_key, W_value as the rows of {how}, in that order"], {name})
-    h, hd = read.n_heads, read.head_dim
+LAYOUTS = {
+    (0, 1, 2): "in that order",
+    (1, 0, 2): "head by head (qkv.view(b, n, num_heads, 3 * head_dim))",
+    (1, 2, 0): "laid out (num_heads, head_dim, 3)",
+    (0, 2, 1): "laid out (3, head_dim, num_heads)",
+    (2, 0, 1): "laid out (head_dim, 3, num_heads)",
+    (2, 1, 0): "laid out (head_dim, num_heads, 3)",
+}
+"""How a fused layer's 3 · d_out columns may be laid out, as the order of the
+axes (qkv, head, dim) they are read in, in order of likelihood."""
 
-    def per_head(t: Tensor) -> list[Tensor]:  # rows (h, 3, hd, ...) -> q, k, v (h·hd, ...)
-        t = _float(t).reshape(h, 3, hd, *t.shape[1:])
-        return [t[:, i].reshape(h * hd, *t.shape[3:]) for i in range(3)]
 
-    if h > 1:
-        alt = _assemble(module, [w.T for w in per_head(layer.weight)],
-                        [None] * 3 if layer.bias is None else per_head(layer.bias), causal,
-                        [f"W_query, W_key, W_value as the rows of {how}, head by head "
-                         "(qkv.view(b, n, num_heads, 3 * head_dim))"], {name})
-        read.alternatives.append(alt)
-    return read
+def _read_fused(module: nn.Module, name: str, read: _Linear, causal: bool | None,
+                n_heads: int | None) -> LearnerWeights:
+    """``module.<name>``, a linear form of width 3 * d_out: its columns hold
+    W_query, W_key, W_value; first as `LAYOUTS`' first, (3, num_heads, head_dim),
+    as ``qkv.split(d_out, dim=-1)`` reads them; every other layout of (3,
+    num_heads, head_dim) is an alternative, tried when the forward's queries
+    are not those."""
+    w, b, how_stored, objects = read
+    d_in, width = w.shape
+    d = width // 3
+    bias = ", bias" if b is not None else ", bias=False"
+    how = (f"the rows of the fused {name} = nn.Linear({d_in}, {width}{bias})"
+           if how_stored.startswith("nn.Linear") else
+           f"the columns of the fused {name} = {how_stored.split(' ')[0]} ({d_in}, {width}{bias})")
+
+    def columns(order: tuple[int, ...], h: int) -> tuple[list[Tensor], list[Tensor | None]]:
+        sizes = {0: 3, 1: h, 2: d // h}
+        shape = [sizes[a] for a in order]
+
+        def pick(t: Tensor) -> list[Tensor]:  # (..., 3·d) -> q, k, v (..., d) with heads in order
+            t = t.reshape(*t.shape[:-1], *shape)
+            t = t.permute(*range(t.dim() - 3), *[t.dim() - 3 + order.index(a) for a in (0, 1, 2)])
+            return [t[..., i, :, :].reshape(*t.shape[:-3], d) for i in range(3)]
+        return pick(w), [None] * 3 if b is None else pick(b)
+
+    h = n_heads if n_heads is not None else (heads_evidence(module) or (1, ""))[0]
+    orders = [o for o in LAYOUTS if h > 1 or o in ((0, 1, 2), (1, 2, 0))]
+    first = None
+    for order in orders:
+        ws, bs = columns(order, h) if isinstance(h, int) and h >= 1 and d % h == 0 \
+            else columns((0, 1, 2), 1)
+        text = LAYOUTS[order] if h > 1 or order == (0, 1, 2) else "laid out (d_out, 3)"
+        reading = _assemble(module, ws, bs, causal,
+                            [f"W_query, W_key, W_value as {how}, {text}"], {name}, n_heads)
+        reading.sources += objects
+        reading.fused = True
+        if first is None:
+            first = reading
+        else:
+            first.alternatives.append(reading)
+    return first
 
 
 def _wrapped_mha(module: nn.Module) -> tuple[str, nn.MultiheadAttention] | None:
@@ -258,29 +454,31 @@ def _wrapped_mha(module: nn.Module) -> tuple[str, nn.MultiheadAttention] | None:
 def _read_wrapped_mha(module: nn.Module, name: str, mha: nn.MultiheadAttention,
                       causal: bool | None) -> LearnerWeights:
     """A module holding a ``torch.nn.MultiheadAttention`` (the notebook's
-    MHAPyTorchClass): its weights, causal when the module has a ``mask``
-    buffer, and any nn.Linear the module applies after it composed with the
+    MHAPyTorchClass): its weights, causal when the module holds a mask
+    (`causal_evidence`), and any linear layer the module applies after it composed with the
     MHA's own out_proj: (c·W_o + b_o)·W_p + b_p = c·(W_o·W_p) + (b_o·W_p + b_p)."""
-    mask = getattr(module, "mask", None)
-    weights = _read_torch_mha(mha, isinstance(mask, Tensor) if causal is None else causal)
+    is_causal, why = _causal(module, causal)
+    weights = _read_torch_mha(mha, is_causal)
+    weights.causal_why = why or "no mask found in the module (one built in forward shows when it runs)"
     weights.torch_mha, weights.inner_mha = None, mha
     weights.training = module.training
     weights.found[0] = f"{name}: " + weights.found[0]
     after = _out_layer(module, mha.embed_dim, set())
     if after is not None:
-        after_name, (w_p, b_p) = after[0], after[1][:2]
+        after_name, (w_p, b_p, _, objects) = after
         b_p = torch.zeros(w_p.shape[1]) if b_p is None else b_p
         weights.W_out, weights.b_out = weights.W_out @ w_p, weights.b_out @ w_p + b_p
+        weights.sources += objects
         weights.found.append(f"then {after_name}, composed with out_proj into one projection")
-    if isinstance(mask, Tensor):
-        weights.found.append(f"the mask buffer {tuple(mask.shape)}")
     return weights
 
 
 def _read_heads(module: nn.Module, heads, causal: bool | None) -> LearnerWeights:
     """``MultiHeadAttentionWrapper``: each head's W side by side, head h in
     columns ``h*head_dim:(h+1)*head_dim`` (as ``torch.cat(..., dim=-1)`` lays them out)."""
-    read = [read_weights(head, causal) for head in heads]
+    if causal is None and causal_evidence(module):
+        causal = True
+    read = [read_weights(head, causal, 1) for head in heads]
     if any(r.n_heads != 1 for r in read) or len({(r.d_in, r.d_k, r.d_v) for r in read}) != 1:
         raise CheckError("module", f"{type(module).__name__}.heads must hold single-head modules "
                                    "of equal sizes, as MultiHeadAttentionWrapper's CausalAttention")
@@ -296,25 +494,25 @@ def _read_heads(module: nn.Module, heads, causal: bool | None) -> LearnerWeights
     weights = LearnerWeights(
         **{name: side_by_side(name) for name in
            ("W_query", "W_key", "W_value", "b_query", "b_key", "b_value")},
-        n_heads=len(read), causal=first.causal, dropout=first.dropout,
-        training=module.training,
+        n_heads=len(read), causal=first.causal, dropout=max(first.dropout, _dropout_p(module)),
+        training=module.training, causal_why=first.causal_why and f"each head: {first.causal_why}",
+        heads_why=f"{len(read)} modules in its heads", sources=[s for r in read for s in r.sources],
         found=[f"heads: {len(read)} × {type(heads[0]).__name__}, each with "
                + ", ".join(first.found), "their weights side by side, as torch.cat(..., dim=-1)"])
     _read_out_proj(module, weights, {"heads"})
     return weights
 
 
-def _out_layer(module: nn.Module, d_v: int, used: set[str]
-               ) -> tuple[str, tuple[Tensor, Tensor | None, str]] | None:
-    """The output projection: ``out_proj`` (an nn.Linear or a (d_v, d_out)
-    tensor), another of the `_OUT` names, or the one nn.Linear left that
-    takes d_v inputs; (its name, (W (d_v, d_out), bias, how)) or None."""
+def _out_layer(module: nn.Module, d_v: int, used: set[str]) -> tuple[str, _Linear] | None:
+    """The output projection: ``out_proj`` (a linear form, `_linear`), another of
+    the `_OUT` names, or the one linear form left that takes d_v inputs; (its
+    name, (W (d_v, d_out), bias, how, objects)) or None."""
     for name in _OUT:
         found = _projection(module, name) if name not in used else None
         if found is not None and found[0].shape[0] == d_v:
             return name, found
-    left = [name for name, layer in _linears(module, used).items() if layer.in_features == d_v]
-    return (left[0], _projection(module, left[0])) if len(left) == 1 else None
+    left = [name for name, read in _linears(module, used).items() if read[0].shape[0] == d_v]
+    return (left[0], _linears(module, used)[left[0]]) if len(left) == 1 else None
 
 
 def _read_out_proj(module: nn.Module, weights: LearnerWeights, used: set[str]) -> None:
@@ -323,55 +521,85 @@ def _read_out_proj(module: nn.Module, weights: LearnerWeights, used: set[str]) -
     a bias. ``used``: the names already read as projections."""
     out = _out_layer(module, weights.d_v, used)
     if out is not None:
-        name, (w_out, b_out, _) = out
+        name, (w_out, b_out, how, objects) = out
         weights.W_out = w_out
         weights.b_out = torch.zeros(w_out.shape[1]) if b_out is None else b_out
+        weights.sources += objects
         weights.found.append("out_proj" if name == "out_proj" else f"{name} as out_proj")
 
 
 def _assemble(module: nn.Module, w: list[Tensor], b: list[Tensor | None], causal: bool | None,
-              found: list[str], used: set[str]) -> LearnerWeights:
+              found: list[str], used: set[str], n_heads: int | None = None) -> LearnerWeights:
     """W_query, W_key, W_value (d_in, d_out) and their biases, with the
-    module's ``num_heads`` (or ``n_heads``), mask buffer, dropout and output
+    module's head count (``n_heads`` when given, else `heads_evidence`, else 1,
+    a guess: ``heads_known`` False), causal mask (`_causal`), dropout and output
     projection, checked to fit together."""
     (w_q, w_k, w_v), name = w, type(module).__name__
     if not (w_q.shape[0] == w_k.shape[0] == w_v.shape[0]) or w_q.shape[1] != w_k.shape[1]:
         raise CheckError("module", f"{name}'s W_query {tuple(w_q.shape)}, W_key "
                                    f"{tuple(w_k.shape)} and W_value {tuple(w_v.shape)} (as "
                                    "(d_in, d_out)) must share d_in, and W_query and W_key d_out")
-    n_heads = getattr(module, "num_heads", getattr(module, "n_heads", 1))
+    known = True
+    if n_heads is not None:
+        why = f"as you said (n_heads={n_heads})"
+    elif (read := heads_evidence(module)) is not None:
+        n_heads, why = read
+    else:
+        n_heads, why, known = 1, "no head count found in the module", False
     if not isinstance(n_heads, int) or n_heads < 1 or w_q.shape[1] % n_heads \
             or w_v.shape[1] % n_heads:
-        raise CheckError("module", f"{name}.num_heads must be a whole number that divides "
-                                   f"d_out = {w_q.shape[1]} (got {n_heads!r})")
-    mask = getattr(module, "mask", None)
+        raise CheckError("module", f"{name}'s number of heads must be a whole number that divides "
+                                   f"d_out = {w_q.shape[1]} (got {n_heads!r}: {why})")
+    is_causal, causal_why = _causal(module, causal)
     weights = LearnerWeights(
-        w_q, w_k, w_v, *b, n_heads=n_heads,
-        causal=isinstance(mask, Tensor) if causal is None else causal,
+        w_q, w_k, w_v, *b, n_heads=n_heads, causal=is_causal, causal_why=causal_why,
+        heads_why=why, heads_known=known,
         dropout=_dropout_p(module), training=module.training, found=found)
     if n_heads > 1:
-        weights.found.append(f"num_heads = {n_heads} (head_dim {weights.head_dim})")
+        weights.found.append(f"n_heads = {n_heads} (head_dim {weights.head_dim})")
     _read_out_proj(module, weights, used)
-    if isinstance(mask, Tensor):
-        weights.found.append(f"the mask buffer {tuple(mask.shape)}")
     return weights
 
 
-def read_weights(module: nn.Module, causal: bool | None = None) -> LearnerWeights:
-    """The weights of a learner's attention module, by the book's names.
+def _listed(module: nn.Module) -> tuple[str, list[_Linear]] | None:
+    """A list of 3 or 4 linear forms taking the same inputs, q, k, v [, out], in
+    that order (the annotated transformer's ``self.linears = clones(nn.Linear(d_model,
+    d_model), 4)``)."""
+    for name, child in module.named_children():
+        if isinstance(child, (nn.ModuleList, nn.Sequential)) and len(child) in (3, 4):
+            read = [_linear(layer) for layer in child]
+            if all(r is not None for r in read) and len({r[0].shape[0] for r in read[:3]}) == 1:
+                return name, read
+    return None
 
-    - ``W_query``, ``W_key``, ``W_value``: an ``nn.Linear(d_in, d_out)`` (its
-      weight (d_out, d_in) is transposed to W (d_in, d_out); its bias, if any,
-      kept), or an ``nn.Parameter`` / tensor of shape (d_in, d_out) used as
-      ``x @ W`` (``SelfAttention_v1``, Listing 3.1).
+
+def _readable_child(module: nn.Module) -> nn.Module | None:
+    """The one child that holds every parameter of ``module`` (d2l's decoder block
+    holding its ``attention``), or None."""
+    children = [c for c in module.children() if any(True for _ in c.parameters())]
+    own = any(True for _ in module.parameters(recurse=False))
+    return children[0] if len(children) == 1 and not own and not isinstance(
+        children[0], (nn.ModuleList, nn.Sequential, nn.MultiheadAttention)) else None
+
+
+def read_weights(module: nn.Module, causal: bool | None = None,
+                 n_heads: int | None = None) -> LearnerWeights:
+    """The weights of a learner's attention module, by the book's names and the others'.
+
+    - ``W_query``, ``W_key``, ``W_value`` (or another of their `NAMES`): a linear
+      form (`_linear`: ``nn.Linear``, a GPT-2 ``Conv1D``, an ``nn.Sequential``
+      holding one, or an ``nn.Parameter`` / tensor of shape (d_in, d_out) used as
+      ``x @ W``, the book's Listing 3.1).
     - ``heads``: a list of such single-head modules (``MultiHeadAttentionWrapper``,
-      Listing 3.4), whose weights are laid side by side.
-    - or one fused ``nn.Linear(d_in, 3 * d_out)`` (`_FUSED` names: ``qkv``,
-      GPT-2's ``c_attn`` ...), its rows W_query, W_key, W_value in that order.
-    - ``num_heads`` (or ``n_heads``; default 1), the output projection
-      (``out_proj``, another `_OUT` name, or the one nn.Linear left that takes
-      d_out inputs), a ``mask`` buffer (then the attention is causal, unless
-      ``causal`` says otherwise), and ``dropout`` (``nn.Dropout`` or a float p).
+      Listing 3.4; ng-video-lecture's ``Head``), whose weights are laid side by side.
+    - or one fused linear form of width 3 * d_out (`_FUSED` names: ``qkv``,
+      GPT-2's ``c_attn`` ...), `LAYOUTS` of its columns.
+    - or a list of 3 or 4 linear forms: q, k, v and the output projection.
+    - or a module whose one child with parameters is any of these.
+    - the head count: ``n_heads`` when given, else `heads_evidence`; causal:
+      ``causal`` when given, else `causal_evidence`; the output projection
+      (``out_proj``, another `_OUT` name, or the one linear form left that takes
+      d_out inputs) and ``dropout`` (``nn.Dropout`` or a float p).
     - a ``torch.nn.MultiheadAttention``: its ``in_proj_weight`` / ``in_proj_bias``
       and ``out_proj``; causal only when ``causal=True``; or a module holding
       one (`_read_wrapped_mha`).
@@ -383,7 +611,7 @@ def read_weights(module: nn.Module, causal: bool | None = None) -> LearnerWeight
     the module holds instead, or when the sizes do not fit together.
     """
     if isinstance(module, nn.MultiheadAttention):
-        return _read_torch_mha(module, bool(causal))
+        return _read_torch_mha(module, causal)
     heads = getattr(module, "heads", None)
     if isinstance(heads, (nn.ModuleList, list, tuple)) and heads and \
             all(isinstance(h, nn.Module) for h in heads) and _projection(module, "W_query") is None:
@@ -396,17 +624,73 @@ def read_weights(module: nn.Module, causal: bool | None = None) -> LearnerWeight
                 return _read_wrapped_mha(module, *wrapped, causal)
             fused = _fused(module)
             if fused is not None:
-                return _read_fused(module, *fused, causal)
+                return _read_fused(module, *fused, causal, n_heads)
+            listed = _listed(module)
+            if listed is not None:
+                return _read_listed(module, *listed, causal, n_heads)
+            child = _readable_child(module)
+            if child is not None:
+                return _read_child(module, child, causal, n_heads)
         raise _missing_names(module)
-    (w_q, b_q, how), (w_k, b_k, _), (w_v, b_v, _) = read
+    (w_q, b_q, how, o_q), (w_k, b_k, _, o_k), (w_v, b_v, _, o_v) = read
+    used = {alias for name in _PROJECTIONS for alias in NAMES[name]}
     weights = _assemble(module, [w_q, w_k, w_v], [b_q, b_k, b_v], causal,
-                        [f"W_query, W_key, W_value as {how}"], set(_PROJECTIONS))
+                        [f"W_query, W_key, W_value as {how}"], used, n_heads)
+    weights.sources += o_q + o_k + o_v
     if how.startswith("nn.Parameter") and all(w.shape[0] == w.shape[1] for w in (w_q, w_k, w_v)):
-        weights.alternatives.append(_assemble(
-            module, [w_q.T, w_k.T, w_v.T], [b_q, b_k, b_v], causal,
-            ["W_query, W_key, W_value as nn.Parameter (d_out, d_in), used as x @ W.T"],
-            set(_PROJECTIONS)))
+        alt = _assemble(module, [w_q.T, w_k.T, w_v.T], [b_q, b_k, b_v], causal,
+                        ["W_query, W_key, W_value as nn.Parameter (d_out, d_in), used as x @ W.T"],
+                        used, n_heads)
+        alt.sources = list(weights.sources)
+        weights.alternatives.append(alt)
     return weights
+
+
+def _read_listed(module: nn.Module, name: str, read: list[_Linear], causal: bool | None,
+                 n_heads: int | None) -> LearnerWeights:
+    """`_listed`'s layers: q, k, v and, when there are four, the output projection."""
+    weights = _assemble(module, [r[0] for r in read[:3]], [r[1] for r in read[:3]], causal,
+                        [f"W_query, W_key, W_value as {name}[0], [1], [2] ({read[0][2]})"],
+                        {name}, n_heads)
+    weights.sources += [o for r in read[:3] for o in r[3]]
+    if len(read) == 4 and read[3][0].shape[0] == weights.d_v:
+        weights.W_out = read[3][0]
+        weights.b_out = torch.zeros(read[3][0].shape[1]) if read[3][1] is None else read[3][1]
+        weights.sources += read[3][3]
+        weights.found.append(f"{name}[3] as out_proj")
+    return weights
+
+
+def _read_child(module: nn.Module, child: nn.Module, causal: bool | None,
+                n_heads: int | None) -> LearnerWeights:
+    """A module whose one child with parameters is the attention (d2l's decoder
+    block holding ``self.attention``): the child's weights, with the outer
+    module's say on causal and heads first."""
+    if causal is None and causal_evidence(module):
+        causal = True
+    if n_heads is None and heads_evidence(module) is not None:
+        n_heads = heads_evidence(module)[0]
+    name = next(k for k, c in module.named_children() if c is child)
+    weights = read_weights(child, causal, n_heads)
+    weights.found[0] = f"{name}: {weights.found[0]}"
+    if not weights.causal_why or weights.causal_why.startswith("the class name") and \
+            causal_evidence(module):
+        weights.causal_why = causal_evidence(module) if causal is None or not weights.causal_why \
+            else weights.causal_why
+    weights.training = module.training
+    return weights
+
+
+def unread_parameters(module: nn.Module, weights: LearnerWeights) -> list[str]:
+    """The names of ``module``'s parameters the reading did not take (a layer the
+    check could not place): their numbers may change the output unseen."""
+    taken = set()
+    for source in weights.sources:
+        if isinstance(source, nn.Module):
+            taken.update(id(p) for p in source.parameters())
+        elif isinstance(source, Tensor):
+            taken.add(id(source))
+    return [name for name, p in module.named_parameters() if id(p) not in taken]
 
 
 # ---------------------------------------------------------------------------
@@ -420,13 +704,19 @@ class Recording:
     """One forward pass: ``tensors``, every floating-point tensor of 2 or more
     dims it produced (copies, in the order made, in-place results included);
     ``output``: what ``forward`` returned (its first element if a tuple);
-    ``notes``: what the report should say about the run; ``causal_call``: it
-    called ``scaled_dot_product_attention`` with ``is_causal=True``."""
+    ``notes``: what the report should say about the run; ``causal_seen``: why
+    the forward is causal, when it showed it ("" when not): it called
+    ``scaled_dot_product_attention`` with ``is_causal=True``, or made a
+    triangular mask or scores masked in one triangle (`triangle`) of the
+    sentence's size; ``dropped``: the shapes of tensors it applied dropout to
+    (p > 0, in training).
+    """
 
     tensors: list[Tensor]
     output: Tensor
     notes: list[str] = field(default_factory=list)
-    causal_call: bool = False
+    causal_seen: str = ""
+    dropped: list[tuple[int, ...]] = field(default_factory=list)
 
 
 class _Recorder(TorchFunctionMode):
@@ -434,7 +724,8 @@ class _Recorder(TorchFunctionMode):
     place), and, given ``keep_masks``, applies those dropout masks instead of
     drawing new ones."""
 
-    def __init__(self, keep_masks: Tensor | None = None, n_heads: int = 1):
+    def __init__(self, keep_masks: Tensor | None = None, n_heads: int = 1,
+                 n_tokens: int = 0):
         super().__init__()
         self.tensors: list[Tensor] = []
         self.bytes = 0
@@ -445,7 +736,9 @@ class _Recorder(TorchFunctionMode):
         self.notes: list[str] = []
         self.reversed_shapes: list[tuple[int, ...]] = []  # x.T on a tensor of 3+ dims
         self.caught: list[warnings.WarningMessage] = []  # filled by run_forward
-        self.causal_call = False  # scaled_dot_product_attention(..., is_causal=True)
+        self.causal_seen = ""  # why the forward is causal (is_causal=True, a mask it made)
+        self.n_tokens = n_tokens
+        self.dropped: list[tuple[int, ...]] = []  # shapes dropout was applied to
         self.warned: list[tuple] = []  # (warning, (file, line, globals) of theirs or None)
 
     def _keep(self, value) -> None:
@@ -467,6 +760,8 @@ class _Recorder(TorchFunctionMode):
         x = args[0]
         p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
         training = kwargs.get("training", kwargs.get("train", args[2] if len(args) > 2 else True))
+        if training and p:
+            self.dropped.append(tuple(x.shape))
         if self.keep_masks is None or not training or not p:
             return None
         masks = self.keep_masks
@@ -501,8 +796,9 @@ class _Recorder(TorchFunctionMode):
         if getattr(func, "__self__", None) is _TRANSPOSE_ALL and args \
                 and isinstance(args[0], Tensor) and args[0].dim() > 2:
             self.reversed_shapes.append(tuple(args[0].shape))
-        if func is _SDPA and kwargs.get("is_causal", len(args) > 5 and args[5]):
-            self.causal_call = True
+        if func is _SDPA and kwargs.get("is_causal", len(args) > 5 and args[5]) \
+                and not self.causal_seen:
+            self.causal_seen = "forward calls scaled_dot_product_attention(..., is_causal=True)"
         before = len(self.caught)
         out = self._dropout(args, kwargs) if func in _DROPOUTS else None
         if out is None:
@@ -515,7 +811,27 @@ class _Recorder(TorchFunctionMode):
         self._keep(out)
         if out is None and args and isinstance(args[0], Tensor):  # in place: x[mask] = ...
             self._keep(args[0])
+        self._look_for_mask(out if isinstance(out, Tensor) else
+                            args[0] if out is None and args and isinstance(args[0], Tensor)
+                            else None)
         return out
+
+    def _look_for_mask(self, t: Tensor | None) -> None:
+        """A causal mask made in forward, of the sentence's size (`triangle`):
+        (..., n, n), or (k·n, n) as d2l's ``sequence_mask`` makes it from
+        valid_lens 1, 2, ..., n."""
+        n = self.n_tokens
+        if self.causal_seen or t is None or n < 2 or t.dim() < 2 or t.shape[-1] != n:
+            return
+        if t.shape[-2] != n:
+            if t.dim() != 2 or t.shape[0] % n:
+                return
+            t = t.reshape(-1, n, n)
+        shape = triangle(t)
+        if shape is not None:
+            what = "a triangular mask" if shape in ("lower", "upper") else \
+                f"scores {shape.replace('masked', 'masked with −∞')} the diagonal"
+            self.causal_seen = f"forward makes {what}, {tuple(t.shape)}"
 
 
 _TRANSPOSE_ALL = torch._C.TensorBase.T
@@ -559,13 +875,29 @@ def _call(module: nn.Module, x: Tensor, weights: LearnerWeights) -> Tensor:
     (batch_first=False) the batch moved to axis 1 and back."""
     mha = weights.torch_mha
     if mha is None:
-        out = module(x)
+        out = module(*inputs_of(module, x))
         return out[0] if isinstance(out, (tuple, list)) else out
     seq_first = x.dim() == 3 and not mha.batch_first
     x = x.transpose(0, 1) if seq_first else x
     mask = att.causal_mask(x.shape[-2] if not seq_first else x.shape[0]) if weights.causal else None
     out, _ = mha(x, x, x, attn_mask=mask, need_weights=True, average_attn_weights=False)
     return out.transpose(0, 1) if seq_first else out
+
+
+def inputs_of(module: nn.Module, x: Tensor) -> tuple:
+    """What ``module``'s forward is called with: ``x``, or for a forward that
+    needs queries, keys and values apart (the annotated transformer's and
+    d2l's ``forward(query, key, value, mask)``) ``x`` for each of the first
+    three it needs and None for the rest (a mask, valid_lens)."""
+    try:
+        parameters = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        return (x,)
+    needed = [p for p in parameters if p.default is p.empty and
+              p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(needed) <= 1:
+        return (x,)
+    return tuple(x if i < 3 else None for i in range(len(needed)))
 
 
 def their_traceback(error: BaseException, limit: int = TRACEBACK_LINES) -> str:
@@ -588,7 +920,7 @@ def run_forward(module: nn.Module, x: Tensor, weights: LearnerWeights,
     random state as it was). Raises `CheckError` (field ``"forward"``) when the
     forward raises, with the last lines of the learner's traceback.
     """
-    recorder = _Recorder(keep_masks, weights.n_heads)
+    recorder = _Recorder(keep_masks, weights.n_heads, x.shape[-2])
     try:
         with warnings.catch_warnings(record=True) as recorder.caught:
             warnings.simplefilter("always")
@@ -611,21 +943,44 @@ def run_forward(module: nn.Module, x: Tensor, weights: LearnerWeights,
         notes.append(f"Only the first {MAX_RECORDED_BYTES // 2**20} MB of tensors your "
                      "forward made were kept for comparison.")
     return Recording(recorder.tensors, output.detach().to(torch.float32), notes,
-                     recorder.causal_call)
+                     recorder.causal_seen, recorder.dropped)
 
 
 # ---------------------------------------------------------------------------
 # From source code: the command line and the sandbox
 # ---------------------------------------------------------------------------
+def class_name_problem(name: str) -> str | None:
+    """What is wrong with ``name`` as the class to check, or None when it is a
+    Python identifier that may be written into generated code as it is: not a
+    keyword, not a built-in's name, and the same after Unicode's NFKC
+    normalisation (which Python applies to identifiers, so ``ｅｘｅｃ`` would be
+    ``exec``)."""
+    import builtins
+    import keyword
+    import unicodedata
+
+    shown = repr(name) if len(name) <= 60 else repr(name[:60]) + "…"
+    if not name.isidentifier() or unicodedata.normalize("NFKC", name) != name:
+        return (f"the class name must be a Python identifier: letters, digits and _, not "
+                f"starting with a digit, nothing else (got {shown})")
+    if keyword.iskeyword(name) or keyword.issoftkeyword(name) or hasattr(builtins, name):
+        return f"the class name must not be a Python keyword or built-in (got {shown})"
+    return None
+
+
 def load_class(source: str, filename: str, class_name: str) -> type[nn.Module]:
     """Run ``source`` (as if it were the file ``filename``) and return its class
     ``class_name``, an ``nn.Module`` subclass.
 
     The source is registered with ``linecache``, so tracebacks show its lines.
     Raises `CheckError`: field ``"syntax"`` for a syntax error (with the line and
-    a caret); ``"source"`` for an error while running the file (with its
+    a caret); ``"source"`` for a class name that is no identifier
+    (`class_name_problem`), an error while running the file (with its
     traceback) or no such class (listing the classes it does define).
     """
+    problem = class_name_problem(class_name)
+    if problem is not None:
+        raise CheckError("source", problem)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     try:
         code = compile(source, filename, "exec")
@@ -651,7 +1006,8 @@ def load_class(source: str, filename: str, class_name: str) -> type[nn.Module]:
     return cls
 
 
-ALIASES = {"block_size": "context_length", "n_heads": "num_heads", "drop_rate": "dropout"}
+ALIASES = {"block_size": "context_length", "n_heads": "num_heads", "n_head": "num_heads",
+           "nhead": "num_heads", "drop_rate": "dropout"}
 """Other names of the book's constructor arguments: ``block_size`` is
 ``context_length``'s older name (the book repository's first chapter-3 code)."""
 HOW_TO_SET = {

@@ -54,3 +54,12 @@ class MultiHeadAttention(nn.Module):
 '''
 """Listing 3.5, ``MultiHeadAttention``, as text."""
 MULTI_HEAD_ATTENTION_CLASS = "MultiHeadAttention"
+
+DEFAULT_SIZES = {"d_in": 3, "d_out": 10, "num_heads": 2}
+"""The sizes the check builds a class with unless told otherwise (the command
+line, the page): d_in 3 (the book's hand-picked vectors), d_out 10 and 2 heads,
+so that d_in, d_out, head_dim (5) and num_heads all differ and no mistake of
+scaling (√d_in, √d_out, d_k, √num_heads for √head_dim) gives the right numbers."""
+CONTEXT_MARGIN = 3
+"""context_length is the sentence's number of tokens plus this, unless told: a
+mask that is not cut to the sentence then shows (it raises)."""

@@ -134,6 +134,21 @@ MISTAKES: dict[str, Mistake] = {m.slug: m for m in [
             lambda s: {"scale_scores": lambda scores, head_dim, scale:
                        scores / math.sqrt(s.d_k)},
             applies=lambda s: s.n_heads > 1 and s.d_k != s.d_in),
+    Mistake("scaled_by_num_heads",
+            lambda s: f"the scores are divided by √num_heads ({_sqrt(s.n_heads)}, "
+                      f"keys.shape[1] of (b, num_heads, n, head_dim)) instead of √head_dim "
+                      f"({_sqrt(s.head_dim)}): {_USE_SQRT_D_K}",
+            lambda s: {"scale_scores": lambda scores, head_dim, scale:
+                       scores / math.sqrt(s.n_heads)},
+            applies=lambda s: s.n_heads > 1 and s.n_heads != s.head_dim),
+    Mistake("softmax_before_scaling",
+            lambda s: f"softmax is taken before the scaling: the weights are divided by √d_k "
+                      f"({_sqrt(s.head_dim)}) after softmax, so no row sums to 1; divide the "
+                      "scores, then take softmax",
+            lambda s: {"scale_scores": lambda scores, head_dim, scale: scores.clone(),
+                       "NORMALIZERS": {"softmax": lambda scores: att.softmax(scores)
+                                       / math.sqrt(s.head_dim)}},
+            applies=lambda s: s.head_dim > 1),
     Mistake("softmax_over_queries",
             lambda s: "softmax over the wrong dim, the queries' axis (dim=0 of an (n, n) "
                       "matrix, dim=-2 in general): your weights' columns sum to 1, not their "
@@ -173,6 +188,20 @@ MISTAKES: dict[str, Mistake] = {m.slug: m for m in [
                       "tokens after it; masked_fill_ the scores with -torch.inf before softmax",
             lambda s: {"apply_mask": lambda scores, mask: scores},
             applies=lambda s: s.causal),
+    Mistake("mask_reversed",
+            lambda s: "the mask hides the past instead of the future (torch.tril where the "
+                      "book has torch.triu(..., diagonal=1), or a mask of what may be seen "
+                      "filled where it is True): each token attends to itself and the tokens "
+                      "after it; mask the cells above the diagonal",
+            lambda s: {"causal_mask": lambda n: torch.tril(
+                torch.ones(n, n, dtype=torch.bool), diagonal=-1)},
+            applies=lambda s: s.causal),
+    Mistake("mask_added",
+            lambda s: "the 0/1 mask is added to the scores instead of filling them with −∞: "
+                      "the future tokens get a score 1 higher, not a weight of 0; use "
+                      "attn_scores.masked_fill(mask.bool(), -torch.inf)",
+            lambda s: {"apply_mask": lambda scores, mask: scores + mask.to(scores.dtype)},
+            applies=lambda s: s.causal),
     Mistake("split_with_view",
             lambda s: "the heads are split with .view(b, num_heads, num_tokens, head_dim), which "
                       "mixes tokens and heads; use .view(b, num_tokens, num_heads, head_dim) "
@@ -204,14 +233,40 @@ MISTAKES: dict[str, Mistake] = {m.slug: m for m in [
 """Every classic mistake that can be computed ahead, by slug, in order of precedence."""
 
 
-def mistaken_steps(mistake: Mistake, sizes: Sizes, x: Tensor, weights: dict, **pipeline
-                   ) -> dict[str, Tensor]:
-    """`explorer.core.trace.attention_steps` on X (..., n, d_in) and ``weights``
-    with ``mistake``'s step functions swapped in; ``pipeline``: its other
-    arguments (n_heads, causal, ...). The steps the mistaken code never computes
-    (``mistake.skips``) are left out."""
-    ops = SimpleNamespace(**{**vars(att), **mistake.swaps(sizes)})
+def pipeline_steps(x: Tensor, weights: dict, *, ops=att, mask_first: bool = False,
+                   **pipeline) -> dict[str, Tensor]:
+    """`explorer.core.trace.attention_steps` with the step functions of ``ops``,
+    in either order of mask and scale.
+
+    ``mask_first=False``: scale, then mask (Vaswani et al.'s eq. 1 as nanoGPT
+    writes it): ``scaled_scores`` = scores / √head_dim, ``masked_scores`` =
+    those masked. ``mask_first=True`` (the book's order, Listings 3.3-3.5:
+    ``masked_fill_`` on the scores, then ``softmax(attn_scores / √d_k)``):
+    ``masked_scores`` = the scores masked, unscaled, and ``scaled_scores`` =
+    those scaled; every later step follows from them, so a mask that is not −∞
+    (a 0/1 mask added) gives that order's numbers. Without a causal mask the
+    two orders are one."""
+    if not (mask_first and pipeline.get("causal")):
+        return attention_steps(x, weights, ops=ops, **pipeline)
+    n, base = x.shape[-2], ops
+    ops = SimpleNamespace(**{**(vars(base) if not isinstance(base, SimpleNamespace)
+                                else base.__dict__)})
+    ops.scale_scores = lambda scores, head_dim, scale=True: base.scale_scores(
+        base.apply_mask(scores, base.causal_mask(n)), head_dim, scale)
+    ops.apply_mask = lambda scores, mask: scores
     steps = attention_steps(x, weights, ops=ops, **pipeline)
+    steps["masked_scores"] = base.apply_mask(steps["attn_scores"], base.causal_mask(n))
+    return steps
+
+
+def mistaken_steps(mistake: Mistake, sizes: Sizes, x: Tensor, weights: dict, *,
+                   mask_first: bool = False, **pipeline) -> dict[str, Tensor]:
+    """`pipeline_steps` on X (..., n, d_in) and ``weights`` with ``mistake``'s
+    step functions swapped in, in the order of mask and scale ``mask_first``
+    says; ``pipeline``: its other arguments (n_heads, causal, ...). The steps
+    the mistaken code never computes (``mistake.skips``) are left out."""
+    ops = SimpleNamespace(**{**vars(att), **mistake.swaps(sizes)})
+    steps = pipeline_steps(x, weights, ops=ops, mask_first=mask_first, **pipeline)
     return {name: t for name, t in steps.items() if name not in mistake.skips}
 
 

@@ -75,8 +75,8 @@ def statuses(report: CheckReport) -> dict[str, str]:
 # The book's listings pass, with the book's seed and with random weights
 # ---------------------------------------------------------------------------
 CAUSAL = {"queries": MATCH, "keys": MATCH, "values": MATCH, "attn_scores": MATCH,
-          "scaled_scores": NOT_SEEN,  # the book masks, then scales inside the softmax
-          "masked_scores": MATCH, "attn_weights": MATCH, "context": MATCH}
+          # the book masks, then scales inside the softmax: both steps are seen, in its order
+          "masked_scores": MATCH, "scaled_scores": MATCH, "attn_weights": MATCH, "context": MATCH}
 BOOK_MODULES = {
     "SelfAttention_v1": (L.SelfAttention_v1, (3, 2), {}, dict.fromkeys(
         ("queries", "keys", "values", "attn_scores", "scaled_scores", "attn_weights", "context"),
@@ -110,6 +110,8 @@ def test_the_book_listings_match_at_every_step_they_compute(name, weights):
     report = check_module(module)
     assert report.ok, report.text()
     assert statuses(report) == expected
+    assert list(statuses(report)) == [s for s in check.MASK_FIRST if s in expected] \
+        if "masked_scores" in expected else list(expected)
     assert report.first_difference is None and report.diagnosis is None
     assert report.mistake is None
     assert report.max_difference < 1e-5
@@ -134,7 +136,9 @@ def test_book_listing_3_1_prints_these_context_vectors_and_so_does_the_reference
         assert torch.allclose(sa_v1(JOURNEY), steps["context"], atol=1e-6)
     report = check_module(sa_v1)  # the journey sentence with d_in = 3: the book's vectors
     assert report.ok and report.n_values == 4 * 12 + 2 * 36 + 36
-    assert "the book's hand-picked vectors for this sentence (§3.3.1)" in report.settings[2]
+    assert "the book's hand-picked vectors for this sentence (§3.3.1)" in report.settings[3]
+    assert report.settings[0] == ("assumed: not causal (no mask in the module or its forward); "
+                                  "1 head (the head axis seen in forward's (6, 6) scores)")
 
 
 def test_a_constant_added_to_every_score_changes_no_weight_so_it_passes():
@@ -144,7 +148,8 @@ def test_a_constant_added_to_every_score_changes_no_weight_so_it_passes():
 
     report = check_module(build(ShiftedScores, 3, 4, 6, 0.0, num_heads=2))
     assert report.ok
-    assert statuses(report)["masked_scores"] == NOT_SEEN and statuses(report)["attn_weights"] == MATCH
+    assert statuses(report)["masked_scores"] == MATCH  # masked first, as the book does
+    assert statuses(report)["scaled_scores"] == NOT_SEEN and statuses(report)["attn_weights"] == MATCH
 
 
 # ---------------------------------------------------------------------------
@@ -154,13 +159,13 @@ MISTAKEN = [  # class, (d_in, d_out), sentence, first step, slug, diagnosis
     (L.NoScaling, (3, 8), None, "scaled_scores", "no_scaling",
      "the scores are not scaled: divide them by √d_k (√4 = 2, keys.shape[-1] ** 0.5) before "
      "softmax"),
-    (L.ScaledByDk, (3, 8), None, "masked_scores", "scaled_by_d_k",
+    (L.ScaledByDk, (3, 8), None, "scaled_scores", "scaled_by_d_k",  # masked, then scaled wrong
      "the scores are divided by d_k = 4, not by its square root (√4 = 2): use "
      "keys.shape[-1] ** 0.5"),
-    (L.ScaledByDin, (3, 8), None, "masked_scores", "scaled_by_d_in",
+    (L.ScaledByDin, (3, 8), None, "scaled_scores", "scaled_by_d_in",  # masked, then scaled wrong
      "the scores are divided by √d_in (√3 = 1.732, the width of the inputs) instead of √d_k "
      "(√4 = 2, the width of the keys): use keys.shape[-1] ** 0.5"),
-    (L.ScaledByDout, (3, 8), None, "masked_scores", "scaled_by_d_out",
+    (L.ScaledByDout, (3, 8), None, "scaled_scores", "scaled_by_d_out",  # masked, then scaled wrong
      "the scores are divided by √d_out (√8 = 2.828) instead of √head_dim (√4 = 2): each head's "
      "keys are head_dim = d_out / num_heads wide; use keys.shape[-1] ** 0.5 after the split"),
     (L.SoftmaxOverQueries, (3, 8), None, "attn_weights", "softmax_over_queries",
@@ -238,7 +243,7 @@ def test_the_favourite_mistake_softmax_over_dim_0_in_listing_3_1():
 def test_an_unnamed_mistake_is_caught_at_its_step_without_a_diagnosis():
     report = check_module(build(L.PositionBias, 3, 8, 6, 0.0, num_heads=2))
     assert not report.ok
-    assert report.first_difference.step == "masked_scores"  # masked, then the bias and scaling
+    assert report.first_difference.step == "scaled_scores"  # masked, then the bias and scaling
     assert report.mistake is None and report.diagnosis is None
     diff = report.first_difference
     # Column 0 gets a bias of 0: the first differing cell is (1, 1), off by 0.1 / √4
@@ -317,13 +322,14 @@ def test_a_module_with_other_names_gets_a_message_naming_what_was_expected():
     assert caught.value.field == "module"
     message = str(caught.value)
     assert message.startswith("the check finds the projections in one of these forms: W_query, "
-                              "W_key and W_value, each an nn.Linear(d_in, d_out) or an "
-                              "nn.Parameter of shape (d_in, d_out)")
-    for form in ("one fused nn.Linear(d_in, 3 * d_out)", "heads, a list of such modules",
+                              "W_key and W_value (or query/key/value, q_proj/k_proj/v_proj, ")
+    for form in ("each an nn.Linear(d_in, d_out), a GPT-2 Conv1D (weight (d_in, d_out), x @ W + b)",
+                 "one fused layer of width 3 * d_out", "the annotated transformer's self.linears",
+                 "heads, a list of single-head modules",
                  "torch.nn.MultiheadAttention, or a module that holds one"):
         assert form in message
     assert message.endswith(
-        "RenamedAttention holds query.weight (2, 3), key.weight (2, 3), value.weight (2, 3). "
+        "RenamedAttention holds ask.weight (2, 3), match.weight (2, 3), give.weight (2, 3). "
         "For example: self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias), the same for W_key "
         "and W_value, and in forward queries = self.W_query(x).")
 
@@ -444,7 +450,7 @@ def test_the_report_round_trips_through_strict_json():
 def test_the_text_report_is_the_table_the_command_line_prints():
     text = check_module(build(L.SoftmaxOverQueries, 3, 8, 6, 0.0, num_heads=2).eval()).text()
     assert "\n  step           yours  largest difference\n  queries        ✓      0.00e+00\n" in text
-    assert "\n  scaled_scores  —      not seen on its own\n" in text
+    assert "\n  masked_scores  ✓      0.00e+00\n  scaled_scores  ✓      " in text
     assert "\n  attn_weights   ✗      " in text
     assert "\n✗ Differs from the reference computed from your weights at attn_weights.\n" \
            "First difference: attn_weights, head 0, row 0 (Your), column 0 (Your): ours 1.0000, " \
@@ -497,7 +503,7 @@ def test_the_command_line_exits_0_1_or_2(tmp_path):
              "--sentence", "Your journey starts with one step")
     good = run_cli(tmp_path, LISTING_3_5, "my_attention.py:MultiHeadAttention", *sizes)
     assert good.returncode == 0, good.stderr
-    assert "✓ Matches the reference computed from your weights: 8 steps" in good.stdout
+    assert "✓ Matches the reference computed from your weights: 9 steps" in good.stdout
 
     broken = run_cli(tmp_path, LISTING_3_5.replace("dim=-1", "dim=-2"),
                      "my_attention.py:MultiHeadAttention", *sizes)
@@ -515,7 +521,7 @@ def test_the_command_line_exits_0_1_or_2(tmp_path):
         (LISTING_3_5, "my_attention.py", "error: give FILE:CLASS"),
         (LISTING_3_5.replace("assert d_out % num_heads", "assert d_out % 3"),
          "my_attention.py:MultiHeadAttention",
-         "error: MultiHeadAttention(d_in=3, d_out=4, context_length=6, dropout=0.0, "
+         "error: MultiHeadAttention(d_in=3, d_out=4, context_length=9, dropout=0.0, "
          "num_heads=2, qkv_bias=False) raised AssertionError: d_out must be divisible by "
          "num_heads"),
     ]:
@@ -538,7 +544,7 @@ def test_pasted_code_is_checked_in_a_child_process():
                           d_out=4, num_heads=2)
     assert (broken.ok, broken.first_difference.step, broken.mistake) == (
         False, "attn_weights", "softmax_over_queries")
-    in_process = check_module(build(L.SoftmaxOverQueries, 3, 4, 6, 0.0, num_heads=2),
+    in_process = check_module(build(L.SoftmaxOverQueries, 3, 4, 9, 0.0, num_heads=2),  # 6 + 3
                               interface="app")
     assert broken == dataclasses.replace(in_process, module="MultiHeadAttention")
 
@@ -594,7 +600,7 @@ def test_separate_biases_added_after_an_einsum_are_part_of_the_projections(qkv_b
     assert report.ok, report.text()
     assert all(status == MATCH for step, status in statuses(report).items()
                if step != "scaled_scores")
-    read = report.settings[1]
+    read = report.settings[2]
     assert ("bias_q added to X·W_query" in read and "bias_v added to X·W_value" in read) \
         == qkv_bias, read
 
@@ -606,8 +612,8 @@ def test_a_fused_qkv_linear_and_a_proj_layer_are_read(qkv_bias):
     report = check_module(module)
     assert report.ok, report.text()
     assert statuses(report) == {**CAUSAL, "output": MATCH}
-    assert "rows of the fused qkv = nn.Linear(3, 12" in report.settings[1]
-    assert "proj as out_proj" in report.settings[1]
+    assert "rows of the fused qkv = nn.Linear(3, 12" in report.settings[2]
+    assert "proj as out_proj" in report.settings[2]
     broken = L.MultiHeadAttentionCombinedQKV(3, 4, 6, 0.0, 2, qkv_bias=qkv_bias)
     broken.load_state_dict(module.state_dict())
     broken.forward = lambda x: module.proj(module.qkv(x)[..., :4])  # no attention at all
@@ -619,12 +625,14 @@ def test_a_class_wrapping_torch_multihead_attention_is_checked_with_its_own_proj
     report = check_module(module)
     assert report.ok, report.text()
     assert statuses(report)["attn_weights"] == MATCH  # each head's weights, recorded
-    assert "then proj, composed with out_proj" in report.settings[1]
+    assert "then proj, composed with out_proj" in report.settings[2]
     unmasked = L.MHAPyTorchClass(4, 4, 6, 0.0, 2, qkv_bias=True).eval()
     unmasked.load_state_dict(module.state_dict())
-    unmasked.mask.zero_()  # the mask buffer still says causal; forward masks nothing
-    report = check_module(unmasked)
+    unmasked.mask.zero_()  # a buffer of zeros is no mask: not causal, unless you say so
+    assert check_module(unmasked).ok
+    report = check_module(unmasked, causal=True)
     assert (report.ok, report.mistake) == (False, "mask_not_applied")
+    assert report.settings[0].startswith("assumed: causal (as you said (causal=True))")
 
 
 def test_the_defaults_see_a_missing_scaling_and_warn_when_sizes_hide_it():
@@ -788,7 +796,7 @@ def test_a_fused_layer_read_head_by_head_is_followed(qkv_bias):
     module = randomise(build(L.FusedPerHead, 3, 4, 6, 0.0, 2, qkv_bias=qkv_bias), 10)
     report = check_module(module)
     assert report.ok, report.text()
-    assert "head by head (qkv.view(b, n, num_heads, 3 * head_dim))" in report.settings[1]
+    assert "head by head (qkv.view(b, n, num_heads, 3 * head_dim))" in report.settings[2]
     broken = L.FusedPerHead(3, 4, 6, 0.0, 2, qkv_bias=qkv_bias)
     broken.load_state_dict(module.state_dict())
     broken.dropout = torch.nn.Identity()
@@ -798,7 +806,7 @@ def test_a_fused_layer_read_head_by_head_is_followed(qkv_bias):
 
 def test_square_parameters_used_as_x_times_w_transposed_are_followed():
     report = check_module(randomise(build(L.SelfAttentionLinearLayout, 3, 3), 11))
-    assert report.ok and "used as x @ W.T" in report.settings[1], report.text()
+    assert report.ok and "used as x @ W.T" in report.settings[2], report.text()
 
 
 def test_scaled_dot_product_attention_with_is_causal_is_checked_as_causal():
@@ -806,7 +814,7 @@ def test_scaled_dot_product_attention_with_is_causal_is_checked_as_causal():
     del module.mask  # causal by is_causal=True alone
     report = check_module(module)
     assert report.ok, report.text()
-    assert "is_causal=True" in report.settings[1]
+    assert "is_causal=True" in report.settings[0]
     assert statuses(report)["context"] == MATCH
 
 
@@ -830,7 +838,7 @@ class ViewSplitAndViewCombine(L.SplitWithView):  # two mistakes: the combine mir
 @pytest.mark.parametrize("cls, rule, step", [
     (L.NoScaling, "explained_output", "scaled_scores"),
     (ViewSplitAndViewCombine, "mistake_in_two", "attn_scores"),
-    (L.PositionBias, "kindred(agreeing=True)", "masked_scores"),
+    (L.PositionBias, "kindred(agreeing=True)", "scaled_scores"),
     (WeightsNudged, "kindred(agreeing=False)", "attn_weights"),
     (OutputNudged, "last_step", "output"),
 ], ids=lambda v: v.__name__ if isinstance(v, type) else None)

@@ -101,17 +101,18 @@ MultiHeadAttention = _listing(MULTI_HEAD_ATTENTION, "MultiHeadAttention")  # Lis
 
 
 class RenamedAttention(nn.Module):
-    """Right arithmetic, other names: the check cannot find W_query."""
+    """Right arithmetic, names of its own: the check cannot tell which layer is W_query.
+    (BERT's and ng-video-lecture's query/key/value are read.)"""
 
     def __init__(self, d_in, d_out):
         super().__init__()
-        self.query = nn.Linear(d_in, d_out, bias=False)
-        self.key = nn.Linear(d_in, d_out, bias=False)
-        self.value = nn.Linear(d_in, d_out, bias=False)
+        self.ask = nn.Linear(d_in, d_out, bias=False)
+        self.match = nn.Linear(d_in, d_out, bias=False)
+        self.give = nn.Linear(d_in, d_out, bias=False)
 
     def forward(self, x):
-        scores = self.query(x) @ self.key(x).T
-        return torch.softmax(scores / self.key.out_features**0.5, dim=-1) @ self.value(x)
+        scores = self.ask(x) @ self.match(x).T
+        return torch.softmax(scores / self.match.out_features**0.5, dim=-1) @ self.give(x)
 
 
 # ---------------------------------------------------------------------------
