@@ -23,6 +23,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from explorer.modern.attention import MAX_ROPE_BASE, MIN_ROPE_BASE
+
 WEIGHT_NAMES = ("W_query", "W_key", "W_value", "b_query", "b_key", "b_value", "W_out", "b_out")
 """The trace steps that hold a layer's attention weights, in pipeline order."""
 
@@ -229,8 +231,9 @@ def _decoder_unsupported(config: Any) -> str | None:
         if params.get("partial_rotary_factor", 1.0) != 1.0:
             return "it rotates only part of each head (partial_rotary_factor)"
         theta = params.get("rope_theta")
-        if not isinstance(theta, (int, float)) or not 2.0 <= theta <= 1e9:
-            return f"its rope_theta is not a number from 2 to 1e9 (got {theta!r})"
+        if not isinstance(theta, (int, float)) or not MIN_ROPE_BASE <= theta <= MAX_ROPE_BASE:
+            return (f"its rope_theta is not a number from {MIN_ROPE_BASE:g} to "
+                    f"{MAX_ROPE_BASE:g} (got {theta!r})")
     if getattr(config, "use_bidirectional_attention", False):
         return "its tokens see later tokens too (use_bidirectional_attention)"
     return None

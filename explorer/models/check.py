@@ -21,6 +21,7 @@ import torch
 from explorer.models.errors import ModelError, ModelMismatch
 from explorer.models.forward import LayerCall, attention_outputs, decoder_layer_call
 from explorer.models.layer_trace import ModelConfig
+from explorer.models.llama import DecoderConfig
 from explorer.models.loading import LoadedModel
 from explorer.core.trace import Trace
 
@@ -243,8 +244,6 @@ def against_model_steps(trace: Trace, model: LoadedModel) -> StepsCheck:
 
     Raises `ModelError` when the trace is not a decoder trace of this model.
     """
-    from explorer.models.llama import DecoderConfig  # llama imports this module's neighbours
-
     c = _config_of(trace, model, DecoderConfig, "against_model_steps", "compute_decoder_trace")
     call = decoder_layer_call(model, list(c.input_ids), c.layer)
     q, k = _heads(call.q_proj, c.n_heads), _heads(call.k_proj, c.n_kv_heads)

@@ -51,10 +51,13 @@ GENERATION_SECONDS = 20.0
 
 ROW_TOLERANCE = {"float32": TOLERANCE, "bfloat16": 2e-2, "float16": 5e-3}
 """The bound a generated row keeps from the full pass's row, by the weights'
-dtype. float32: the check's `explorer.models.check.TOLERANCE` (measured: 0 to
-1e-7). In bfloat16 the layer's input itself is a bfloat16 computation, which a
-cached pass (one token) and a full pass (all tokens) round differently, 8 bits
-of mantissa: the rows then agree to about 1e-2, not to float32 rounding."""
+dtype. float32: the check's `explorer.models.check.TOLERANCE` (the tiny test
+models: at most 1.1e-6). In bfloat16 or float16 the layer's input is itself
+computed in that dtype, by a cached pass (one token) and by a full pass (all
+tokens) whose products may round differently: bfloat16 keeps 8 bits of
+mantissa (a relative 2^-8 = 3.9e-3 a rounding), float16 11 (4.9e-4); the
+bounds allow a few such roundings. Measured on the tiny test models in
+bfloat16: at most 3.6e-7 (their passes round alike); not yet on a released model."""
 
 
 @dataclass(frozen=True)
