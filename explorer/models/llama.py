@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -81,7 +81,6 @@ class DecoderConfig(ModelConfig):
     dtype: str = "float32"
     qkv_bias: bool = False  # type: ignore[misc]  # a field here, fixed True in ModelConfig
     out_bias: bool = False
-    weight_init: str = field(default="model", init=False)
 
     @property
     def head_dim(self) -> int:

@@ -294,7 +294,7 @@ def test_a_decoded_row_that_ignores_the_cache_fails(models, monkeypatch):
     assert not check.ok and "DO NOT match" in check.summary()
 
 
-def test_generation_is_bounded_and_ties_are_seeded(models):
+def test_generation_is_bounded_and_ties_are_seeded(models, tmp_path):
     model = models["llama"]
     for bad in (0, MAX_NEW_TOKENS + 1, 2.5, True):
         with pytest.raises(ModelError, match=f"max_new_tokens must be a whole number from 1 "
@@ -309,14 +309,11 @@ def test_generation_is_bounded_and_ties_are_seeded(models):
     assert picks == {1, 2, 4}  # only the best, each reachable
     assert greedy_token(tied, torch.Generator().manual_seed(7)) == greedy_token(
         tied, torch.Generator().manual_seed(7))
-    with pytest.raises(ModelError, match="not of the Llama family"):
-        compute_decoder_trace(load_folder_gpt2(), input_ids=[1, 2])
-
-
-def load_folder_gpt2():
     from tests.support.tiny_models import save_tiny_gpt2
-    import tempfile
-    return load_model(save_tiny_gpt2(Path(tempfile.mkdtemp()) / "gpt2"))
+    gpt2 = load_model(save_tiny_gpt2(tmp_path / "gpt2"))
+    for call in (compute_decoder_trace, generate):
+        with pytest.raises(ModelError, match="is a GPT-2 model, not of the Llama family"):
+            call(gpt2, input_ids=[1, 2])
 
 
 # ---------------------------------------------------------------------------
