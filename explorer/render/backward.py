@@ -299,3 +299,69 @@ def flash_tile_chart(result: FlashBackward, tokens: list[str], index: int, which
         step, f"{rule}: key tile {tile.k_tile}, query tile {tile.q_tile}, head {head}",
         zrange=zrange, columns=columns,
         filename=f"flash_backward_{which}_{index}_head{head}")
+
+
+def _d(symbol: str) -> str:
+    """∂L/∂symbol in LaTeX."""
+    return rf"\frac{{\partial L}}{{\partial {symbol}}}"
+
+
+def gradient_latex(gradients: Gradients, name: str) -> str:
+    """The rule of gradient ``name`` for this trace's config, in LaTeX (the
+    page's `st.latex` above its chart); the same rules as
+    `explorer.lessons.backward.terms.formula` writes in text. Raises ``KeyError``
+    for a gradient the trace does not have."""
+    c = gradients.trace.config
+    gradients[name]  # noqa: B018 - KeyError for a gradient this trace does not have
+    root = r"\sqrt{d_k}" if c.n_heads == 1 else r"\sqrt{\mathrm{head\_dim}}"
+    rows = "O" if "output" in gradients else "Z"
+    d_rows, d_z, d_v, d_q, d_k = _d(rows), _d("Z"), _d("V"), _d("Q"), _d("K")
+    d_alpha, d_dropped = _d(r"\alpha"), _d(r"\alpha'")
+    d_omega, d_scaled, d_masked = _d(r"\omega"), _d(r"\tilde\omega"), _d(r"\hat\omega")
+    d_logits, d_logit = _d(r"\,\mathrm{logits}"), _d(r"\,\mathrm{logits}_i")
+    if gradients.loss.kind == "next_token":
+        loss = (rf"{d_rows} = {d_logits}\,U^\top,\quad {d_logit} = "
+                r"\frac{\mathrm{softmax}(\mathrm{logits}_i) - \mathrm{onehot}(t_i)}{N}")
+    else:
+        loss = rf"{d_rows} = \frac{{2\,({rows} - T)}}{{n\,d}}"
+    mixing = r"\alpha'" if "dropped_weights" in gradients else r"\alpha"
+    softmax_input = "masked_scores" if c.causal else "scaled_scores"
+    omega_in, d_in = (r"\hat\omega", d_masked) if c.causal else (r"\tilde\omega", d_scaled)
+    if c.normalization == "sum":
+        norm = (rf"{d_in} = \frac{{{d_alpha} - \mathrm{{rowsum}}(\alpha \odot {d_alpha})}}"
+                rf"{{\mathrm{{rowsum}}({omega_in})}}")
+    else:
+        norm = rf"{d_in} = \alpha \odot \Big({d_alpha} - \mathrm{{rowsum}}\big(\alpha \odot {d_alpha}\big)\Big)"
+    rules = {
+        "output": loss,
+        "context": loss if rows == "Z" else rf"{d_z} = {_d('O')}\,W_{{out}}^\top",
+        "W_out": rf"{_d('W_{out}')} = Z^\top {_d('O')}",
+        "b_out": rf"{_d('b_{out}')} = \sum_i {_d('O_i')}",
+        "values": rf"{d_v} = {mixing}^\top {d_z}",
+        "dropped_weights": rf"{d_dropped} = {d_z}\,V^\top",
+        "attn_weights": (rf"{d_alpha} = {d_dropped} \odot \frac{{D}}{{1 - p}}"
+                         if "dropped_weights" in gradients else rf"{d_alpha} = {d_z}\,V^\top"),
+        softmax_input: norm,
+        "attn_scores": rf"{d_omega} = {d_scaled} / {root}" if c.scale else
+                       rf"{d_omega} = {d_scaled}",
+        "queries": rf"{d_q} = {d_omega}\,K",
+        "keys": rf"{d_k} = \Big({d_omega}\Big)^\top Q",
+        "embeddings": (rf"{_d('X')} = {d_q}\,W_{{query}}^\top + {d_k}\,W_{{key}}^\top"
+                       rf" + {d_v}\,W_{{value}}^\top"),
+    }
+    if c.causal:
+        rules["scaled_scores"] = (rf"{d_scaled} = {d_masked} \odot (1 - M)"
+                                  r"\quad\text{(0 where the mask is)}")
+    for letter, weight in (("Q", "query"), ("K", "key"), ("V", "value")):
+        rules[f"W_{weight}"] = rf"{_d('W_{' + weight + '}')} = X^\top {_d(letter)}"
+        rules[f"b_{weight}"] = rf"{_d('b_{' + weight + '}')} = \sum_i {_d(letter + '_i')}"
+    return rules[name]
+
+
+def flash_rows_table(result: FlashBackward, tokens: list[str], head: int = 0) -> pd.DataFrame:
+    """What the tiled backward pass keeps per query row (head ``head``): the
+    forward's row maximum m and sum ℓ, and D = rowsum(dO ⊙ O)."""
+    return pd.DataFrame({"query": token_labels(tokens),
+                         "m (row max)": result.m[head].double().numpy(),
+                         "ℓ (row sum)": result.l[head].double().numpy(),
+                         "D = rowsum(dO ⊙ O)": result.D[head].double().numpy()})

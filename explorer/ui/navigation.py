@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.lessons.pages import (CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, MODEL_PAGE,
-                                    MODERN_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE,
-                                    SIMPLIFIED_PAGE)
+from explorer.lessons.pages import (BACKWARD_PAGE, CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE,
+                                    MODEL_PAGE, MODERN_PAGE, MULTI_HEAD_PAGE,
+                                    SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE)
 
 PAGES: dict[str, tuple[str, str]] = {
     HOME_PAGE: ("streamlit_app.py", ":material/home:"),
@@ -17,6 +17,7 @@ PAGES: dict[str, tuple[str, str]] = {
     MODEL_PAGE: ("pages/5_Real_model.py", ":material/memory:"),
     CHECK_PAGE: ("pages/6_Check_your_code.py", ":material/fact_check:"),
     MODERN_PAGE: ("pages/7_Modern_attention.py", ":material/bolt:"),
+    BACKWARD_PAGE: ("pages/8_Backward_pass.py", ":material/undo:"),
 }
 """Page label -> (script, icon)."""
 

@@ -20,6 +20,8 @@ from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
 from explorer.lessons.experiments import MAX_SHUFFLES
 from explorer.lessons.presets import JOURNEY_SENTENCE, PRESETS
 from explorer.lessons.pages import CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
+from explorer.lessons.pages import BACKWARD_PAGE
+from explorer.lessons.backward import settings as backward
 from explorer.core.steps import STEPS
 from explorer.ui.state.kinds import (CellRef, ChartCell, Choice, Flag, Fraction, Index, Kind,
                                      MatrixKind, Number, Steps, Text)
@@ -82,7 +84,7 @@ class Entry:
 
 
 CONFIG_PAGES = frozenset({HOME_PAGE, SIMPLIFIED_PAGE, SELF_ATTENTION_PAGE, MULTI_HEAD_PAGE,
-                          EXPERIMENTS_PAGE})
+                          EXPERIMENTS_PAGE, BACKWARD_PAGE})
 """The pages drawn from an `AttentionConfig`."""
 WEIGHT_PAGES = CONFIG_PAGES - {SIMPLIFIED_PAGE}
 """The pages with trainable weights (the Simplified page fixes Q = K = V = X)."""
@@ -90,7 +92,9 @@ CHART_PAGES = frozenset({SIMPLIFIED_PAGE, SELF_ATTENTION_PAGE, MULTI_HEAD_PAGE, 
 """The pages that walk the steps' charts (a query to highlight, a cell to explain)."""
 TRACE_PAGES = CONFIG_PAGES | {MODEL_PAGE}
 """The pages with downloads (all of them)."""
-HEAD_PAGES = frozenset({MULTI_HEAD_PAGE, MODEL_PAGE})
+HEAD_PAGES = frozenset({MULTI_HEAD_PAGE, MODEL_PAGE, BACKWARD_PAGE})
+MULTI_HEAD_SETTINGS = frozenset({MULTI_HEAD_PAGE, BACKWARD_PAGE})
+"""The pages with the causal mask, heads, dropout and out_proj in their own settings."""
 OVERFLOW_PAGES = frozenset({SIMPLIFIED_PAGE, SELF_ATTENTION_PAGE})
 ONLY = frozenset
 
@@ -206,6 +210,45 @@ _MODERN_ENTRIES = [
 ]
 """The Modern attention page's entries (`explorer.ui.modern`)."""
 
+_BACKWARD = ONLY({BACKWARD_PAGE})
+_BACKWARD_ENTRIES = [
+    # The Backward pass page's loss, in its own settings (`explorer.lessons.backward.settings`)
+    Entry("loss", Choice(backward.LOSSES, labels={backward.NEXT_TOKEN: "next-token prediction",
+                                                  backward.TARGET: "squared distance to a target"}),
+          _BACKWARD, "loss", "\n".join(f"- **{name}**: {text}"
+                                        for name, text in backward.LOSS_HELP.items()),
+          PAGE_OWN, default=backward.NEXT_TOKEN),
+    Entry("target_seed", Text(field="seed", optional=True, placeholder="seed + 1"), _BACKWARD,
+          "target_seed", "Seeds the target context T = torch.randn(n_tokens, d) of its own "
+          "torch.Generator; empty = the seed + 1.", PAGE_OWN, default="",
+          shown_if=lambda values: values.get("loss") == backward.TARGET),
+    # Its training run, on the page
+    Entry("optimizer", Choice(backward.OPTIMIZERS, labels={backward.SGD: "SGD",
+                                                           backward.ADAMW: "AdamW"}),
+          _BACKWARD, "optimizer", "\n".join(f"- **{name}**: {text}"
+                                             for name, text in backward.OPTIMIZER_HELP.items()),
+          default=backward.SGD),
+    Entry("learning_rate", Text(optional=True, placeholder="the optimizer's default"),
+          _BACKWARD, "learning rate",
+          f"Between {backward.MIN_LEARNING_RATE:g} and {backward.MAX_LEARNING_RATE:g}; empty = "
+          + ", ".join(f"{rate:g} for {name}" for name, rate
+                      in backward.DEFAULT_LEARNING_RATE.items()) + ".", default=""),
+    Entry("train_steps", Number(low=backward.MIN_TRAIN_STEPS, high=backward.MAX_TRAIN_STEPS),
+          _BACKWARD, "training steps", "How many updates of the weights.",
+          default=backward.DEFAULT_TRAIN_STEPS),
+    Entry("train_step", Index(), _BACKWARD, "Weights after step", default=None, widget=False),
+    # FlashAttention's backward pass, tile by tile
+    Entry("flash_block_q", Number(low=1, high=cfg.MAX_TOKENS), _BACKWARD, "block_q: query tile",
+          "Queries per tile of the tiled backward pass.", default=2),
+    Entry("flash_block_k", Number(low=1, high=cfg.MAX_TOKENS), _BACKWARD, "block_k: key tile",
+          "Keys per tile of the tiled backward pass.", default=2),
+    Entry("flash_tile", Index(), _BACKWARD, "Tiles walked", default=None, widget=False),
+    # The explained cell of a gradient (its head: the head shown)
+    Entry("grad_cell", CellRef(), _BACKWARD, widget=False),
+]
+"""The Backward pass page's entries (`explorer.ui.backward`); ``train_step`` and
+``flash_tile`` None: the last step, the last tile."""
+
 _ENTRIES: list[Entry] = [
     # The worked example: applied first, then the settings a link gives.
     Entry("preset", Choice(("", *PRESETS), labels={s: p.title for s, p in PRESETS.items()}),
@@ -216,23 +259,23 @@ _ENTRIES: list[Entry] = [
     # The page's own settings (Causal & multi-head attention)
     _config_entry("causal", Flag(), "causal: mask future tokens",
                   "Each token attends only to itself and earlier tokens (GPT-style).", PAGE_OWN,
-                  ONLY({MULTI_HEAD_PAGE}), page_defaults={MULTI_HEAD_PAGE: True}),
+                  MULTI_HEAD_SETTINGS, page_defaults={MULTI_HEAD_PAGE: True, BACKWARD_PAGE: True}),
     _config_entry("n_heads", Number("n_heads"), "n_heads",
                   "Number of heads; d_k and d_v must divide by it (head_dim = d_k / n_heads).",
-                  PAGE_OWN, ONLY({MULTI_HEAD_PAGE}), page_defaults={MULTI_HEAD_PAGE: 2}),
+                  PAGE_OWN, MULTI_HEAD_SETTINGS, page_defaults={MULTI_HEAD_PAGE: 2, BACKWARD_PAGE: 2}),
     _config_entry("dropout", Fraction("dropout", DROPOUT_MAX, DROPOUT_STEP),
                   "dropout p on the attention weights",
                   "Zero each weight with probability p and scale the rest by 1/(1−p), as "
-                  "nn.Dropout(p) in training.", PAGE_OWN, ONLY({MULTI_HEAD_PAGE})),
+                  "nn.Dropout(p) in training.", PAGE_OWN, MULTI_HEAD_SETTINGS),
     _config_entry("dropout_seed", Text(field="dropout_seed", optional=True,
                                        placeholder="same as seed"), "dropout_seed",
                   "Seeds the dropout mask's own torch.Generator; empty = the same as seed.",
-                  PAGE_OWN, ONLY({MULTI_HEAD_PAGE}),
+                  PAGE_OWN, MULTI_HEAD_SETTINGS,
                   to_config=lambda raw: raw if raw.strip() else None,
                   from_config=lambda seed: "" if seed is None else str(seed)),
     _config_entry("out_proj", Choice(tuple(OUT_PROJ_CHOICES)), "out_proj: output projection",
                   "nn.Linear(d_v, d_v) with bias after the heads are concatenated; "
-                  "auto = on when n_heads > 1.", PAGE_OWN, ONLY({MULTI_HEAD_PAGE}),
+                  "auto = on when n_heads > 1.", PAGE_OWN, MULTI_HEAD_SETTINGS,
                   to_config=OUT_PROJ_CHOICES.get,
                   from_config={v: k for k, v in OUT_PROJ_CHOICES.items()}.get),
     # The shared settings
@@ -311,10 +354,12 @@ _ENTRIES: list[Entry] = [
     *_MODERN_ENTRIES,
     Entry("head", Index(), HEAD_PAGES | {MODERN_PAGE}, "Head to show", default=0, widget=False,
           allowed=lambda c: range(c.trace.config.n_heads) if c.trace else None),
-    Entry("query", Index(), CHART_PAGES, "Query token", default=None, widget=False,
-          page_defaults={SIMPLIFIED_PAGE: lambda c: min(1, c.trace.n_tokens - 1)},
+    Entry("query", Index(), CHART_PAGES | {BACKWARD_PAGE}, "Query token", default=None,
+          widget=False, page_defaults={SIMPLIFIED_PAGE: lambda c: min(1, c.trace.n_tokens - 1),
+                                       BACKWARD_PAGE: lambda c: c.trace.n_tokens - 1},
           allowed=lambda c: range(c.trace.n_tokens) if c.trace else None),
     Entry("cell", CellRef(), CHART_PAGES, widget=False),
+    *_BACKWARD_ENTRIES,
     # The line view's switch is drawn by chart.js under the weights' chart.
     Entry("lines", Flag(), CHART_PAGES, "Show as lines",
           "Each weight as a line from its query token (left) to its key token (right): the "
@@ -373,6 +418,7 @@ ACTIONS: dict[str, str] = {
     "check-": "the Check my code button and the report's charts",
     "picker-": "a picker of the view drawn by chart.js (the query token, the head)",
     "modern-": "a chart of the Modern attention page",
+    "backward-": "a chart or a slider of the Backward pass page",
 }
 """Key prefixes of widgets that hold no setting: buttons, charts, tables and
 uploads, each the action of an entry (a chart click sets ``cell``, a table

@@ -66,8 +66,9 @@ def read_link(page: str) -> None:
             put(name, parsed)
         if entry.allowed is not None or isinstance(entry.kind, CellRef):
             checks.add(name)
-    if "cell" in checks and head is not None:
-        put("cell", (*value("cell")[:3], head))
+    for name in checks:  # a cell's head is the link's head (CellRef writes none)
+        if isinstance(ENTRIES[name].kind, CellRef) and head is not None:
+            put(name, (*value(name)[:3], head))
     st.session_state[LINK_CHECKS] = checks
 
 
