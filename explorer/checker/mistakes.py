@@ -140,7 +140,7 @@ MISTAKES: dict[str, Mistake] = {m.slug: m for m in [
                       f"({_sqrt(s.head_dim)}): {_USE_SQRT_D_K}",
             lambda s: {"scale_scores": lambda scores, head_dim, scale:
                        scores / math.sqrt(s.n_heads)},
-            applies=lambda s: s.n_heads > 1 and s.n_heads != s.head_dim),
+            applies=lambda s: s.n_heads > 1),
     Mistake("softmax_before_scaling",
             lambda s: f"softmax is taken before the scaling: the weights are divided by √d_k "
                       f"({_sqrt(s.head_dim)}) after softmax, so no row sums to 1; divide the "
