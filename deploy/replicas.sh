@@ -11,7 +11,10 @@
 # RUN_DIR (a new temporary folder: the generated nginx.conf, its temp files,
 # the replicas' logs and replicas.pids), EXPLORER_MEMORY_BUDGET_MB (each
 # replica's budget; default: three quarters of the machine's memory shared
-# out, at most 1024 each). Needs nginx (Debian: apt-get install nginx).
+# out, at most 1024 each), LIMIT_LOOPBACK (1: rate-limit loopback visitors too;
+# default 0, since every test or benchmark visitor comes from 127.0.0.1). The
+# replicas are named replica-0, replica-1 ... in the X-Explorer-Replica header
+# (never their addresses). Needs nginx (Debian: apt-get install nginx).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,7 +48,11 @@ stop() {
 trap stop EXIT INT TERM
 
 : > "$RUN_DIR/explorer-upstreams.conf"
+: > "$RUN_DIR/explorer-replica-names.conf"
 : > "$RUN_DIR/replicas.pids"
+if [ "${LIMIT_LOOPBACK:-0}" != 1 ]; then
+    echo '~^127\. 1;' > "$RUN_DIR/explorer-unlimited.conf"
+fi
 for (( i = 0; i < N; i++ )); do
     port=$(( BASE_PORT + i ))
     "$PYTHON" -m streamlit run streamlit_app.py --server.port "$port" \
@@ -54,6 +61,7 @@ for (( i = 0; i < N; i++ )); do
     pids+=($!)
     echo "$!" >> "$RUN_DIR/replicas.pids"
     echo "server 127.0.0.1:$port;" >> "$RUN_DIR/explorer-upstreams.conf"
+    echo "127.0.0.1:$port replica-$i;" >> "$RUN_DIR/explorer-replica-names.conf"
 done
 for (( i = 0; i < N; i++ )); do
     port=$(( BASE_PORT + i ))

@@ -537,6 +537,9 @@ def matrix_csv(trace: Trace, name: str, head: int = 0) -> str:
       (``0.3374``, ``-1.1925``); ``-inf`` and ``nan`` as such; masks as 0/1.
     - A label starting with ``= + - @`` gets a leading ``'`` so that a
       spreadsheet shows it instead of running it.
+    - The text is valid UTF-8 once encoded: a token's lone surrogate (U+D800 to
+      U+DFFF, which a visitor can send) is written as its escape ``\\ud800``
+      (`explorer.core.literal.encodable`).
 
     `explorer.ui.matrices.parse_csv_matrix` reads the numbers of X and W back
     exactly. Raises ``KeyError`` for a step the trace does not have.
@@ -545,10 +548,10 @@ def matrix_csv(trace: Trace, name: str, head: int = 0) -> str:
     floating = tensor.dtype.is_floating_point
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([corner, *col_labels])
+    writer.writerow([corner, *(literal.encodable(label) for label in col_labels)])
     for label, row in zip(row_labels, tensor.tolist()):
-        writer.writerow([label, *(literal.float32_text(v) if floating else str(int(v))
-                                  for v in row)])
+        writer.writerow([literal.encodable(label),
+                         *(literal.float32_text(v) if floating else str(int(v)) for v in row)])
     return out.getvalue()
 
 
