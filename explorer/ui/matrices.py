@@ -36,7 +36,13 @@ from explorer.ui.cache import cached_trace
 MAX_IMPORT_MB = 1
 """The largest CSV file read, in MB; `.streamlit/config.toml`'s
 ``server.maxUploadSize`` says the same (a test checks)."""
-MAX_IMPORT_BYTES = MAX_IMPORT_MB * 2**20
+MAX_IMPORT_BYTES = MAX_IMPORT_MB * 10**6
+"""The same in bytes, as the uploader counts them in the browser (a MB of
+10**6 bytes: it refuses a file of 1,000,001 bytes itself, on Linux and macOS)."""
+SEPARATORS = {";": "semicolons (;)", "\t": "tabs"}
+"""Separators a spreadsheet may write instead of commas, which the importer
+names when a file uses one (it reads commas only: a semicolon file often
+writes its decimals with commas, 0,5)."""
 MAX_EDITABLE_CELLS = 4096
 """Tables up to this many cells are editable; larger matrices are imported."""
 TITLES = {"embeddings": "X, the embeddings", "W_query": "W_query", "W_key": "W_key",
@@ -178,8 +184,9 @@ def edit_matrix(name: str, row_labels: list[str], n_cols: int,
     else:
         how = (f"Too many cells ({values.size:,}) to edit by hand here (at most "
                f"{MAX_EDITABLE_CELLS:,}): import")
-    st.caption(f"{title}: {len(row_labels)}×{n_cols}. {how} a CSV file of numbers (up to "
-               f"{MAX_IMPORT_MB} MB; a header row and a label column are optional).")
+    st.caption(f"{title}: {len(row_labels)}×{n_cols}. {how} a CSV file of numbers "
+               f"separated by commas (up to {MAX_IMPORT_MB} MB, {MAX_IMPORT_BYTES:,} bytes; a "
+               "header row and a label column are optional).")
     # The uploader's key follows the table's numbers, so that a file name never
     # stays on show after the table has changed.
     digest = hashlib.blake2b(values.tobytes(), digest_size=6).hexdigest()
@@ -187,9 +194,18 @@ def edit_matrix(name: str, row_labels: list[str], n_cols: int,
     st.file_uploader(f"Import {title} from CSV", type=["csv", "txt"], key=upload_key,
                      on_change=_import, args=(name, upload_key, (len(row_labels), n_cols)),
                      label_visibility="collapsed")
-    if error := st.session_state.get(f"{state.IMPORT_ERROR}:{name}"):
+    if error := _import_error(name, st.session_state.get(upload_key)):
         st.error(literal.markdown(error))
     return cells(values)
+
+
+def _import_error(name: str, upload: Any) -> str | None:
+    """The message about the file the uploader holds now, if its import was
+    refused: none once the file is removed or another takes its place."""
+    found = st.session_state.get(f"{state.IMPORT_ERROR}:{name}")
+    if found is None or upload is None or found[0] != getattr(upload, "file_id", None):
+        return None
+    return found[1]
 
 
 def parse_csv_matrix(data: bytes, shape: tuple[int, int], name: str) -> list[list[float]]:
@@ -199,26 +215,63 @@ def parse_csv_matrix(data: bytes, shape: tuple[int, int], name: str) -> list[lis
     the matrix or the row ends in a non-number; a first column is labels, and
     dropped, when the file has one column more than the matrix or that column
     is not numeric (so column names "0,1,2" and token labels such as "1" work).
-    Raises `ConfigError` (naming the row and column) for a wrong shape, an
-    empty or non-numeric cell, NaN/inf or a file that is not CSV text.
+    Raises `ConfigError` for a file over `MAX_IMPORT_BYTES` (both figures in
+    bytes), one whose numbers are separated by semicolons or tabs (named), a
+    wrong shape, an empty or non-numeric cell, NaN/inf, or a file that is not
+    CSV text. A cell is named as a spreadsheet shows it, counting the rows and
+    columns dropped: ``cell C2 (row 2, column 3)``.
     """
     if len(data) > MAX_IMPORT_BYTES:
         raise ConfigError(name, f"{name}: the file is {len(data):,} bytes; at most "
                                 f"{MAX_IMPORT_BYTES:,} ({MAX_IMPORT_MB} MB) are read")
     try:
-        frame = pd.read_csv(io.BytesIO(data), header=None, dtype=str, skip_blank_lines=True,
+        text = data.decode("utf-8-sig")
+        frame = pd.read_csv(io.StringIO(text), header=None, dtype=str, skip_blank_lines=True,
                             keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        _check_separator(name, data.decode("utf-8", "replace"), shape)
         raise ConfigError(name, f"{name}: not a CSV table of numbers ({error})") from None
-    if frame.shape[0] and (frame.shape[0] == shape[0] + 1 or not _numeric(frame.iloc[0, -1])):
-        frame = frame.iloc[1:]  # a header row
-    if frame.shape[0] and (frame.shape[1] == shape[1] + 1 or not _numeric(frame.iloc[0, 0])):
-        frame = frame.iloc[:, 1:]  # a label column
+    _check_separator(name, text, shape)
+    header = bool(frame.shape[0]) and (frame.shape[0] == shape[0] + 1
+                                       or not _numeric(frame.iloc[0, -1]))
+    if header:
+        frame = frame.iloc[1:]
+    labels = bool(frame.shape[0]) and (frame.shape[1] == shape[1] + 1
+                                       or not _numeric(frame.iloc[0, 0]))
+    if labels:
+        frame = frame.iloc[:, 1:]
     if frame.shape != shape:
-        raise ConfigError(name, f"{name} must be {shape[0]}×{shape[1]} here "
-                                f"(the file holds {frame.shape[0]}×{frame.shape[1]} numbers)")
-    return [[matrix_cell(name, f"{name}: the file's row {i}, column {j}", cell.strip())
+        dropped = " and ".join(part for part, on in (("a header row", header),
+                                                     ("a label column", labels)) if on)
+        raise ConfigError(name, f"{name} must be {shape[0]}×{shape[1]} here (the file holds "
+                                f"{frame.shape[0]}×{frame.shape[1]} numbers"
+                                + (f" once {dropped} is left out)" if dropped else ")"))
+    return [[matrix_cell(name, f"{name}: the file's "
+                               f"{spreadsheet_cell(i + 1 + header, j + 1 + labels)}",
+                         cell.strip())
              for j, cell in enumerate(row)] for i, row in enumerate(frame.itertuples(index=False))]
+
+
+def spreadsheet_cell(row: int, column: int) -> str:
+    """A 1-based cell as a spreadsheet names it: ``cell C2 (row 2, column 3)``."""
+    letters, n = "", column
+    while n:
+        n, rest = divmod(n - 1, 26)
+        letters = chr(ord("A") + rest) + letters
+    return f"cell {letters}{row} (row {row}, column {column})"
+
+
+def _check_separator(name: str, text: str, shape: tuple[int, int]) -> None:
+    """Raise `ConfigError` naming the separator when ``text`` separates its numbers
+    with one of `SEPARATORS` rather than commas: its first line holds at least
+    as many of it as a row of ``shape`` needs, and no more commas."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    for separator, called in SEPARATORS.items():
+        count = first.count(separator)
+        if count >= max(1, shape[1] - 1) and count >= first.count(","):
+            raise ConfigError(name, f"{name}: the file separates its numbers with {called}; "
+                                    "the importer reads commas. Save it as CSV with commas "
+                                    "(and decimal points: 0.5, not 0,5).")
 
 
 def _numeric(cell: Any) -> bool:
@@ -238,4 +291,4 @@ def _import(name: str, upload_key: str, shape: tuple[int, int]) -> None:
     try:
         state.set_matrix(name, parse_csv_matrix(upload.getvalue(), shape, name))
     except ConfigError as error:
-        st.session_state[f"{state.IMPORT_ERROR}:{name}"] = str(error)
+        st.session_state[f"{state.IMPORT_ERROR}:{name}"] = (upload.file_id, str(error))

@@ -150,8 +150,8 @@ def test_importing_a_csv_fills_the_table_and_the_heatmaps():
 
 @pytest.mark.parametrize("content, message", [
     (b"1,2,3\n4,5,6\n", "embeddings must be 3×4 here (the file holds 2×3 numbers)"),
-    (b"1,2,3,4\n1,2,x,4\n1,2,3,4\n", "row 1, column 2 must be a number (got 'x')"),
-    (b"1,2,3,4\n1,2,inf,4\n1,2,3,4\n", "row 1, column 2 must be a finite number"),
+    (b"1,2,3,4\n1,2,x,4\n1,2,3,4\n", "cell C2 (row 2, column 3) must be a number (got 'x')"),
+    (b"1,2,3,4\n1,2,inf,4\n1,2,3,4\n", "cell C2 (row 2, column 3) must be a finite number"),
     (b"\x00\xff\xfe", "not a CSV table of numbers"),
 ])
 def test_a_bad_csv_is_refused_with_a_message_and_the_table_kept(content, message):
