@@ -72,11 +72,247 @@ function decodePayload(bytes, store) {
   return { header, matrices, missing };
 }
 
+// ---- seam.js ----
+// @ts-check
+// The one place that reaches what is not a public API: Plotly.js's private
+// fields and DOM classes, and Streamlit's DOM attributes. Each assumption is
+// listed in `SEAM_ASSUMPTIONS` and checked against the real libraries by
+// tests/browser/test_browser_seam.py (`checkSeam`), which fails when an upgrade
+// changes one of them.
+
+/**
+ * The plot area (the cells) of a drawn Plotly figure, in px, from Plotly's
+ * private `_fullLayout.xaxis._length` / `yaxis._length`; null before the first
+ * drawing.
+ * @param {any} gd a Plotly graph div
+ * @returns {{width: number, height: number} | null}
+ */
+function drawnPlotArea(gd) {
+  const full = gd._fullLayout;
+  if (full && full.xaxis && full.xaxis._length) {
+    return { width: full.xaxis._length, height: full.yaxis._length };
+  }
+  return null;
+}
+
+/**
+ * The width Plotly laid the figure out at (`_fullLayout.width`), without
+ * forcing a layout; else the element's width.
+ * @param {any} gd
+ */
+function drawnWidth(gd) {
+  return gd._fullLayout?.width ?? gd.clientWidth;
+}
+
+/**
+ * The screen box of the plot area, from Plotly's drag layer (`.nsewdrag`).
+ * @param {Element} gd
+ */
+function plotAreaBox(gd) {
+  return gd.querySelector(".nsewdrag")?.getBoundingClientRect() ?? null;
+}
+
+/**
+ * The drawn title (Plotly's `.g-gtitle .gtitle`) and the figure's SVG (`.main-svg`).
+ * @param {Element} gd
+ */
+function titleAndSvg(gd) {
+  return { title: gd.querySelector(".g-gtitle .gtitle"), svg: gd.querySelector(".main-svg") };
+}
+
+/** Whether Streamlit is running the script (the app's `data-test-script-state`). */
+function scriptRunning() {
+  const app = /** @type {HTMLElement | null} */ (document.querySelector("[data-testid='stApp']"));
+  return app?.dataset.testScriptState === "running";
+}
+
+const SEAM_ASSUMPTIONS = [
+  "Plotly: a drawn heatmap's _fullLayout.xaxis._length and yaxis._length are its plot area in px",
+  "Plotly: _fullLayout.width is the figure's width",
+  "Plotly: .nsewdrag covers the plot area",
+  "Plotly: the title is drawn as .g-gtitle .gtitle in a .main-svg (the first one is the figure's)",
+  "Streamlit: [data-testid='stApp'] carries data-test-script-state, 'running' during a run",
+];
+
+/**
+ * What no longer holds of `SEAM_ASSUMPTIONS` in a drawn figure `gd` (with a
+ * title) on a Streamlit page that has finished its run: [] when all hold.
+ * @param {any} gd
+ * @returns {string[]}
+ */
+function checkSeam(gd) {
+  const broken = [];
+  const area = drawnPlotArea(gd);
+  const box = plotAreaBox(gd);
+  if (!area || !box || Math.abs(area.width - box.width) > 1 || Math.abs(area.height - box.height) > 1) {
+    broken.push(`${SEAM_ASSUMPTIONS[0]}; ${SEAM_ASSUMPTIONS[2]} (area ${JSON.stringify(area)}, `
+      + `drag box ${box && [box.width, box.height]})`);
+  }
+  const svg = gd.querySelector(".main-svg");
+  if (!svg || Math.abs(drawnWidth(gd) - svg.getBoundingClientRect().width) > 1
+      || typeof gd._fullLayout?.width !== "number") {
+    broken.push(SEAM_ASSUMPTIONS[1]);
+  }
+  const { title } = titleAndSvg(gd);
+  if (!title || !title.textContent || !title.closest(".main-svg")) broken.push(SEAM_ASSUMPTIONS[3]);
+  const app = /** @type {HTMLElement | null} */ (document.querySelector("[data-testid='stApp']"));
+  if (app?.dataset.testScriptState !== "notRunning" || scriptRunning()) {
+    broken.push(`${SEAM_ASSUMPTIONS[4]} (now ${app?.dataset.testScriptState})`);
+  }
+  return broken;
+}
+
+// ---- state.js ----
+// @ts-check
+// What the page holds: its view, its charts and pickers, the matrices it was
+// sent; and each chart's state in one object (`ChartState`), found through the
+// plot element on screen (`chartOf`). A head switch that swaps in a spare plot
+// moves that one object to it (`moveChart`).
+
+
+/** @typedef {import("./view.js").View} View */
+
+const MATRIX_CACHE_BYTES = 128 * 2 ** 20;
+
+/**
+ * The page's view and what follows it. `known` turns true once a payload from
+ * the server has said what the view is (the standalone report never does: its
+ * charts keep the outlines they were built with). `round` counts view changes
+ * (`setView`). On `window`, so that every copy of these modules on a page (a
+ * notebook's fragments each inline one) shares it.
+ * @type {{view: View, known: boolean, charts: Set<HTMLElement>, pickers: Set<any>, round: number}}
+ */
+const PAGE = (/** @type {any} */ (window).__explorerPage ??= {
+  view: { query: null, cell: null, head: 0, lines: false }, known: false, charts: new Set(),
+  pickers: new Set(), round: 0,
+});
+
+/** @type {MatrixStore} hash -> matrix, shared by the page's charts (as `PAGE`) */
+const MATRICES = (/** @type {any} */ (window).__explorerMatrices ??=
+  new MatrixStore(MATRIX_CACHE_BYTES));
+
+/**
+ * What a plot shows, to swap it in or move its outlines without measuring
+ * again: its head, its layout and config as drawn, and its outlines as JSON.
+ * @typedef {{head: number | null, layout: any, config: any, marks: string,
+ *   payload: string | null}} Drawn  payload: the `pictureKey` of the payload it shows
+ */
+
+/** One chart's state: its payload, what it shows, its spares and line view. */
+class ChartState {
+  /**
+   * @param {HTMLElement} parent the Streamlit element that holds the chart
+   */
+  constructor(parent) {
+    this.parent = parent;
+    /** Mounted by `mountChart` (the floor page of `make bench` only draws): follows
+     * the page's view, keeps spares and a line view. */
+    this.mounted = false;
+    /** @type {any} */
+    this.header = null;
+    /** @type {(Float32Array | undefined)[]} */
+    this.matrices = [];
+    /** @type {string | null} `pictureKey` of the payload it holds (set when one comes) */
+    this.picture = null;
+    /** @type {Drawn | null} what the plot on screen shows, once drawn */
+    this.drawn = null;
+    /** @type {any} the marks (explorer.render.figures) of the head on screen */
+    this.marks = null;
+    /** @type {((cell: {trace: number, row: number, col: number}) => void) | null} */
+    this.onClick = null;
+    /** @type {"view" | "server"} why the chart's pixels change next (`painted`) */
+    this.cause = "server";
+    /** How many drawings of this chart have started (the last one clears `data-drawing`). */
+    this.drawRound = 0;
+    /** @type {(always: boolean) => Promise<void> | undefined} draw the payload again */
+    this.redraw = () => undefined;
+    /** The element's width when last drawn, in px, the one before it, and when it
+     * changed (ms): what `redrawOnResize` decides by. */
+    this.width = parent?.clientWidth ?? 0;
+    /** @type {number | null} */
+    this.previousWidth = null;
+    this.resizedAt = -Infinity;
+    /** @type {{toggle: HTMLInputElement, box: HTMLElement} | null} the line view */
+    this.lines = null;
+    /** Spare plots of the other heads (spares.js): head -> plot and what it shows. */
+    this.spares = { generation: 0, /** @type {Map<number, {gd: any, drawn: Drawn | null, marks: any}>} */
+                    byHead: new Map() };
+  }
+}
+
+/** @type {WeakMap<Element, ChartState>} plot on screen -> its chart's state (as `PAGE`) */
+const STATES = (/** @type {any} */ (window).__explorerStates ??= new WeakMap());
+
+/** The state of the chart whose plot on screen is `gd`, if any. @param {Element} gd */
+function chartOf(gd) {
+  return STATES.get(gd);
+}
+
+/** Make `gd` the plot on screen of `state`. @param {Element} gd @param {ChartState} state */
+function attach(gd, state) {
+  STATES.set(gd, state);
+}
+
+/**
+ * Move `state` from the plot `from` to the plot `to` (a head switch swapped a
+ * spare in): the one object moves, and the page's set of charts follows.
+ * @param {HTMLElement} from @param {HTMLElement} to @param {ChartState} state
+ */
+function moveChart(from, to, state) {
+  STATES.delete(from);
+  STATES.set(to, state);
+  PAGE.charts.delete(from);
+  PAGE.charts.add(to);
+}
+
+// ---- clicks.js ----
+// @ts-check
+// Clicks on a heatmap's cells, reported to the chart whose plot on screen was
+// clicked (a plot drawn as a spare reports once it is swapped in).
+
+
+/** @type {WeakSet<Element>} plots that report their clicks */
+const LISTENING = new WeakSet();
+
+/**
+ * Report a click on a cell of `gd`'s heatmap to the `onClick` of the chart
+ * whose plot on screen `gd` is (a head switch may swap it in later).
+ * @param {any} gd
+ */
+function listenForClicks(gd) {
+  if (LISTENING.has(gd)) return;
+  LISTENING.add(gd);
+  gd.on("plotly_click", (/** @type {any} */ event) => {
+    const point = event.points?.[0];
+    if (!point || !Array.isArray(point.pointIndex)) return;
+    const [row, col] = cellUnderPointer(gd, event.event) ?? point.pointIndex;
+    chartOf(gd)?.onClick?.({ trace: point.curveNumber, row, col });
+  });
+}
+
+/**
+ * The (row, col) under a click on a one-heatmap chart, from the pointer's
+ * pixel centre: Plotly reads the pointer's whole-pixel position, which lands
+ * in the previous row or column once cells are about a pixel wide.
+ * @param {any} gd @param {MouseEvent | undefined} mouse
+ */
+function cellUnderPointer(gd, mouse) {
+  const trace = gd.data;
+  const area = plotAreaBox(gd);
+  if (!mouse || !area || trace.length !== 1 || !Array.isArray(trace[0].z)) return null;
+  const rows = trace[0].z.length;
+  const cols = trace[0].z[0].length;
+  const row = Math.floor(((mouse.clientY + 0.5 - area.top) / area.height) * rows);
+  const col = Math.floor(((mouse.clientX + 0.5 - area.left) / area.width) * cols);
+  if (row < 0 || row >= rows || col < 0 || col >= cols) return null;
+  return [row, col];
+}
+
 // ---- cells.js ----
 // @ts-check
 // Cell text: numbers as the explanations write them, and the decimals and font
 // size a heatmap's cells can show them with. Pure: the text's width comes from
-// a `measure` function (a canvas in the browser, `draw.js`).
+// a `measure` function (an SVG text in the browser, `measure.js`).
 
 /** @typedef {(text: string, size: number) => number} Measure width in px of `text` at `size` px */
 
@@ -543,6 +779,365 @@ function linesFigure(values, n, spec, query, head) {
   return { data, layout };
 }
 
+// ---- loader.js ----
+// @ts-check
+// Plotly.js on the page: loaded once, by whichever module draws first (a
+// chart, a spare, a line view, a change of view).
+
+/** @type {Promise<any> | null} */
+let plotlyLoading = null;
+
+/**
+ * Plotly.js: `window.Plotly` where the page has it (the report inlines it),
+ * else loaded once from `url`.
+ * @param {string} url
+ * @returns {Promise<any>}
+ */
+function loadPlotly(url) {
+  const w = /** @type {any} */ (window);
+  if (w.Plotly) return Promise.resolve(w.Plotly);
+  plotlyLoading ??= new Promise((resolve, reject) => {
+    const script = document.createElement("script");
+    script.src = url;
+    script.onload = () => resolve(w.Plotly);
+    script.onerror = () => reject(new Error(`could not load ${url}`));
+    document.head.appendChild(script);
+  });
+  return plotlyLoading;
+}
+
+// ---- measure.js ----
+// @ts-check
+// What a drawing measures in the page before it lays out a figure: text as
+// Plotly draws it, the plot area, and whether the screen has hover (a toolbar).
+
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+/** @type {SVGTextElement | null} */
+let probe = null;
+/** @type {Map<string, DOMRect>} "size|text" -> its box */
+const BOXES = new Map();
+
+/**
+ * The box of `text` drawn at `size` px in Plotly's font, measured as Plotly
+ * draws it (an SVG text off-screen: a canvas measured numbers up to 6 px
+ * narrower than the SVG draws them).
+ * @param {string} text @param {number} size
+ */
+function textBox(text, size) {
+  const key = `${size}|${text}`;
+  let box = BOXES.get(key);
+  if (!box) {
+    if (!probe || !probe.isConnected) {
+      const svg = document.createElementNS(SVG_NS, "svg");
+      svg.setAttribute("aria-hidden", "true");
+      svg.setAttribute("style", "position: absolute; left: -10000px; top: 0; visibility: hidden");
+      probe = document.createElementNS(SVG_NS, "text");
+      probe.style.fontFamily = CELL_FONT_FAMILY;
+      svg.appendChild(probe);
+      document.body.appendChild(svg);
+    }
+    probe.style.fontSize = `${size}px`;
+    probe.textContent = text;
+    box = probe.getBBox();
+    if (BOXES.size > 5000) BOXES.clear();
+    BOXES.set(key, box);
+  }
+  return box;
+}
+
+/**
+ * The width in px of `text` drawn at `size` px in the cells' font.
+ * @param {string} text @param {number} size
+ */
+function textWidth(text, size) {
+  return textBox(text, size).width;
+}
+
+/**
+ * The height in px of a line of text at `size` px in the cells' font.
+ * @param {number} size
+ */
+function lineHeight(size) {
+  return textBox("Ag0", size).height;
+}
+
+/** Whether the page is on a touch screen (no hover: no toolbar). */
+function touchScreen() {
+  return Boolean(window.matchMedia?.("(hover: none)").matches);
+}
+
+/** The plot area of `gd` drawn with `layout`: as Plotly drew it, else a guess.
+ * @param {any} gd @param {any} layout */
+function plotArea(gd, layout) {
+  return drawnPlotArea(gd) ?? estimatedPlotArea(layout, gd.clientWidth);
+}
+
+// ---- painted.js ----
+// @ts-check
+// Telling whoever measures (tests, `make bench`) that a chart's pixels changed,
+// and why: every module that draws reports through here.
+
+/**
+ * Tell whoever measures (tests, `make bench`) that `el`'s pixels changed: the
+ * time of the next frame, after the change is painted, and why it changed:
+ * "view" (the page followed a click or a pick, `setView`) or "server" (a payload).
+ * @param {HTMLElement} el @param {string} by
+ */
+function painted(el, by) {
+  requestAnimationFrame(() => {
+    el.dataset.painted = String(performance.now());
+    el.dataset.paintedBy = by;
+    el.dispatchEvent(new CustomEvent("explorer:painted", { bubbles: true, detail: { by } }));
+  });
+}
+
+// ---- style.js ----
+// @ts-check
+// The page's own CSS for pickers, the line view's switch and the plots kept
+// off-screen (spares, a hidden line view): added once.
+
+const STYLE = `
+.explorer-picker { font-family: inherit; margin-bottom: 0.5rem; }
+.explorer-picker label { display: block; font-size: 14px; margin-bottom: 0.25rem;
+  color: rgb(49, 51, 63); }
+.explorer-picker select { width: 100%; font: inherit; font-size: 14px; padding: 0.5rem 0.6rem;
+  border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; background: #f0f2f6;
+  color: rgb(49, 51, 63); }
+.explorer-picker [role=radiogroup] { display: flex; flex-wrap: wrap; gap: 0; }
+.explorer-picker button { font: inherit; font-size: 14px; padding: 0.25rem 0.75rem;
+  border: 1px solid rgba(49, 51, 63, 0.2); background: #fff; color: rgb(49, 51, 63);
+  cursor: pointer; margin-left: -1px; }
+.explorer-picker button:first-child { border-radius: 0.5rem 0 0 0.5rem; margin-left: 0; }
+.explorer-picker button:last-child { border-radius: 0 0.5rem 0.5rem 0; }
+.explorer-offscreen { position: absolute !important; left: -100000px; top: 0;
+  visibility: hidden; }
+.explorer-spare { position: absolute !important; left: -100000px; top: 0; }
+.explorer-lines-toggle { display: flex; align-items: center; gap: 0.4rem; font-size: 14px;
+  margin: 0.25rem 0 0.5rem; cursor: pointer; color: rgb(49, 51, 63); }
+.explorer-lines-toggle input { accent-color: #ff4b4b; width: 1rem; height: 1rem; }
+.explorer-picker button[aria-checked=true] { color: #ff4b4b; border-color: #ff4b4b;
+  background: rgba(255, 75, 75, 0.08); position: relative; }
+`;
+
+/** Add the page's CSS, once. */
+function addStyle() {
+  if (document.getElementById("explorer-picker-style")) return;
+  const style = document.createElement("style");
+  style.id = "explorer-picker-style";
+  style.textContent = STYLE;
+  document.head.appendChild(style);
+}
+
+// ---- view.js ----
+// @ts-check
+// The page's view and what a chart draws for it: the head it shows, the
+// variant of the figure for that head, and the outlines of the query token's
+// row and of the explained cell. Pure.
+
+/**
+ * The page's view, shared by its charts and pickers: the query token (a row
+ * index or null), the explained cell ([step, row, col, head] or null), the head
+ * shown and whether the weights are drawn as lines.
+ * @typedef {{query: number | null, cell: number[] | null, head: number, lines: boolean}} View
+ */
+
+const MARK_NAMES = ["query", "cell"]; // the shapes that follow the view (explorer.render.figures)
+
+/**
+ * The outlines of the page's view in a chart with `marks` (explorer.render.figures.
+ * heatmap_chart): the query token's row where the rows are tokens, and the
+ * explained cell where it lies (its step; its head for a per-head step; its
+ * column among those the chart shows).
+ * @param {any} marks @param {View} view @param {number | null} head
+ * @returns {object[]}
+ */
+function markShapes(marks, view, head) {
+  const out = [];
+  const { rows, cols, styles } = marks;
+  const offset = marks.colOffset ?? 0;
+  if (marks.queryRows && view.query !== null && view.query !== undefined && view.query < rows) {
+    out.push({ type: "rect", name: "query", xref: "paper", x0: 0, x1: 1, yref: "y",
+               y0: view.query - 0.5, y1: view.query + 0.5, line: styles.query });
+  }
+  const cell = view.cell;
+  if (cell && cell[0] === marks.step && (!marks.perHead || cell[3] === head)) {
+    const [row, col] = [cell[1], cell[2] - offset];
+    if (row < rows && col >= 0 && col < cols) {
+      out.push({ type: "rect", name: "cell", xref: "x", yref: "y", x0: col - 0.5,
+                 x1: col + 0.5, y0: row - 0.5, y1: row + 0.5, line: styles.cell });
+    }
+  }
+  return out;
+}
+
+/**
+ * The head a chart shows for `view`: the view's head where the chart carries
+ * that head's variant, else the head it was built for; null for a chart whose
+ * picture is the same for every head.
+ * @param {any} header @param {View} view
+ * @returns {number | null}
+ */
+function headShown(header, view) {
+  const heads = header.heads;
+  if (heads && view.head < heads.length) return view.head;
+  return header.marks?.perHead || heads ? header.marks.head : null;
+}
+
+/**
+ * `header.figure` as the page's view wants it: the variant of the head shown
+ * (its matrix, title, colour range, frame and first column) and, once the
+ * page's view is `known`, the view's outlines in place of those it was built with.
+ * @param {any} header @param {View} view @param {boolean} known
+ * @returns {{figure: {data: any[], layout: any}, marks: any, head: number | null, filename: string}}
+ */
+function figureFor(header, view, known) {
+  const head = headShown(header, view);
+  const variant = head === null ? undefined : header.heads?.[head];
+  let { data, layout } = header.figure;
+  let marks = header.marks;
+  if (variant && head !== header.marks.head) {
+    const [first, ...rest] = data;
+    const trace = { ...first, matrix: { ...first.matrix, block: variant.block },
+                    zmin: variant.zmin, zmax: variant.zmax, colorscale: variant.colorscale };
+    if (variant.x) trace.x = variant.x;
+    data = [trace, ...rest];
+    layout = { ...layout, title: { ...layout.title, text: variant.title },
+               shapes: (layout.shapes ?? []).map((/** @type {any} */ s) => (s.name === "frame"
+                 ? { ...s, line: { ...s.line, color: variant.frame } } : s)) };
+    marks = { ...marks, head, colOffset: variant.colOffset };
+  }
+  if (marks && known) {
+    const others = (layout.shapes ?? []).filter((/** @type {any} */ s) => !MARK_NAMES.includes(s.name));
+    layout = { ...layout, shapes: [...markShapes(marks, view, head), ...others] };
+  }
+  return { figure: { data, layout }, marks, head,
+           filename: variant?.filename ?? header.filename };
+}
+
+/**
+ * What a chart's picture depends on, apart from the view's outlines and head
+ * (the outlines it was built with are left out):
+ * two payloads with the same key draw the same picture. Blocks are named by
+ * their hash (payloads built for different heads hold the same matrices in
+ * another order).
+ * @param {any} header
+ */
+function pictureKey(header) {
+  const hashes = header.blocks.map((/** @type {any} */ b) => b.hash);
+  const blank = { head: 0, query: null, cell: null, lines: false };
+  return JSON.stringify(
+    [figureFor(header, blank, true).figure, header.size, header.columns, header.heads,
+     [...hashes].sort()],
+    (key, value) => (key === "block" ? hashes[value] : value));
+}
+
+/**
+ * The outlines to draw when a cell of a chart with `marks` is clicked: the
+ * view change (its cell, and its row as the query where the rows are tokens),
+ * or null for a chart that explains no cell.
+ * @param {any} marks @param {{trace: number, row: number, col: number}} cell
+ * @returns {Partial<View> | null}
+ */
+function viewOfClick(marks, cell) {
+  if (!marks?.step) return null;
+  /** @type {Partial<View>} */
+  const change = { cell: [marks.step, cell.row, cell.col + (marks.colOffset ?? 0), marks.head] };
+  if (marks.queryRows) change.query = cell.row;
+  return change;
+}
+
+// ---- line-view.js ----
+// @ts-check
+// The line view under a weights chart: its switch and, while the page's view
+// says so, the lines (`linesFigure`) for the head and query the chart shows.
+// While it is off, the lines are drawn off-screen in idle time, so that
+// turning it on only reveals them.
+
+
+/** @typedef {import("./state.js").ChartState} ChartState */
+
+/**
+ * The switch and the box of the line view, once per chart (under its element).
+ * `onToggle(on)` is called when the learner turns the switch on or off (the
+ * chart tells the server and changes the page's view).
+ * @param {HTMLElement} parent @param {any} spec explorer.render.figures.lines_spec
+ * @param {(on: boolean) => void} onToggle
+ */
+function addLines(parent, spec, onToggle) {
+  let toggle = /** @type {HTMLInputElement | null} */ (
+    parent.querySelector(":scope > .explorer-lines-toggle input"));
+  let box = /** @type {HTMLElement | null} */ (parent.querySelector(":scope > .explorer-lines"));
+  if (!toggle || !box) {
+    addStyle();
+    const label = document.createElement("label");
+    label.className = "explorer-lines-toggle";
+    label.title = spec.help;
+    toggle = document.createElement("input");
+    toggle.type = "checkbox";
+    toggle.setAttribute("role", "switch");
+    label.append(toggle, ` ${spec.toggle}`);
+    box = document.createElement("div");
+    box.className = "explorer-lines explorer-offscreen";
+    parent.append(label, box);
+  }
+  const input = toggle;
+  input.onchange = () => onToggle(input.checked);
+  return { toggle: input, box };
+}
+
+/**
+ * Show or hide the line view of the chart whose plot on screen is `gd`, as the
+ * page's view says. Resolves to whether anything changed on screen.
+ * @param {HTMLElement} gd @param {ChartState} state
+ */
+async function followLines(gd, state) {
+  if (!state.header.lines || !state.lines || !PAGE.known) return false;
+  const { toggle, box } = state.lines;
+  const on = Boolean(PAGE.view.lines);
+  toggle.checked = on;
+  const wasOn = !box.classList.contains("explorer-offscreen");
+  if (!on) {
+    box.classList.add("explorer-offscreen");
+    box.style.width = `${gd.clientWidth}px`;
+    const later = /** @type {any} */ (window).requestIdleCallback ?? setTimeout;
+    later(() => drawLines(state), { timeout: 3000 });
+    return wasOn;
+  }
+  box.classList.remove("explorer-offscreen");
+  box.style.width = "";
+  const drew = await drawLines(state);
+  if (!drew && !wasOn) painted(box, state.cause);
+  return drew || !wasOn;
+}
+
+/**
+ * Draw the lines of `state`'s weights for the page's view into its line box,
+ * unless they are drawn already. Resolves to whether it drew.
+ * @param {ChartState} state
+ */
+async function drawLines(state) {
+  if (!state.lines) return false;
+  const { box } = state.lines;
+  const spec = state.header.lines;
+  const shown = figureFor(state.header, PAGE.view, PAGE.known);
+  const block = shown.figure.data[0].matrix.block;
+  const key = JSON.stringify([state.header.blocks[block].hash, shown.head, PAGE.view.query,
+                              box.clientWidth]);
+  if (key === box.dataset.key || !box.isConnected) return false;
+  box.dataset.key = key;
+  const Plotly = await loadPlotly(state.header.plotly);
+  const { data, layout } = linesFigure(/** @type {Float32Array} */ (state.matrices[block]),
+                                       spec.labels.length, spec, PAGE.view.query, shown.head);
+  await Plotly.react(box, data, layout, {
+    displaylogo: false, responsive: true,
+    displayModeBar: touchScreen() ? false : "hover",
+    toImageButtonOptions: { format: "png", filename: spec.filename, scale: 2 } });
+  box.dataset.drawn = String(Number(box.dataset.drawn ?? 0) + 1);
+  if (!box.classList.contains("explorer-offscreen")) painted(box, state.cause);
+  return true;
+}
+
 // ---- schedule.js ----
 // @ts-check
 // Drawing what the learner sees first (issue 26). A payload's chart in the
@@ -707,354 +1302,6 @@ async function pump() {
   later(pump, { timeout: 200 });
 }
 
-// ---- seam.js ----
-// @ts-check
-// The one place that reaches what is not a public API: Plotly.js's private
-// fields and DOM classes, and Streamlit's DOM attributes. Each assumption is
-// listed in `SEAM_ASSUMPTIONS` and checked against the real libraries by
-// tests/browser/test_browser_seam.py (`checkSeam`), which fails when an upgrade
-// changes one of them.
-
-/**
- * The plot area (the cells) of a drawn Plotly figure, in px, from Plotly's
- * private `_fullLayout.xaxis._length` / `yaxis._length`; null before the first
- * drawing.
- * @param {any} gd a Plotly graph div
- * @returns {{width: number, height: number} | null}
- */
-function drawnPlotArea(gd) {
-  const full = gd._fullLayout;
-  if (full && full.xaxis && full.xaxis._length) {
-    return { width: full.xaxis._length, height: full.yaxis._length };
-  }
-  return null;
-}
-
-/**
- * The width Plotly laid the figure out at (`_fullLayout.width`), without
- * forcing a layout; else the element's width.
- * @param {any} gd
- */
-function drawnWidth(gd) {
-  return gd._fullLayout?.width ?? gd.clientWidth;
-}
-
-/**
- * The screen box of the plot area, from Plotly's drag layer (`.nsewdrag`).
- * @param {Element} gd
- */
-function plotAreaBox(gd) {
-  return gd.querySelector(".nsewdrag")?.getBoundingClientRect() ?? null;
-}
-
-/**
- * The drawn title (Plotly's `.g-gtitle .gtitle`) and the figure's SVG (`.main-svg`).
- * @param {Element} gd
- */
-function titleAndSvg(gd) {
-  return { title: gd.querySelector(".g-gtitle .gtitle"), svg: gd.querySelector(".main-svg") };
-}
-
-/** Whether Streamlit is running the script (the app's `data-test-script-state`). */
-function scriptRunning() {
-  const app = /** @type {HTMLElement | null} */ (document.querySelector("[data-testid='stApp']"));
-  return app?.dataset.testScriptState === "running";
-}
-
-const SEAM_ASSUMPTIONS = [
-  "Plotly: a drawn heatmap's _fullLayout.xaxis._length and yaxis._length are its plot area in px",
-  "Plotly: _fullLayout.width is the figure's width",
-  "Plotly: .nsewdrag covers the plot area",
-  "Plotly: the title is drawn as .g-gtitle .gtitle in a .main-svg (the first one is the figure's)",
-  "Streamlit: [data-testid='stApp'] carries data-test-script-state, 'running' during a run",
-];
-
-/**
- * What no longer holds of `SEAM_ASSUMPTIONS` in a drawn figure `gd` (with a
- * title) on a Streamlit page that has finished its run: [] when all hold.
- * @param {any} gd
- * @returns {string[]}
- */
-function checkSeam(gd) {
-  const broken = [];
-  const area = drawnPlotArea(gd);
-  const box = plotAreaBox(gd);
-  if (!area || !box || Math.abs(area.width - box.width) > 1 || Math.abs(area.height - box.height) > 1) {
-    broken.push(`${SEAM_ASSUMPTIONS[0]}; ${SEAM_ASSUMPTIONS[2]} (area ${JSON.stringify(area)}, `
-      + `drag box ${box && [box.width, box.height]})`);
-  }
-  const svg = gd.querySelector(".main-svg");
-  if (!svg || Math.abs(drawnWidth(gd) - svg.getBoundingClientRect().width) > 1
-      || typeof gd._fullLayout?.width !== "number") {
-    broken.push(SEAM_ASSUMPTIONS[1]);
-  }
-  const { title } = titleAndSvg(gd);
-  if (!title || !title.textContent || !title.closest(".main-svg")) broken.push(SEAM_ASSUMPTIONS[3]);
-  const app = /** @type {HTMLElement | null} */ (document.querySelector("[data-testid='stApp']"));
-  if (app?.dataset.testScriptState !== "notRunning" || scriptRunning()) {
-    broken.push(`${SEAM_ASSUMPTIONS[4]} (now ${app?.dataset.testScriptState})`);
-  }
-  return broken;
-}
-
-// ---- state.js ----
-// @ts-check
-// What the page holds: its view, its charts and pickers, the matrices it was
-// sent; and each chart's state in one object (`ChartState`), found through the
-// plot element on screen (`chartOf`). A head switch that swaps in a spare plot
-// moves that one object to it (`moveChart`).
-
-
-/** @typedef {import("./view.js").View} View */
-
-const MATRIX_CACHE_BYTES = 128 * 2 ** 20;
-
-/**
- * The page's view and what follows it. `known` turns true once a payload from
- * the server has said what the view is (the standalone report never does: its
- * charts keep the outlines they were built with). `round` counts view changes
- * (`setView`). On `window`, so that every copy of these modules on a page (a
- * notebook's fragments each inline one) shares it.
- * @type {{view: View, known: boolean, charts: Set<HTMLElement>, pickers: Set<any>, round: number}}
- */
-const PAGE = (/** @type {any} */ (window).__explorerPage ??= {
-  view: { query: null, cell: null, head: 0, lines: false }, known: false, charts: new Set(),
-  pickers: new Set(), round: 0,
-});
-
-/** @type {MatrixStore} hash -> matrix, shared by the page's charts (as `PAGE`) */
-const MATRICES = (/** @type {any} */ (window).__explorerMatrices ??=
-  new MatrixStore(MATRIX_CACHE_BYTES));
-
-/**
- * What a plot shows, to swap it in or move its outlines without measuring
- * again: its head, its layout and config as drawn, and its outlines as JSON.
- * @typedef {{head: number | null, layout: any, config: any, marks: string,
- *   payload: string | null}} Drawn  payload: the `pictureKey` of the payload it shows
- */
-
-/** One chart's state: its payload, what it shows, its spares and line view. */
-class ChartState {
-  /**
-   * @param {HTMLElement} parent the Streamlit element that holds the chart
-   */
-  constructor(parent) {
-    this.parent = parent;
-    /** Mounted by `mountChart` (the floor page of `make bench` only draws): follows
-     * the page's view, keeps spares and a line view. */
-    this.mounted = false;
-    /** @type {any} */
-    this.header = null;
-    /** @type {(Float32Array | undefined)[]} */
-    this.matrices = [];
-    /** @type {string | null} `pictureKey` of the payload it holds (set when one comes) */
-    this.picture = null;
-    /** @type {Drawn | null} what the plot on screen shows, once drawn */
-    this.drawn = null;
-    /** @type {any} the marks (explorer.render.figures) of the head on screen */
-    this.marks = null;
-    /** @type {((cell: {trace: number, row: number, col: number}) => void) | null} */
-    this.onClick = null;
-    /** @type {"view" | "server"} why the chart's pixels change next (`painted`) */
-    this.cause = "server";
-    /** How many drawings of this chart have started (the last one clears `data-drawing`). */
-    this.drawRound = 0;
-    /** @type {(always: boolean) => Promise<void> | undefined} draw the payload again */
-    this.redraw = () => undefined;
-    /** The element's width when last drawn, in px, the one before it, and when it
-     * changed (ms): what `redrawOnResize` decides by. */
-    this.width = parent?.clientWidth ?? 0;
-    /** @type {number | null} */
-    this.previousWidth = null;
-    this.resizedAt = -Infinity;
-    /** @type {{toggle: HTMLInputElement, box: HTMLElement} | null} the line view */
-    this.lines = null;
-    /** Spare plots of the other heads (spares.js): head -> plot and what it shows. */
-    this.spares = { generation: 0, /** @type {Map<number, {gd: any, drawn: Drawn | null, marks: any}>} */
-                    byHead: new Map() };
-  }
-}
-
-/** @type {WeakMap<Element, ChartState>} plot on screen -> its chart's state (as `PAGE`) */
-const STATES = (/** @type {any} */ (window).__explorerStates ??= new WeakMap());
-
-/** The state of the chart whose plot on screen is `gd`, if any. @param {Element} gd */
-function chartOf(gd) {
-  return STATES.get(gd);
-}
-
-/** Make `gd` the plot on screen of `state`. @param {Element} gd @param {ChartState} state */
-function attach(gd, state) {
-  STATES.set(gd, state);
-}
-
-/**
- * Move `state` from the plot `from` to the plot `to` (a head switch swapped a
- * spare in): the one object moves, and the page's set of charts follows.
- * @param {HTMLElement} from @param {HTMLElement} to @param {ChartState} state
- */
-function moveChart(from, to, state) {
-  STATES.delete(from);
-  STATES.set(to, state);
-  PAGE.charts.delete(from);
-  PAGE.charts.add(to);
-}
-
-// ---- style.js ----
-// @ts-check
-// The page's own CSS for pickers, the line view's switch and the plots kept
-// off-screen (spares, a hidden line view): added once.
-
-const STYLE = `
-.explorer-picker { font-family: inherit; margin-bottom: 0.5rem; }
-.explorer-picker label { display: block; font-size: 14px; margin-bottom: 0.25rem;
-  color: rgb(49, 51, 63); }
-.explorer-picker select { width: 100%; font: inherit; font-size: 14px; padding: 0.5rem 0.6rem;
-  border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; background: #f0f2f6;
-  color: rgb(49, 51, 63); }
-.explorer-picker [role=radiogroup] { display: flex; flex-wrap: wrap; gap: 0; }
-.explorer-picker button { font: inherit; font-size: 14px; padding: 0.25rem 0.75rem;
-  border: 1px solid rgba(49, 51, 63, 0.2); background: #fff; color: rgb(49, 51, 63);
-  cursor: pointer; margin-left: -1px; }
-.explorer-picker button:first-child { border-radius: 0.5rem 0 0 0.5rem; margin-left: 0; }
-.explorer-picker button:last-child { border-radius: 0 0.5rem 0.5rem 0; }
-.explorer-offscreen { position: absolute !important; left: -100000px; top: 0;
-  visibility: hidden; }
-.explorer-spare { position: absolute !important; left: -100000px; top: 0; }
-.explorer-lines-toggle { display: flex; align-items: center; gap: 0.4rem; font-size: 14px;
-  margin: 0.25rem 0 0.5rem; cursor: pointer; color: rgb(49, 51, 63); }
-.explorer-lines-toggle input { accent-color: #ff4b4b; width: 1rem; height: 1rem; }
-.explorer-picker button[aria-checked=true] { color: #ff4b4b; border-color: #ff4b4b;
-  background: rgba(255, 75, 75, 0.08); position: relative; }
-`;
-
-/** Add the page's CSS, once. */
-function addStyle() {
-  if (document.getElementById("explorer-picker-style")) return;
-  const style = document.createElement("style");
-  style.id = "explorer-picker-style";
-  style.textContent = STYLE;
-  document.head.appendChild(style);
-}
-
-// ---- view.js ----
-// @ts-check
-// The page's view and what a chart draws for it: the head it shows, the
-// variant of the figure for that head, and the outlines of the query token's
-// row and of the explained cell. Pure.
-
-/**
- * The page's view, shared by its charts and pickers: the query token (a row
- * index or null), the explained cell ([step, row, col, head] or null), the head
- * shown and whether the weights are drawn as lines.
- * @typedef {{query: number | null, cell: number[] | null, head: number, lines: boolean}} View
- */
-
-const MARK_NAMES = ["query", "cell"]; // the shapes that follow the view (explorer.render.figures)
-
-/**
- * The outlines of the page's view in a chart with `marks` (explorer.render.figures.
- * heatmap_chart): the query token's row where the rows are tokens, and the
- * explained cell where it lies (its step; its head for a per-head step; its
- * column among those the chart shows).
- * @param {any} marks @param {View} view @param {number | null} head
- * @returns {object[]}
- */
-function markShapes(marks, view, head) {
-  const out = [];
-  const { rows, cols, styles } = marks;
-  const offset = marks.colOffset ?? 0;
-  if (marks.queryRows && view.query !== null && view.query !== undefined && view.query < rows) {
-    out.push({ type: "rect", name: "query", xref: "paper", x0: 0, x1: 1, yref: "y",
-               y0: view.query - 0.5, y1: view.query + 0.5, line: styles.query });
-  }
-  const cell = view.cell;
-  if (cell && cell[0] === marks.step && (!marks.perHead || cell[3] === head)) {
-    const [row, col] = [cell[1], cell[2] - offset];
-    if (row < rows && col >= 0 && col < cols) {
-      out.push({ type: "rect", name: "cell", xref: "x", yref: "y", x0: col - 0.5,
-                 x1: col + 0.5, y0: row - 0.5, y1: row + 0.5, line: styles.cell });
-    }
-  }
-  return out;
-}
-
-/**
- * The head a chart shows for `view`: the view's head where the chart carries
- * that head's variant, else the head it was built for; null for a chart whose
- * picture is the same for every head.
- * @param {any} header @param {View} view
- * @returns {number | null}
- */
-function headShown(header, view) {
-  const heads = header.heads;
-  if (heads && view.head < heads.length) return view.head;
-  return header.marks?.perHead || heads ? header.marks.head : null;
-}
-
-/**
- * `header.figure` as the page's view wants it: the variant of the head shown
- * (its matrix, title, colour range, frame and first column) and, once the
- * page's view is `known`, the view's outlines in place of those it was built with.
- * @param {any} header @param {View} view @param {boolean} known
- * @returns {{figure: {data: any[], layout: any}, marks: any, head: number | null, filename: string}}
- */
-function figureFor(header, view, known) {
-  const head = headShown(header, view);
-  const variant = head === null ? undefined : header.heads?.[head];
-  let { data, layout } = header.figure;
-  let marks = header.marks;
-  if (variant && head !== header.marks.head) {
-    const [first, ...rest] = data;
-    const trace = { ...first, matrix: { ...first.matrix, block: variant.block },
-                    zmin: variant.zmin, zmax: variant.zmax, colorscale: variant.colorscale };
-    if (variant.x) trace.x = variant.x;
-    data = [trace, ...rest];
-    layout = { ...layout, title: { ...layout.title, text: variant.title },
-               shapes: (layout.shapes ?? []).map((/** @type {any} */ s) => (s.name === "frame"
-                 ? { ...s, line: { ...s.line, color: variant.frame } } : s)) };
-    marks = { ...marks, head, colOffset: variant.colOffset };
-  }
-  if (marks && known) {
-    const others = (layout.shapes ?? []).filter((/** @type {any} */ s) => !MARK_NAMES.includes(s.name));
-    layout = { ...layout, shapes: [...markShapes(marks, view, head), ...others] };
-  }
-  return { figure: { data, layout }, marks, head,
-           filename: variant?.filename ?? header.filename };
-}
-
-/**
- * What a chart's picture depends on, apart from the view's outlines and head
- * (the outlines it was built with are left out):
- * two payloads with the same key draw the same picture. Blocks are named by
- * their hash (payloads built for different heads hold the same matrices in
- * another order).
- * @param {any} header
- */
-function pictureKey(header) {
-  const hashes = header.blocks.map((/** @type {any} */ b) => b.hash);
-  const blank = { head: 0, query: null, cell: null, lines: false };
-  return JSON.stringify(
-    [figureFor(header, blank, true).figure, header.size, header.columns, header.heads,
-     [...hashes].sort()],
-    (key, value) => (key === "block" ? hashes[value] : value));
-}
-
-/**
- * The outlines to draw when a cell of a chart with `marks` is clicked: the
- * view change (its cell, and its row as the query where the rows are tokens),
- * or null for a chart that explains no cell.
- * @param {any} marks @param {{trace: number, row: number, col: number}} cell
- * @returns {Partial<View> | null}
- */
-function viewOfClick(marks, cell) {
-  if (!marks?.step) return null;
-  /** @type {Partial<View>} */
-  const change = { cell: [marks.step, cell.row, cell.col + (marks.colOffset ?? 0), marks.head] };
-  if (marks.queryRows) change.query = cell.row;
-  return change;
-}
-
 // ---- spares.js ----
 // @ts-check
 // Every head at hand. A per-head chart that carries every head's matrix draws
@@ -1063,7 +1310,7 @@ function viewOfClick(marks, cell) {
 // page shows several). A head switch then swaps the plot on screen for the
 // spare of the new head (a frame), moving outlines if the view changed since.
 // A redraw (new numbers, new width) discards the spares; a switch before they
-// are ready redraws in place, as before. Charts with more than PREDRAW_CELLS
+// are ready redraws in place, with the picture a spare would show (`headPicture`). Charts with more than PREDRAW_CELLS
 // cells over all their heads keep no spares (their memory would outgrow what
 // they save).
 
@@ -1157,6 +1404,27 @@ async function drawOneSpare() {
 }
 
 /**
+ * The traces, layout and config of `shown` (figureFor a view) drawn in the
+ * layout `state`'s plot on screen has measured (its size, margins and title
+ * font), with the shown head's matrix, title, outlines and download name: the
+ * picture of a spare, or of a head switch drawn in place. Every head's matrix
+ * has the same shape, so nothing needs measuring again.
+ * @param {HTMLElement} gd the plot on screen @param {ChartState} state
+ * @param {ReturnType<typeof figureFor>} shown
+ */
+function headPicture(gd, state, shown) {
+  const { header, matrices } = state;
+  const drawn = /** @type {import("./state.js").Drawn} */ (state.drawn);
+  const layout = { ...drawn.layout, shapes: shown.figure.layout.shapes,
+                   title: { ...drawn.layout.title, text: shown.figure.layout.title.text } };
+  const traces = tracesFor(shown.figure.data, matrices, plotArea(gd, layout),
+                           header.columns ?? 1, textWidth, lineHeight);
+  const config = { ...drawn.config, toImageButtonOptions: {
+    ...drawn.config.toImageButtonOptions, filename: shown.filename } };
+  return { traces, layout, config };
+}
+
+/**
  * Draw into `spare.gd` the chart `main` shows, as it looks for `head` (the
  * layout `main` has measured, the variant's matrix, title and outlines for the view).
  * @param {{gd: any, drawn: any, marks: any}} spare @param {HTMLElement} main
@@ -1207,6 +1475,126 @@ function swapIn(gd, state, head) {
   gd.setAttribute("aria-hidden", "true");
   gd.style.width = `${width}px`;
   return spare.gd;
+}
+
+// ---- draw.js ----
+// @ts-check
+// Drawing a chart with Plotly.js: draw (or update in place) the figure as the
+// page's view wants it, fit a long title to its room, then let its line view
+// and its spare heads follow.
+
+
+/** @param {any} Plotly @param {string} filename */
+function svgButton(Plotly, filename) {
+  return {
+    name: "Download as SVG (for print)",
+    icon: Plotly.Icons.disk,
+    click: (/** @type {any} */ gd) => Plotly.downloadImage(gd, { format: "svg", filename }),
+  };
+}
+
+/**
+ * A title wider than the room beside it (a long one on a phone; Plotly neither
+ * wraps nor clips it) is drawn smaller, then wrapped (`fittedTitle`), the top
+ * margin and the height growing by the added lines. Changes `layout`; returns
+ * whether it did.
+ * @param {Element} gd @param {any} layout @param {number} right px kept free at the right
+ */
+function fitTitle(gd, layout, right) {
+  const { title, svg } = titleAndSvg(gd);
+  const text = layout.title?.text;
+  if (!title || !svg || !text) return false;
+  const box = title.getBoundingClientRect();
+  const room = svg.getBoundingClientRect().right - right - box.left;
+  const fitted = fittedTitle(text, layout.title.font?.size ?? 17, box.width, room);
+  if (!fitted) return false;
+  layout.title = { ...layout.title, text: fitted.text,
+                   font: { ...layout.title.font, size: fitted.size } };
+  layout.margin = { ...layout.margin, t: (layout.margin?.t ?? 100) + fitted.extra };
+  if (layout.height) layout.height += fitted.extra;
+  return true;
+}
+
+/**
+ * Draw (or update in place) `header`'s figure in `gd` as the page's view wants
+ * it. `onClick({trace, row, col})` is called with the clicked cell of a heatmap.
+ * (The benchmark's floor page calls this directly, without `mountChart`.)
+ * @param {HTMLElement} gd @param {any} header @param {(Float32Array | undefined)[]} matrices
+ * @param {((cell: {trace: number, row: number, col: number}) => void) | null} [onClick]
+ */
+async function draw(gd, header, matrices, onClick = null) {
+  let state = chartOf(gd);
+  if (!state) {
+    state = new ChartState(/** @type {HTMLElement} */ (gd.parentElement));
+    attach(gd, state);
+  }
+  // Every call draws its own payload (the floor's edit draws new numbers in the same plot).
+  Object.assign(state, { header, matrices, onClick });
+  await drawChart(gd, state);
+}
+
+/**
+ * Draw `state`'s payload in its plot on screen `gd`: measure the plot area by
+ * drawing once, then fit the title and the cell text to it (each a redraw only
+ * when it changes something).
+ * @param {HTMLElement} gd @param {ChartState} state
+ */
+async function drawChart(gd, state) {
+  const { header, matrices } = state;
+  const payload = state.picture; // the payload drawn, whatever comes while it draws
+  const Plotly = await loadPlotly(header.plotly);
+  discardSpares(state);
+  const shown = figureFor(header, PAGE.view, PAGE.known);
+  const figure = shown.figure;
+  const touch = touchScreen();
+  const layout = layoutFor(figure.layout, header.size, gd.clientWidth || 600, touch);
+  const columns = header.columns ?? 1;
+  const config = chartConfig(shown.filename, touch, svgButton(Plotly, shown.filename));
+  const build = (/** @type {import("./figure.js").Area} */ area) => ({
+    traces: tracesFor(figure.data, matrices, area, columns, textWidth, lineHeight),
+    layout: layoutWithTicks(layout, figure.data, area, textWidth, lineHeight) });
+  // A newer payload came while this drew: its own drawing paints the plot, and
+  // this one stops, so that its later steps cannot paint old numbers over it.
+  const superseded = () => state.picture !== payload;
+  let picture = build(plotArea(gd, layout));
+  await Plotly.react(gd, picture.traces, picture.layout, config);
+  if (superseded()) return;
+  if (fitTitle(gd, layout, touch ? 0 : TOOLBAR_PX)) {
+    picture = build(plotArea(gd, layout));
+    await Plotly.react(gd, picture.traces, picture.layout, config);
+    if (superseded()) return;
+  }
+  // A drawing fixes the real plot area: draw again while the cell text or the
+  // ticks chosen for it change (twice at most: new ticks can move the margins).
+  for (let i = 0; i < 2; i++) {
+    const again = build(plotArea(gd, picture.layout));
+    if (textKey(again) === textKey(picture)) break;
+    picture = again;
+    await Plotly.react(gd, picture.traces, picture.layout, config);
+    if (superseded()) return;
+  }
+  const drawnLayout = picture.layout;
+  state.drawn = { head: shown.head, marks: JSON.stringify(drawnLayout.shapes ?? []), payload,
+                  layout: drawnLayout, config };
+  state.marks = shown.marks;
+  listenForClicks(gd);
+  gd.dataset.drawn = String(Number(gd.dataset.drawn ?? 0) + 1); // for tests and benchmarks
+  painted(gd, state.cause);
+  // Spares only of the payload still to show: a newer one may have come while this drew.
+  if (state.mounted && state.header === header) {
+    await followLines(gd, state);
+    predrawHeads(state);
+  }
+}
+
+/**
+ * What the text of a picture depends on: each trace's cell text (its template,
+ * size and first number, which shows the decimals) and each axis's ticks.
+ * @param {{traces: any[], layout: any}} picture
+ */
+function textKey({ traces, layout }) {
+  return JSON.stringify([traces.map((t) => [t.texttemplate, t.textfont?.size, t.text?.[0]?.[0]]),
+                         [layout.xaxis, layout.yaxis].map((a) => [a?.dtick, a?.tickfont?.size])]);
 }
 
 // ---- page.js ----
@@ -1324,373 +1712,6 @@ async function moveMarks(gd, state, shown) {
   const Plotly = await loadPlotly(state.header.plotly);
   await Plotly.relayout(gd, { shapes });
   return true;
-}
-
-// ---- line-view.js ----
-// @ts-check
-// The line view under a weights chart: its switch and, while the page's view
-// says so, the lines (`linesFigure`) for the head and query the chart shows.
-// While it is off, the lines are drawn off-screen in idle time, so that
-// turning it on only reveals them.
-
-
-/** @typedef {import("./state.js").ChartState} ChartState */
-
-/**
- * The switch and the box of the line view, once per chart (under its element).
- * @param {HTMLElement} parent @param {any} spec explorer.render.figures.lines_spec
- * @param {(name: string, value: any) => void} setTriggerValue
- */
-function addLines(parent, spec, setTriggerValue) {
-  let toggle = /** @type {HTMLInputElement | null} */ (
-    parent.querySelector(":scope > .explorer-lines-toggle input"));
-  let box = /** @type {HTMLElement | null} */ (parent.querySelector(":scope > .explorer-lines"));
-  if (!toggle || !box) {
-    addStyle();
-    const label = document.createElement("label");
-    label.className = "explorer-lines-toggle";
-    label.title = spec.help;
-    toggle = document.createElement("input");
-    toggle.type = "checkbox";
-    toggle.setAttribute("role", "switch");
-    label.append(toggle, ` ${spec.toggle}`);
-    box = document.createElement("div");
-    box.className = "explorer-lines explorer-offscreen";
-    parent.append(label, box);
-  }
-  const input = toggle;
-  input.onchange = () => {
-    setTriggerValue("lines", input.checked);
-    setView({ lines: input.checked });
-  };
-  return { toggle: input, box };
-}
-
-/**
- * Show or hide the line view of the chart whose plot on screen is `gd`, as the
- * page's view says. Resolves to whether anything changed on screen.
- * @param {HTMLElement} gd @param {ChartState} state
- */
-async function followLines(gd, state) {
-  if (!state.header.lines || !state.lines || !PAGE.known) return false;
-  const { toggle, box } = state.lines;
-  const on = Boolean(PAGE.view.lines);
-  toggle.checked = on;
-  const wasOn = !box.classList.contains("explorer-offscreen");
-  if (!on) {
-    box.classList.add("explorer-offscreen");
-    box.style.width = `${gd.clientWidth}px`;
-    const later = /** @type {any} */ (window).requestIdleCallback ?? setTimeout;
-    later(() => drawLines(state), { timeout: 3000 });
-    return wasOn;
-  }
-  box.classList.remove("explorer-offscreen");
-  box.style.width = "";
-  const drew = await drawLines(state);
-  if (!drew && !wasOn) painted(box, state.cause);
-  return drew || !wasOn;
-}
-
-/**
- * Draw the lines of `state`'s weights for the page's view into its line box,
- * unless they are drawn already. Resolves to whether it drew.
- * @param {ChartState} state
- */
-async function drawLines(state) {
-  if (!state.lines) return false;
-  const { box } = state.lines;
-  const spec = state.header.lines;
-  const shown = figureFor(state.header, PAGE.view, PAGE.known);
-  const block = shown.figure.data[0].matrix.block;
-  const key = JSON.stringify([state.header.blocks[block].hash, shown.head, PAGE.view.query,
-                              box.clientWidth]);
-  if (key === box.dataset.key || !box.isConnected) return false;
-  box.dataset.key = key;
-  const Plotly = await loadPlotly(state.header.plotly);
-  const { data, layout } = linesFigure(/** @type {Float32Array} */ (state.matrices[block]),
-                                       spec.labels.length, spec, PAGE.view.query, shown.head);
-  await Plotly.react(box, data, layout, {
-    displaylogo: false, responsive: true,
-    displayModeBar: touchScreen() ? false : "hover",
-    toImageButtonOptions: { format: "png", filename: spec.filename, scale: 2 } });
-  box.dataset.drawn = String(Number(box.dataset.drawn ?? 0) + 1);
-  if (!box.classList.contains("explorer-offscreen")) painted(box, state.cause);
-  return true;
-}
-
-// ---- draw.js ----
-// @ts-check
-// Drawing a chart with Plotly.js: load it once, draw (or update in place) the
-// figure as the page's view wants it, fit a long title, report clicks, and tell
-// whoever measures when the pixels changed.
-
-
-/** @type {Promise<any> | null} */
-let plotlyLoading = null;
-
-/**
- * Plotly.js: `window.Plotly` where the page has it (the report inlines it),
- * else loaded once from `url`.
- * @param {string} url
- * @returns {Promise<any>}
- */
-function loadPlotly(url) {
-  const w = /** @type {any} */ (window);
-  if (w.Plotly) return Promise.resolve(w.Plotly);
-  plotlyLoading ??= new Promise((resolve, reject) => {
-    const script = document.createElement("script");
-    script.src = url;
-    script.onload = () => resolve(w.Plotly);
-    script.onerror = () => reject(new Error(`could not load ${url}`));
-    document.head.appendChild(script);
-  });
-  return plotlyLoading;
-}
-
-const SVG_NS = "http://www.w3.org/2000/svg";
-/** @type {SVGTextElement | null} */
-let probe = null;
-/** @type {Map<string, DOMRect>} "size|text" -> its box */
-const BOXES = new Map();
-
-/**
- * The box of `text` drawn at `size` px in Plotly's font, measured as Plotly
- * draws it (an SVG text off-screen: a canvas measured numbers up to 6 px
- * narrower than the SVG draws them).
- * @param {string} text @param {number} size
- */
-function textBox(text, size) {
-  const key = `${size}|${text}`;
-  let box = BOXES.get(key);
-  if (!box) {
-    if (!probe || !probe.isConnected) {
-      const svg = document.createElementNS(SVG_NS, "svg");
-      svg.setAttribute("aria-hidden", "true");
-      svg.setAttribute("style", "position: absolute; left: -10000px; top: 0; visibility: hidden");
-      probe = document.createElementNS(SVG_NS, "text");
-      probe.style.fontFamily = CELL_FONT_FAMILY;
-      svg.appendChild(probe);
-      document.body.appendChild(svg);
-    }
-    probe.style.fontSize = `${size}px`;
-    probe.textContent = text;
-    box = probe.getBBox();
-    if (BOXES.size > 5000) BOXES.clear();
-    BOXES.set(key, box);
-  }
-  return box;
-}
-
-/**
- * The width in px of `text` drawn at `size` px in the cells' font.
- * @param {string} text @param {number} size
- */
-function textWidth(text, size) {
-  return textBox(text, size).width;
-}
-
-/**
- * The height in px of a line of text at `size` px in the cells' font.
- * @param {number} size
- */
-function lineHeight(size) {
-  return textBox("Ag0", size).height;
-}
-
-/** Whether the page is on a touch screen (no hover: no toolbar). */
-function touchScreen() {
-  return Boolean(window.matchMedia?.("(hover: none)").matches);
-}
-
-/** The plot area of `gd` drawn with `layout`: as Plotly drew it, else a guess.
- * @param {any} gd @param {any} layout */
-function plotArea(gd, layout) {
-  return drawnPlotArea(gd) ?? estimatedPlotArea(layout, gd.clientWidth);
-}
-
-/** @param {any} Plotly @param {string} filename */
-function svgButton(Plotly, filename) {
-  return {
-    name: "Download as SVG (for print)",
-    icon: Plotly.Icons.disk,
-    click: (/** @type {any} */ gd) => Plotly.downloadImage(gd, { format: "svg", filename }),
-  };
-}
-
-/**
- * A title wider than the room beside it (a long one on a phone; Plotly neither
- * wraps nor clips it) is drawn smaller, then wrapped (`fittedTitle`), the top
- * margin and the height growing by the added lines. Changes `layout`; returns
- * whether it did.
- * @param {Element} gd @param {any} layout @param {number} right px kept free at the right
- */
-function fitTitle(gd, layout, right) {
-  const { title, svg } = titleAndSvg(gd);
-  const text = layout.title?.text;
-  if (!title || !svg || !text) return false;
-  const box = title.getBoundingClientRect();
-  const room = svg.getBoundingClientRect().right - right - box.left;
-  const fitted = fittedTitle(text, layout.title.font?.size ?? 17, box.width, room);
-  if (!fitted) return false;
-  layout.title = { ...layout.title, text: fitted.text,
-                   font: { ...layout.title.font, size: fitted.size } };
-  layout.margin = { ...layout.margin, t: (layout.margin?.t ?? 100) + fitted.extra };
-  if (layout.height) layout.height += fitted.extra;
-  return true;
-}
-
-/**
- * Draw (or update in place) `header`'s figure in `gd` as the page's view wants
- * it. `onClick({trace, row, col})` is called with the clicked cell of a heatmap.
- * (The benchmark's floor page calls this directly, without `mountChart`.)
- * @param {HTMLElement} gd @param {any} header @param {(Float32Array | undefined)[]} matrices
- * @param {((cell: {trace: number, row: number, col: number}) => void) | null} [onClick]
- */
-async function draw(gd, header, matrices, onClick = null) {
-  let state = chartOf(gd);
-  if (!state) {
-    state = new ChartState(/** @type {HTMLElement} */ (gd.parentElement));
-    attach(gd, state);
-  }
-  // Every call draws its own payload (the floor's edit draws new numbers in the same plot).
-  Object.assign(state, { header, matrices, onClick });
-  await drawChart(gd, state);
-}
-
-/**
- * Draw `state`'s payload in its plot on screen `gd`: measure the plot area by
- * drawing once, then fit the title and the cell text to it (each a redraw only
- * when it changes something).
- * @param {HTMLElement} gd @param {ChartState} state
- */
-async function drawChart(gd, state) {
-  const { header, matrices } = state;
-  const payload = state.picture; // the payload drawn, whatever comes while it draws
-  const Plotly = await loadPlotly(header.plotly);
-  discardSpares(state);
-  const shown = figureFor(header, PAGE.view, PAGE.known);
-  const figure = shown.figure;
-  const touch = touchScreen();
-  const layout = layoutFor(figure.layout, header.size, gd.clientWidth || 600, touch);
-  const columns = header.columns ?? 1;
-  const config = chartConfig(shown.filename, touch, svgButton(Plotly, shown.filename));
-  const build = (/** @type {import("./figure.js").Area} */ area) => ({
-    traces: tracesFor(figure.data, matrices, area, columns, textWidth, lineHeight),
-    layout: layoutWithTicks(layout, figure.data, area, textWidth, lineHeight) });
-  // A newer payload came while this drew: its own drawing paints the plot, and
-  // this one stops, so that its later steps cannot paint old numbers over it.
-  const superseded = () => state.picture !== payload;
-  let picture = build(plotArea(gd, layout));
-  await Plotly.react(gd, picture.traces, picture.layout, config);
-  if (superseded()) return;
-  if (fitTitle(gd, layout, touch ? 0 : TOOLBAR_PX)) {
-    picture = build(plotArea(gd, layout));
-    await Plotly.react(gd, picture.traces, picture.layout, config);
-    if (superseded()) return;
-  }
-  // A drawing fixes the real plot area: draw again while the cell text or the
-  // ticks chosen for it change (twice at most: new ticks can move the margins).
-  for (let i = 0; i < 2; i++) {
-    const again = build(plotArea(gd, picture.layout));
-    if (textKey(again) === textKey(picture)) break;
-    picture = again;
-    await Plotly.react(gd, picture.traces, picture.layout, config);
-    if (superseded()) return;
-  }
-  const drawnLayout = picture.layout;
-  state.drawn = { head: shown.head, marks: JSON.stringify(drawnLayout.shapes ?? []), payload,
-                  layout: drawnLayout, config };
-  state.marks = shown.marks;
-  listenForClicks(gd);
-  gd.dataset.drawn = String(Number(gd.dataset.drawn ?? 0) + 1); // for tests and benchmarks
-  painted(gd, state.cause);
-  // Spares only of the payload still to show: a newer one may have come while this drew.
-  if (state.mounted && state.header === header) {
-    await followLines(gd, state);
-    predrawHeads(state);
-  }
-}
-
-/**
- * What the text of a picture depends on: each trace's cell text (its template,
- * size and first number, which shows the decimals) and each axis's ticks.
- * @param {{traces: any[], layout: any}} picture
- */
-function textKey({ traces, layout }) {
-  return JSON.stringify([traces.map((t) => [t.texttemplate, t.textfont?.size, t.text?.[0]?.[0]]),
-                         [layout.xaxis, layout.yaxis].map((a) => [a?.dtick, a?.tickfont?.size])]);
-}
-
-/**
- * The traces, layout and config of `shown` (figureFor a view) drawn in the
- * layout `state`'s plot on screen has measured (its size, margins and title
- * font), with the shown head's matrix, title, outlines and download name: the
- * picture of a spare, or of a head switch drawn in place. Every head's matrix
- * has the same shape, so nothing needs measuring again.
- * @param {HTMLElement} gd the plot on screen @param {ChartState} state
- * @param {ReturnType<typeof figureFor>} shown
- */
-function headPicture(gd, state, shown) {
-  const { header, matrices } = state;
-  const drawn = /** @type {import("./state.js").Drawn} */ (state.drawn);
-  const layout = { ...drawn.layout, shapes: shown.figure.layout.shapes,
-                   title: { ...drawn.layout.title, text: shown.figure.layout.title.text } };
-  const traces = tracesFor(shown.figure.data, matrices, plotArea(gd, layout),
-                           header.columns ?? 1, textWidth, lineHeight);
-  const config = { ...drawn.config, toImageButtonOptions: {
-    ...drawn.config.toImageButtonOptions, filename: shown.filename } };
-  return { traces, layout, config };
-}
-
-/** @type {WeakSet<Element>} plots that report their clicks */
-const LISTENING = new WeakSet();
-
-/**
- * Report a click on a cell of `gd`'s heatmap to the `onClick` of the chart
- * whose plot on screen `gd` is (a head switch may swap it in later).
- * @param {any} gd
- */
-function listenForClicks(gd) {
-  if (LISTENING.has(gd)) return;
-  LISTENING.add(gd);
-  gd.on("plotly_click", (/** @type {any} */ event) => {
-    const point = event.points?.[0];
-    if (!point || !Array.isArray(point.pointIndex)) return;
-    const [row, col] = cellUnderPointer(gd, event.event) ?? point.pointIndex;
-    chartOf(gd)?.onClick?.({ trace: point.curveNumber, row, col });
-  });
-}
-
-/**
- * The (row, col) under a click on a one-heatmap chart, from the pointer's
- * pixel centre: Plotly reads the pointer's whole-pixel position, which lands
- * in the previous row or column once cells are about a pixel wide.
- * @param {any} gd @param {MouseEvent | undefined} mouse
- */
-function cellUnderPointer(gd, mouse) {
-  const trace = gd.data;
-  const area = plotAreaBox(gd);
-  if (!mouse || !area || trace.length !== 1 || !Array.isArray(trace[0].z)) return null;
-  const rows = trace[0].z.length;
-  const cols = trace[0].z[0].length;
-  const row = Math.floor(((mouse.clientY + 0.5 - area.top) / area.height) * rows);
-  const col = Math.floor(((mouse.clientX + 0.5 - area.left) / area.width) * cols);
-  if (row < 0 || row >= rows || col < 0 || col >= cols) return null;
-  return [row, col];
-}
-
-/**
- * Tell whoever measures (tests, `make bench`) that `el`'s pixels changed: the
- * time of the next frame, after the change is painted, and why it changed:
- * "view" (the page followed a click or a pick, `setView`) or "server" (a payload).
- * @param {HTMLElement} el @param {string} by
- */
-function painted(el, by) {
-  requestAnimationFrame(() => {
-    el.dataset.painted = String(performance.now());
-    el.dataset.paintedBy = by;
-    el.dispatchEvent(new CustomEvent("explorer:painted", { bubbles: true, detail: { by } }));
-  });
 }
 
 // ---- resize.js ----
@@ -1850,7 +1871,10 @@ function mountPicker(component) {
 //     layout for the chart's width (a narrower one on a phone), the config;
 //   - view.js: the page's view (query token, explained cell, head, lines) and
 //     the outlines and head variant a chart draws for it;
-//   - draw.js: drawing with Plotly.js, a long title fitted, clicks reported;
+//   - draw.js: drawing with Plotly.js, a long title fitted;
+//   - loader.js: Plotly.js loaded once; measure.js: text, the plot area and
+//     the screen measured as Plotly draws them; painted.js: pixels changed,
+//     told to whoever measures; clicks.js: a clicked cell reported;
 //   - schedule.js: the charts near the window drawn first, the others when near or idle;
 //   - page.js: a change of view followed by every chart, nearest first;
 //   - spares.js: the other heads drawn off-screen, swapped in on a switch;
@@ -1858,12 +1882,16 @@ function mountPicker(component) {
 //   - pickers.js: the query and head pickers;
 //   - state.js: the page's view and each chart's state (`ChartState`);
 //   - seam.js: every use of Plotly's and Streamlit's private parts.
+// Each module imports only those below it (tests/render/test_chart_js.py): the
+// ones that draw report back through the callbacks they are given (`onClick`,
+// the line view's `onToggle`), not by importing the page.
 // The same `mountChart` serves the Streamlit component and the standalone
 // report (explorer/render/export.py, which inlines these modules as one), and `draw`
 // the benchmark's floor page.
 
 
-export { draw, loadPlotly };
+export { draw };
+export { loadPlotly };
 export { mountPicker };
 export { setView };
 export { checkSeam };
@@ -1930,7 +1958,10 @@ export default function mountChart(component) {
   } : null;
   PAGE.charts.add(onScreen());
   Object.assign(chart, { header, matrices });
-  chart.lines = header.lines ? addLines(parentElement, header.lines, setTriggerValue) : null;
+  chart.lines = header.lines ? addLines(parentElement, header.lines, (on) => {
+    setTriggerValue("lines", on);
+    setView({ lines: on });
+  }) : null;
   chart.redraw = () => {
     const main = onScreen();
     main.dataset.drawing = "1"; // until the picture is on the page (tests wait for it)

@@ -3,8 +3,10 @@ Plotly.js bundle, whose version must be plotly.py's (issue 26)."""
 
 from __future__ import annotations
 
+import graphlib
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 
@@ -32,10 +34,41 @@ def test_the_bundle_is_one_valid_module(tmp_path):
     subprocess.run(["node", "--check", str(bundle)], check=True)
     assert "\nimport " not in chart_script()
     exports = [line for line in chart_script().splitlines() if line.startswith("export ")]
-    assert exports == ["export { draw, loadPlotly };", "export { mountPicker };",
+    assert exports == ["export { draw };", "export { loadPlotly };", "export { mountPicker };",
                        "export { setView };", "export { checkSeam };",
                        "export function decode(bytes) {",
                        "export default function mountChart(component) {"]
+
+
+IMPORTS = re.compile(r'^(?:import|export)\b[^;]*?\bfrom\s*"\./([^"]+)"', re.M)
+"""A module's ``import ... from "./x.js"`` (or re-export), over as many lines as it takes."""
+
+
+def imports_of(folder) -> dict[str, set[str]]:
+    """Each ``*.js`` module of ``folder`` -> the modules of the folder it imports."""
+    return {path.name: set(IMPORTS.findall(path.read_text(encoding="utf-8")))
+            for path in folder.glob("*.js")}
+
+
+def test_the_chart_modules_import_each_other_without_a_cycle():
+    """The modules form layers: each can be read (and bundled) after the ones it
+    imports. A circle (draw.js -> spares.js -> draw.js) has no such order."""
+    graph = imports_of(CHART_DIR)
+    assert graph["chart.js"] >= {"decode.js", "draw.js", "page.js", "state.js"}  # read
+    assert all(imported in graph for imports in graph.values() for imported in imports)
+    try:
+        order = list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        pytest.fail(f"the chart modules import in a circle: {' -> '.join(error.args[1])}")
+    assert order[-1] == "chart.js"  # the entry sits on top of every other module
+
+
+def test_a_circle_of_imports_is_found(tmp_path):
+    (tmp_path / "a.js").write_text('import { b } from "./b.js";\nexport function a() {}\n')
+    (tmp_path / "b.js").write_text('import {\n  c,\n} from "./c.js";\nexport function b() {}\n')
+    (tmp_path / "c.js").write_text('export { a } from "./a.js";\nexport function c() {}\n')
+    with pytest.raises(graphlib.CycleError):
+        graphlib.TopologicalSorter(imports_of(tmp_path)).prepare()
 
 
 def test_two_modules_declaring_one_name_cannot_be_bundled(tmp_path, monkeypatch):

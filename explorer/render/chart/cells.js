@@ -1,7 +1,7 @@
 // @ts-check
 // Cell text: numbers as the explanations write them, and the decimals and font
 // size a heatmap's cells can show them with. Pure: the text's width comes from
-// a `measure` function (a canvas in the browser, `draw.js`).
+// a `measure` function (an SVG text in the browser, `measure.js`).
 
 /** @typedef {(text: string, size: number) => number} Measure width in px of `text` at `size` px */
 

@@ -9,7 +9,10 @@
 //     layout for the chart's width (a narrower one on a phone), the config;
 //   - view.js: the page's view (query token, explained cell, head, lines) and
 //     the outlines and head variant a chart draws for it;
-//   - draw.js: drawing with Plotly.js, a long title fitted, clicks reported;
+//   - draw.js: drawing with Plotly.js, a long title fitted;
+//   - loader.js: Plotly.js loaded once; measure.js: text, the plot area and
+//     the screen measured as Plotly draws them; painted.js: pixels changed,
+//     told to whoever measures; clicks.js: a clicked cell reported;
 //   - schedule.js: the charts near the window drawn first, the others when near or idle;
 //   - page.js: a change of view followed by every chart, nearest first;
 //   - spares.js: the other heads drawn off-screen, swapped in on a switch;
@@ -17,21 +20,27 @@
 //   - pickers.js: the query and head pickers;
 //   - state.js: the page's view and each chart's state (`ChartState`);
 //   - seam.js: every use of Plotly's and Streamlit's private parts.
+// Each module imports only those below it (tests/render/test_chart_js.py): the
+// ones that draw report back through the callbacks they are given (`onClick`,
+// the line view's `onToggle`), not by importing the page.
 // The same `mountChart` serves the Streamlit component and the standalone
 // report (explorer/render/export.py, which inlines these modules as one), and `draw`
 // the benchmark's floor page.
 
 import { decodePayload } from "./decode.js";
-import { drawChart, loadPlotly, touchScreen } from "./draw.js";
+import { drawChart } from "./draw.js";
 import { layoutFor } from "./figure.js";
 import { addLines } from "./line-view.js";
+import { loadPlotly } from "./loader.js";
+import { touchScreen } from "./measure.js";
 import { follow, setView } from "./page.js";
 import { redrawOnResize } from "./resize.js";
 import { drawSoon, isStale } from "./schedule.js";
 import { attach, ChartState, chartOf, MATRICES, PAGE } from "./state.js";
 import { figureFor, pictureKey, viewOfClick } from "./view.js";
 
-export { draw, loadPlotly } from "./draw.js";
+export { draw } from "./draw.js";
+export { loadPlotly } from "./loader.js";
 export { mountPicker } from "./pickers.js";
 export { setView } from "./page.js";
 export { checkSeam } from "./seam.js";
@@ -98,7 +107,10 @@ export default function mountChart(component) {
   } : null;
   PAGE.charts.add(onScreen());
   Object.assign(chart, { header, matrices });
-  chart.lines = header.lines ? addLines(parentElement, header.lines, setTriggerValue) : null;
+  chart.lines = header.lines ? addLines(parentElement, header.lines, (on) => {
+    setTriggerValue("lines", on);
+    setView({ lines: on });
+  }) : null;
   chart.redraw = () => {
     const main = onScreen();
     main.dataset.drawing = "1"; // until the picture is on the page (tests wait for it)

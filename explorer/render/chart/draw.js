@@ -1,99 +1,19 @@
 // @ts-check
-// Drawing a chart with Plotly.js: load it once, draw (or update in place) the
-// figure as the page's view wants it, fit a long title, report clicks, and tell
-// whoever measures when the pixels changed.
+// Drawing a chart with Plotly.js: draw (or update in place) the figure as the
+// page's view wants it, fit a long title to its room, then let its line view
+// and its spare heads follow.
 
-import { CELL_FONT_FAMILY } from "./cells.js";
-import { chartConfig, estimatedPlotArea, fittedTitle, layoutFor, layoutWithTicks, TOOLBAR_PX,
-  tracesFor } from "./figure.js";
+import { listenForClicks } from "./clicks.js";
+import { chartConfig, fittedTitle, layoutFor, layoutWithTicks, TOOLBAR_PX, tracesFor }
+  from "./figure.js";
 import { followLines } from "./line-view.js";
-import { drawnPlotArea, plotAreaBox, titleAndSvg } from "./seam.js";
+import { loadPlotly } from "./loader.js";
+import { lineHeight, plotArea, textWidth, touchScreen } from "./measure.js";
+import { painted } from "./painted.js";
+import { titleAndSvg } from "./seam.js";
 import { discardSpares, predrawHeads } from "./spares.js";
 import { attach, ChartState, chartOf, PAGE } from "./state.js";
 import { figureFor } from "./view.js";
-
-/** @type {Promise<any> | null} */
-let plotlyLoading = null;
-
-/**
- * Plotly.js: `window.Plotly` where the page has it (the report inlines it),
- * else loaded once from `url`.
- * @param {string} url
- * @returns {Promise<any>}
- */
-export function loadPlotly(url) {
-  const w = /** @type {any} */ (window);
-  if (w.Plotly) return Promise.resolve(w.Plotly);
-  plotlyLoading ??= new Promise((resolve, reject) => {
-    const script = document.createElement("script");
-    script.src = url;
-    script.onload = () => resolve(w.Plotly);
-    script.onerror = () => reject(new Error(`could not load ${url}`));
-    document.head.appendChild(script);
-  });
-  return plotlyLoading;
-}
-
-const SVG_NS = "http://www.w3.org/2000/svg";
-/** @type {SVGTextElement | null} */
-let probe = null;
-/** @type {Map<string, DOMRect>} "size|text" -> its box */
-const BOXES = new Map();
-
-/**
- * The box of `text` drawn at `size` px in Plotly's font, measured as Plotly
- * draws it (an SVG text off-screen: a canvas measured numbers up to 6 px
- * narrower than the SVG draws them).
- * @param {string} text @param {number} size
- */
-function textBox(text, size) {
-  const key = `${size}|${text}`;
-  let box = BOXES.get(key);
-  if (!box) {
-    if (!probe || !probe.isConnected) {
-      const svg = document.createElementNS(SVG_NS, "svg");
-      svg.setAttribute("aria-hidden", "true");
-      svg.setAttribute("style", "position: absolute; left: -10000px; top: 0; visibility: hidden");
-      probe = document.createElementNS(SVG_NS, "text");
-      probe.style.fontFamily = CELL_FONT_FAMILY;
-      svg.appendChild(probe);
-      document.body.appendChild(svg);
-    }
-    probe.style.fontSize = `${size}px`;
-    probe.textContent = text;
-    box = probe.getBBox();
-    if (BOXES.size > 5000) BOXES.clear();
-    BOXES.set(key, box);
-  }
-  return box;
-}
-
-/**
- * The width in px of `text` drawn at `size` px in the cells' font.
- * @param {string} text @param {number} size
- */
-export function textWidth(text, size) {
-  return textBox(text, size).width;
-}
-
-/**
- * The height in px of a line of text at `size` px in the cells' font.
- * @param {number} size
- */
-export function lineHeight(size) {
-  return textBox("Ag0", size).height;
-}
-
-/** Whether the page is on a touch screen (no hover: no toolbar). */
-export function touchScreen() {
-  return Boolean(window.matchMedia?.("(hover: none)").matches);
-}
-
-/** The plot area of `gd` drawn with `layout`: as Plotly drew it, else a guess.
- * @param {any} gd @param {any} layout */
-function plotArea(gd, layout) {
-  return drawnPlotArea(gd) ?? estimatedPlotArea(layout, gd.clientWidth);
-}
 
 /** @param {any} Plotly @param {string} filename */
 function svgButton(Plotly, filename) {
@@ -206,76 +126,4 @@ export async function drawChart(gd, state) {
 function textKey({ traces, layout }) {
   return JSON.stringify([traces.map((t) => [t.texttemplate, t.textfont?.size, t.text?.[0]?.[0]]),
                          [layout.xaxis, layout.yaxis].map((a) => [a?.dtick, a?.tickfont?.size])]);
-}
-
-/**
- * The traces, layout and config of `shown` (figureFor a view) drawn in the
- * layout `state`'s plot on screen has measured (its size, margins and title
- * font), with the shown head's matrix, title, outlines and download name: the
- * picture of a spare, or of a head switch drawn in place. Every head's matrix
- * has the same shape, so nothing needs measuring again.
- * @param {HTMLElement} gd the plot on screen @param {ChartState} state
- * @param {ReturnType<typeof figureFor>} shown
- */
-export function headPicture(gd, state, shown) {
-  const { header, matrices } = state;
-  const drawn = /** @type {import("./state.js").Drawn} */ (state.drawn);
-  const layout = { ...drawn.layout, shapes: shown.figure.layout.shapes,
-                   title: { ...drawn.layout.title, text: shown.figure.layout.title.text } };
-  const traces = tracesFor(shown.figure.data, matrices, plotArea(gd, layout),
-                           header.columns ?? 1, textWidth, lineHeight);
-  const config = { ...drawn.config, toImageButtonOptions: {
-    ...drawn.config.toImageButtonOptions, filename: shown.filename } };
-  return { traces, layout, config };
-}
-
-/** @type {WeakSet<Element>} plots that report their clicks */
-const LISTENING = new WeakSet();
-
-/**
- * Report a click on a cell of `gd`'s heatmap to the `onClick` of the chart
- * whose plot on screen `gd` is (a head switch may swap it in later).
- * @param {any} gd
- */
-export function listenForClicks(gd) {
-  if (LISTENING.has(gd)) return;
-  LISTENING.add(gd);
-  gd.on("plotly_click", (/** @type {any} */ event) => {
-    const point = event.points?.[0];
-    if (!point || !Array.isArray(point.pointIndex)) return;
-    const [row, col] = cellUnderPointer(gd, event.event) ?? point.pointIndex;
-    chartOf(gd)?.onClick?.({ trace: point.curveNumber, row, col });
-  });
-}
-
-/**
- * The (row, col) under a click on a one-heatmap chart, from the pointer's
- * pixel centre: Plotly reads the pointer's whole-pixel position, which lands
- * in the previous row or column once cells are about a pixel wide.
- * @param {any} gd @param {MouseEvent | undefined} mouse
- */
-function cellUnderPointer(gd, mouse) {
-  const trace = gd.data;
-  const area = plotAreaBox(gd);
-  if (!mouse || !area || trace.length !== 1 || !Array.isArray(trace[0].z)) return null;
-  const rows = trace[0].z.length;
-  const cols = trace[0].z[0].length;
-  const row = Math.floor(((mouse.clientY + 0.5 - area.top) / area.height) * rows);
-  const col = Math.floor(((mouse.clientX + 0.5 - area.left) / area.width) * cols);
-  if (row < 0 || row >= rows || col < 0 || col >= cols) return null;
-  return [row, col];
-}
-
-/**
- * Tell whoever measures (tests, `make bench`) that `el`'s pixels changed: the
- * time of the next frame, after the change is painted, and why it changed:
- * "view" (the page followed a click or a pick, `setView`) or "server" (a payload).
- * @param {HTMLElement} el @param {string} by
- */
-export function painted(el, by) {
-  requestAnimationFrame(() => {
-    el.dataset.painted = String(performance.now());
-    el.dataset.paintedBy = by;
-    el.dispatchEvent(new CustomEvent("explorer:painted", { bubbles: true, detail: { by } }));
-  });
 }

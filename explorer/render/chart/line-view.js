@@ -4,9 +4,10 @@
 // While it is off, the lines are drawn off-screen in idle time, so that
 // turning it on only reveals them.
 
-import { loadPlotly, painted, touchScreen } from "./draw.js";
 import { linesFigure } from "./lines.js";
-import { setView } from "./page.js";
+import { loadPlotly } from "./loader.js";
+import { touchScreen } from "./measure.js";
+import { painted } from "./painted.js";
 import { PAGE } from "./state.js";
 import { addStyle } from "./style.js";
 import { figureFor } from "./view.js";
@@ -15,10 +16,12 @@ import { figureFor } from "./view.js";
 
 /**
  * The switch and the box of the line view, once per chart (under its element).
+ * `onToggle(on)` is called when the learner turns the switch on or off (the
+ * chart tells the server and changes the page's view).
  * @param {HTMLElement} parent @param {any} spec explorer.render.figures.lines_spec
- * @param {(name: string, value: any) => void} setTriggerValue
+ * @param {(on: boolean) => void} onToggle
  */
-export function addLines(parent, spec, setTriggerValue) {
+export function addLines(parent, spec, onToggle) {
   let toggle = /** @type {HTMLInputElement | null} */ (
     parent.querySelector(":scope > .explorer-lines-toggle input"));
   let box = /** @type {HTMLElement | null} */ (parent.querySelector(":scope > .explorer-lines"));
@@ -36,10 +39,7 @@ export function addLines(parent, spec, setTriggerValue) {
     parent.append(label, box);
   }
   const input = toggle;
-  input.onchange = () => {
-    setTriggerValue("lines", input.checked);
-    setView({ lines: input.checked });
-  };
+  input.onchange = () => onToggle(input.checked);
   return { toggle: input, box };
 }
 

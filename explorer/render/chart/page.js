@@ -4,10 +4,11 @@
 // (`follow`): the charts in view in the same frame, then the others nearest
 // first.
 
-import { headPicture, loadPlotly, painted } from "./draw.js";
-import { distanceFromView } from "./schedule.js";
 import { followLines } from "./line-view.js";
-import { swapIn } from "./spares.js";
+import { loadPlotly } from "./loader.js";
+import { painted } from "./painted.js";
+import { distanceFromView } from "./schedule.js";
+import { headPicture, swapIn } from "./spares.js";
 import { chartOf, PAGE } from "./state.js";
 import { figureFor } from "./view.js";
 

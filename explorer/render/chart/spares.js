@@ -5,11 +5,14 @@
 // page shows several). A head switch then swaps the plot on screen for the
 // spare of the new head (a frame), moving outlines if the view changed since.
 // A redraw (new numbers, new width) discards the spares; a switch before they
-// are ready redraws in place, as before. Charts with more than PREDRAW_CELLS
+// are ready redraws in place, with the picture a spare would show (`headPicture`). Charts with more than PREDRAW_CELLS
 // cells over all their heads keep no spares (their memory would outgrow what
 // they save).
 
-import { headPicture, listenForClicks, loadPlotly } from "./draw.js";
+import { listenForClicks } from "./clicks.js";
+import { tracesFor } from "./figure.js";
+import { loadPlotly } from "./loader.js";
+import { lineHeight, plotArea, textWidth } from "./measure.js";
 import { distanceFromView } from "./schedule.js";
 import { drawnWidth, scriptRunning } from "./seam.js";
 import { chartOf, moveChart, PAGE } from "./state.js";
@@ -102,6 +105,27 @@ async function drawOneSpare() {
   if (SPARE_JOBS.size && spareTimer === null) {
     spareTimer = setTimeout(drawOneSpare, best ? 0 : SPARE_DELAY_MS); // else: wait for draws
   }
+}
+
+/**
+ * The traces, layout and config of `shown` (figureFor a view) drawn in the
+ * layout `state`'s plot on screen has measured (its size, margins and title
+ * font), with the shown head's matrix, title, outlines and download name: the
+ * picture of a spare, or of a head switch drawn in place. Every head's matrix
+ * has the same shape, so nothing needs measuring again.
+ * @param {HTMLElement} gd the plot on screen @param {ChartState} state
+ * @param {ReturnType<typeof figureFor>} shown
+ */
+export function headPicture(gd, state, shown) {
+  const { header, matrices } = state;
+  const drawn = /** @type {import("./state.js").Drawn} */ (state.drawn);
+  const layout = { ...drawn.layout, shapes: shown.figure.layout.shapes,
+                   title: { ...drawn.layout.title, text: shown.figure.layout.title.text } };
+  const traces = tracesFor(shown.figure.data, matrices, plotArea(gd, layout),
+                           header.columns ?? 1, textWidth, lineHeight);
+  const config = { ...drawn.config, toImageButtonOptions: {
+    ...drawn.config.toImageButtonOptions, filename: shown.filename } };
+  return { traces, layout, config };
 }
 
 /**
