@@ -264,7 +264,8 @@ def flash_tiles_chart(result: FlashBackward, tokens: list[str], upto: int | None
     chart = figures.matrix_chart(order, labels, labels, TILES_STEP,
                                  f"FlashAttention's backward: {last + 1} of {len(result.tiles)} "
                                  "tiles walked", zrange=(0.0, float(len(result.tiles))),
-                                 columns=columns, filename=f"flash_backward_tiles_{n}")
+                                 columns=columns, filename=f"flash_backward_tiles_{n}",
+                                 decimals=(0,))
     if 0 <= last < len(result.tiles):
         tile = result.tiles[last]
         chart.figure["layout"]["shapes"].append(

@@ -230,17 +230,18 @@ def check_part(checks: tuple[GradientCheck, ...]) -> None:
 # 4. Training
 # ---------------------------------------------------------------------------
 def _slider(view: View, entry: str, count: int, label: str,
-            format_func: Callable[[int], str] | None = None) -> int:
-    """A slider over 0 … count − 1 for the view value ``entry`` (None: the last);
-    its choice goes into the state (and the link)."""
+            format_func: Callable[[int], str] = str) -> int:
+    """A slider over 0 … count − 1 for the view value ``entry`` (None or
+    outside: the last), each stop named by ``format_func``; its choice goes
+    into the state (and the link)."""
     value = view[entry]
     shown = count - 1 if value is None or not 0 <= value < count else value
     if count == 1:
         return 0
     key = f"backward-{entry}"
     st.session_state[key] = shown
-    st.slider(label, 0, count - 1, key=key, on_change=_slid, args=(entry, key),
-              help=state.ENTRIES[entry].help or None)
+    st.select_slider(label, options=range(count), format_func=format_func, key=key,
+                     on_change=_slid, args=(entry, key), help=state.ENTRIES[entry].help or None)
     return shown
 
 
@@ -344,7 +345,8 @@ def flash_part(view: View, loss_config: LossConfig) -> None:
         return
     result, tokens = part.result, view.trace.tokens
     tiles = result.tiles
-    chosen = _slider(view, "flash_tile", count, "Tiles walked")
+    chosen = _slider(view, "flash_tile", count, "Tiles walked",
+                     lambda i: f"{i + 1} of {count}")
     tile = tiles[chosen]
     component.show(bf.flash_tiles_chart(result, tokens, upto=chosen), key="backward-flash-tiles")
     if tile.P is not None:

@@ -80,6 +80,13 @@ def gradients_of(config: AttentionConfig, loss_config: LossConfig) -> Gradients:
                                what="this backward pass")
 
 
+def gradients_json(config: AttentionConfig, loss_config: LossConfig) -> str:
+    """Every gradient as strict JSON (`Gradients.to_json`), for a download:
+    built when it is clicked, outside the page's run (no waiting note)."""
+    trace = cached_trace(config, tell=False)
+    return backward(trace, compute_loss(trace, loss_config)).to_json()
+
+
 def checks_of(config: AttentionConfig, loss_config: LossConfig) -> tuple[GradientCheck, ...]:
     """`check_gradients` of the page's gradients against ``torch.autograd.grad``."""
     def compute() -> tuple[GradientCheck, ...]:

@@ -29,7 +29,7 @@ import streamlit as st
 from explorer.server import budget
 from explorer.core import literal, recipes
 from explorer.core.config import AttentionConfig
-from explorer.lessons.pages import MULTI_HEAD_PAGE
+from explorer.lessons.pages import BACKWARD_PAGE, MULTI_HEAD_PAGE
 from explorer.core.trace import Trace, compute_trace
 from explorer.ui import private
 
@@ -127,12 +127,13 @@ def _shared(pending: Future, tell: bool) -> Trace:
 def drawing(page: str, config: AttentionConfig) -> Iterator[None]:
     """Hold `explorer.server.budget.drawing_bytes` of the work allowance while the
     ``with`` draws ``page``'s charts of ``config`` (the multi-head page also
-    checks the trace against PyTorch), so that visitors drawing large pages
+    checks the trace against PyTorch, the Backward pass page its gradients
+    against autograd), so that visitors drawing large pages
     at once wait their turn, told so on the page; then hand the memory back
     (`explorer.server.budget.trim_malloc`). A small page draws at once. If the
     server stays busy for `explorer.server.budget.DRAWING_WAIT_SECONDS`, the page
     says so and stops (`st.stop`) without drawing."""
-    nbytes = budget.drawing_bytes(config, checks=page == MULTI_HEAD_PAGE)
+    nbytes = budget.drawing_bytes(config, checks=page in (MULTI_HEAD_PAGE, BACKWARD_PAGE))
     if not nbytes:
         yield
         return

@@ -15,6 +15,10 @@
   the page shows, e.g. ``attn_weights_life-is-short.csv``
   (`explorer.render.export.matrix_csv`).
 
+On the Backward pass page, two more: ``backward.py``
+(`explorer.render.backward_script.backward_script`: every gradient by hand,
+checked against ``loss.backward()``) and ``gradients.json`` (`Gradients.to_json`).
+
 Nothing is built on an ordinary rerun: each button's ``data`` is a function
 that Streamlit calls when the button is clicked (in another thread, so it
 reads only its arguments), and ``on_click="ignore"`` skips the rerun a click
@@ -32,12 +36,14 @@ from typing import Any
 
 import streamlit as st
 
-from explorer.core.config import AttentionConfig
+from explorer.core.config import AttentionConfig, ConfigError
+from explorer.lessons.pages import BACKWARD_PAGE
+from explorer.render import backward_script
 from explorer.render.export import html_report, matrix_csv, pytorch_script
 from explorer.render.figures import chart_filename
 from explorer.core.steps import STEPS, visible_steps
 from explorer.core.trace import Trace
-from explorer.ui import widgets
+from explorer.ui import backward_data, widgets
 from explorer.ui.cache import cached_trace
 from explorer.ui.state import View
 
@@ -58,6 +64,8 @@ def take_it_with_you(view: View) -> None:
     with st.expander("Take it with you", icon=_ICON):
         if isinstance(trace.config, AttentionConfig):
             _script(trace.config, link)
+        if view.page == BACKWARD_PAGE:
+            _backward(view)
         st.download_button("Report (HTML)", data=_later(trace, html_report, link=link),
                            file_name=f"{chart_filename(trace, 'attention')}.html",
                            mime=MIME["html"], on_click="ignore", icon=_ICON,
@@ -98,6 +106,31 @@ def _script(config: AttentionConfig, link: str) -> None:
         if popover.open:
             with popover:
                 st.code(pytorch_script(config, link=link), language="python", height=400)
+
+
+def _backward(view: View) -> None:
+    """The Backward pass page's own: its script, which recomputes every gradient
+    with torch alone and checks it against ``loss.backward()``
+    (`explorer.render.backward_script`), and every gradient as JSON."""
+    try:
+        loss_config = backward_data.loss_config_of(view.values)
+    except ConfigError:  # the page says why; nothing to take
+        return
+    config, link = view.config, view.link
+    st.markdown("**The backward pass**")
+    st.download_button(backward_script.SCRIPT_FILE,
+                       data=partial(backward_script.backward_script, config, loss_config,
+                                    link=link),
+                       file_name=backward_script.SCRIPT_FILE, mime=MIME["py"],
+                       on_click="ignore", icon=_ICON, key="download-backward-script",
+                       help="A standalone script (torch only): the forward pass, every "
+                            "gradient by hand, and its check against loss.backward().")
+    st.download_button("Every gradient (JSON)",
+                       data=partial(backward_data.gradients_json, config, loss_config),
+                       file_name=backward_script.JSON_FILE, mime=MIME["json"],
+                       on_click="ignore", icon=_ICON, key="download-gradients-json",
+                       help="dL/d(step) for every step, named and shaped as the steps; "
+                            'strict JSON ("-Infinity", "NaN" as strings).')
 
 
 def _one_matrix(view: View) -> None:
