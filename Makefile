@@ -84,9 +84,10 @@ soak: $(VENV)/.dev-installed
 replicas: $(VENV)/.app-installed
 	PYTHON=$(BIN)/python deploy/replicas.sh $(REPLICAS)
 
-## make download-models: fetch GPT-2 small and DistilGPT-2 once (online) for offline use
+## make download-models: fetch GPT-2 small, DistilGPT-2, SmolLM2-135M and Qwen3-0.6B once
+## (online) for offline use
 download-models: $(VENV)/.app-installed
-	$(BIN)/python -m explorer.models download gpt2 distilgpt2
+	$(BIN)/python -m explorer.models download gpt2 distilgpt2 smollm2-135m qwen3-0.6b
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,4 +1,4 @@
-"""Real model: one layer and one head of GPT-2 or BERT, step by step."""
+"""Real model: one layer and one head of GPT-2, BERT or a Llama-family model, step by step."""
 
 import streamlit as st
 
@@ -10,13 +10,17 @@ from explorer.ui.render import head_picker, page_header, query_picker, step_char
 page_header(
     MODEL_PAGE,
     "The same steps as the Self-attention page, inside a **trained model**: GPT-2 or BERT, "
-    "with its own weights **and biases** (Q = X·W_query + b_query). Pick a layer and a head; "
+    "with its own weights **and biases** (Q = X·W_query + b_query), or a Llama-family model "
+    "(SmolLM2, Qwen3, a Llama, Mistral, Qwen2 or Gemma 3 folder) with RMSNorm, RoPE, "
+    "grouped-query attention, QK-norm and generation token by token. Pick a layer and a head; "
     "every matrix below is that head's, computed here step by step and checked against the "
     "model's own numbers. The grid at the bottom shows every head at once: click one to "
     "open it.",
 )
 view = real_model.settings()
-if view is not None:
+if view is not None and view.decoder:
+    real_model.decoder_page(view)
+elif view is not None:
     trace = view.trace
     head = head_picker(view)
     query_picker(view, "Highlight a query token in every chart")

@@ -44,7 +44,7 @@ class ModelChoice:
         return self.nbytes <= budget.MODEL_BYTES
 
 
-MODEL_CHOICES: dict[str, ModelChoice] = {c.name: c for c in (
+CLASSIC_CHOICES: dict[str, ModelChoice] = {c.name: c for c in (
     ModelChoice("gpt2", "GPT-2 small", 124_439_808,
                 "OpenAI's GPT-2 (2019): 12 layers × 12 heads, d_model 768, causal"),
     ModelChoice("distilgpt2", "DistilGPT-2", 81_912_576,
@@ -53,19 +53,17 @@ MODEL_CHOICES: dict[str, ModelChoice] = {c.name: c for c in (
                 "Google's BERT (2018): 12 layers × 12 heads, d_model 768, every token "
                 "sees every other"),
 )}
-"""The models offered by name, GPT-2 small first; their parameter counts are
-checked against transformers' own configs in the tests."""
+"""GPT-2 and BERT, offered by name, GPT-2 small first; their parameter counts
+are checked against transformers' own configs in the tests."""
 
 
 def _default_model() -> str:
     """GPT-2 small when this server's memory budget holds it, else the first
     model that fits (DistilGPT-2 on the default 1 GB budget)."""
-    fitting = [c.name for c in MODEL_CHOICES.values() if c.fits]
+    fitting = [c.name for c in CLASSIC_CHOICES.values() if c.fits]
     return fitting[0] if fitting else "gpt2"
 
 
-DEFAULT_MODEL = _default_model()
-"""The model the Real model page opens on."""
 
 PUBLISHED_CONFIGS: dict[str, dict] = {
     "smollm2-135m": {
@@ -99,6 +97,13 @@ DECODER_CHOICES: dict[str, ModelChoice] = {c.name: c for c in (
 )}
 """The Llama-family models offered by name (in bfloat16, as they ship:
 SmolLM2-135M 257 MB, within the default budget's 320 MB model share;
-Qwen3-0.6B 1,137 MB, listed but refused there, with the figures). Kept apart
-from `MODEL_CHOICES` until the Real model page opens them: the page and the
-README's table read `MODEL_CHOICES`."""
+Qwen3-0.6B 1,137 MB, listed but refused there, with the figures)."""
+
+MODEL_CHOICES: dict[str, ModelChoice] = {**CLASSIC_CHOICES, **DECODER_CHOICES}
+"""Every model the Real model page offers by name, in the picker's order: GPT-2,
+DistilGPT-2, BERT, then the Llama family (`DECODER_CHOICES`). One over the
+server's memory budget is listed with why (`ModelChoice.fits`), not loaded."""
+
+DEFAULT_MODEL = _default_model()
+"""The model the Real model page opens on."""
+

@@ -1,6 +1,10 @@
 """The "Real model" page's own pieces: the model picker and loading, the layer
 picker, the check against the model, the heads found by measuring and every
-head at a glance.
+head at a glance; for a Llama-family model (Llama, Mistral, Qwen2, Qwen3,
+Gemma 3), one layer and one query head step by step (`decoder_steps`: the
+RMSNorm, Q, K, V, QK-norm, RoPE, the scores, the mask, the weights, the K/V
+head shared, the head's output, o_proj), its generation token by token
+(`generation`) and each checked against the model.
 
 The page uses the frame of the other pages: its settings (``model``,
 ``folder``, ``layer``) are entries of `explorer.ui.state` beside the others,
@@ -16,6 +20,7 @@ within the memory budget (`explorer.ui.cache.cached_model`, `cached_model_result
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, replace
 from functools import partial
@@ -29,11 +34,16 @@ from explorer.render import figures
 from explorer.core import literal
 from explorer.server.budget import BudgetError
 from explorer.core.config import ConfigError, shown
-from explorer.models import EXAMPLES, LoadedModel, ModelUnavailable, download_command
+from explorer.models import (EVERY_ARCHITECTURE, EXAMPLES, LoadedModel, ModelUnavailable,
+                             download_command)
+from explorer.models import explain as decoder_explain
+from explorer.models.llama import DECODER_STEPS
 from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
 from explorer.core.steps import visible_steps
 from explorer.core.trace import Trace
+from explorer.render import decoder as decoder_figures
 from explorer.ui import cache, component, state, widgets
+from explorer.ui.render import explanation_box, head_picker, number_table
 from explorer.lessons.pages import MODEL_PAGE
 from explorer.ui.sidebar import Frame
 from explorer.ui.state import FOLDER, Context, View
@@ -44,8 +54,14 @@ _FOUND_KEY = state.MODEL_EXAMPLE_FOUND
 _SOURCES = {"cache": "the local Hugging Face cache",
             "hub": "the Hugging Face Hub (downloaded now, and kept in the local cache)"}
 SENTENCE_HELP = ("Read by the model's own tokenizer (GPT-2: byte-level BPE; BERT: WordPiece, "
-                 "with [CLS] and [SEP] added); at most 512 tokens. The same sentence as on the "
-                 "other pages.")
+                 "with [CLS] and [SEP] added; a Llama-family model: its own BPE, with its "
+                 "beginning-of-sequence token where it adds one); at most 512 tokens. The same "
+                 "sentence as on the other pages.")
+DECODER_VALUES = ("layer", "head", "query", "decoder_cell", "new_tokens", "generated")
+"""The view values a Llama-family model's page uses (the chapter-3 steps' cell,
+CSV step and line view belong to GPT-2 and BERT)."""
+GENERATION_SEED = 0
+"""Breaks ties between equally likely tokens (`explorer.models.generate`)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +73,11 @@ class ModelView(View):
     model: Any = None
     key: str = ""
     label: str = ""
+
+    @property
+    def decoder(self) -> bool:
+        """Whether the model is of the Llama family (its own steps, generation)."""
+        return self.model is not None and self.model.family == "decoder"
 
     @property
     def layer(self) -> int:
@@ -102,9 +123,15 @@ def settings() -> ModelView | None:
             _about(model, label)
             state.resolve(MODEL_PAGE, Context(n_layers=model.n_layers), ["layer"])
             layer = widgets.index("layer", model.n_layers, "layer")
-            trace = _trace(model, key, label, values["sentence"], layer)
-            context = Context(trace, trace.config, model.n_layers, tuple(visible_steps(trace)))
-            shown_values = {**values, **state.resolve(MODEL_PAGE, context)}
+            if model.family == "decoder":
+                trace = _decoder_trace(model, key, label, values["sentence"], layer)
+                context = Context(trace, trace.config, model.n_layers)
+                shown_values = {**values, **state.resolve(MODEL_PAGE, context, DECODER_VALUES)}
+            else:
+                trace = _trace(model, key, label, values["sentence"], layer)
+                context = Context(trace, trace.config, model.n_layers,
+                                  tuple(visible_steps(trace)))
+                shown_values = {**values, **state.resolve(MODEL_PAGE, context)}
             view = ModelView(MODEL_PAGE, trace.config, trace, shown_values, model=model,
                              key=key, label=label)
     except ModelUnavailable as error:  # offline without the weights: expected, not a fault
@@ -120,9 +147,14 @@ def settings() -> ModelView | None:
         st.warning(literal.markdown(str(error)))
     except ConfigError as error:  # ModelError: the message says what to do
         st.error(literal.markdown(str(error)))
-    return frame.finish(view, shown_values, context,
-                        note="A folder is not part of the link: whoever opens it chooses "
-                             "their own." if values["model"] == FOLDER else "")
+    note = ("A folder is not part of the link: whoever opens it chooses their own."
+            if values["model"] == FOLDER else "")
+    if view is not None and view.decoder:  # its own downloads (no chapter-3 steps)
+        frame.finish(None, shown_values, context, note=note)
+        with st.sidebar:
+            decoder_downloads(view)
+        return view
+    return frame.finish(view, shown_values, context, note=note)
 
 
 def _choice_label(option: str) -> str:
@@ -151,11 +183,12 @@ def _loaded(choice: str, folder: str) -> tuple[LoadedModel, str, str]:
     if choice == FOLDER:
         path = os.path.abspath(os.path.expanduser(folder.strip()))
         key, label, expected = f"folder:{path}", f"The model in {shown(folder.strip())}", None
-        load = partial(models.load_folder, folder.strip(), within_budget=True)  # as typed
+        load = partial(models.load_folder, folder.strip(), within_budget=True,  # as typed
+                       architectures=EVERY_ARCHITECTURE)
     else:
         c = MODEL_CHOICES[choice]
         key, label, expected = c.name, c.label, c.nbytes
-        load = partial(models.load_model, c.name)
+        load = partial(models.load_model, c.name, architectures=EVERY_ARCHITECTURE)
     with st.spinner(f"Loading {literal.markdown(label)}…"):
         model = cache.cached_model(key, load, label, expected)
     return model, key, label
@@ -169,8 +202,12 @@ def _about(model: LoadedModel, label: str) -> None:
         source = _SOURCES.get(model.source, model.source)
     masked = ("each token sees itself and earlier tokens only" if model.causal
               else "each token sees every token")
+    heads = f"{model.n_heads} heads"
+    if model.family == "decoder":
+        heads = f"{model.n_heads} query heads sharing {model.n_kv_heads} K/V heads"
+        masked += f"; weights in {model.dtype}, a layer computed in float32 when opened"
     st.caption(literal.markdown(
-        f"{label} ({model.anatomy.label}): {model.n_layers} layers × {model.n_heads} heads, "
+        f"{label} ({model.anatomy.label}): {model.n_layers} layers × {heads}, "
         f"d_model = {model.d_model}, head_dim = {model.head_dim}; {masked}. Weights from "
         f"{source}."))
 
@@ -307,3 +344,255 @@ def every_head(view: ModelView, head: int) -> None:
 def _clicked_head(n_heads: int, cell: dict[str, int]) -> None:
     """A click on thumbnail k (trace k = layer · n_heads + head) opens that head."""
     _open_head(*divmod(cell["trace"], n_heads))
+
+
+# ---------------------------------------------------------------------------
+# A Llama-family model: one layer and one query head, every step
+# ---------------------------------------------------------------------------
+def _decoder_trace(model: LoadedModel, key: str, label: str, sentence: str, layer: int) -> Trace:
+    """Layer ``layer`` of a Llama-family model on the sentence
+    (`explorer.models.compute_decoder_trace`, float32), cached per model, token ids
+    and layer; the work reserved: its exact bytes (`decoder_trace_bytes`) while
+    computed, and the forward pass that catches the layer's input."""
+    ids = models.model_input(model, sentence).ids
+    n = len(ids)
+    work = budget.WORK_FACTOR * models.decoder_trace_bytes(model, n, layer) + \
+        budget.model_pass_bytes(1, model.n_heads, model.d_model, n)
+    return cache.cached_model_result(
+        ("decoder-trace", key, ids, layer),
+        lambda: models.compute_decoder_trace(model, input_ids=ids, layer=layer),
+        work, what=f"layer {layer} of {label} on {n} tokens")
+
+
+def _generation(view: ModelView, new_tokens: int):
+    """`explorer.models.generate` of ``new_tokens`` after the sentence, the opened
+    layer's rows kept; cached per model, ids, layer and count. Reserves a forward
+    pass over the whole sequence (`explorer.server.budget.model_pass_bytes`)."""
+    trace, m = view.trace, view.model
+    ids = list(trace.config.input_ids)
+    return cache.cached_model_result(
+        ("generation", view.key, tuple(ids), view.layer, new_tokens),
+        partial(models.generate, m, input_ids=ids, max_new_tokens=new_tokens, layer=view.layer,
+                seed=GENERATION_SEED),
+        _pass_work(view, len(ids) + new_tokens),
+        what=f"generating {new_tokens} tokens with {view.label}")
+
+
+def decoder_verification(view: ModelView) -> None:
+    """The layer against the model: every head's weights vs ``output_attentions``
+    and the output vs the attention module's (`explorer.models.against_model`),
+    then every step against the model's own modules (`against_model_steps`)."""
+    trace = view.trace
+    work = _pass_work(view, trace.n_tokens)
+    what = f"checking {view.label} on {trace.n_tokens} tokens"
+    check = cache.cached_model_result(("check", view.key, trace.config.input_ids, view.layer),
+                                      lambda: models.against_model(trace, view.model), work, what)
+    steps = cache.cached_model_result(
+        ("check-steps", view.key, trace.config.input_ids, view.layer),
+        lambda: models.against_model_steps(trace, view.model), work, what)
+    line = literal.markdown(f"our step-by-step computation {check.summary()}.")
+    if check.ok and steps.ok:
+        st.success("✓ Verified against the model: " + line)
+    else:
+        st.error("✗ Checked against the model: " + line + " This is a bug in the explorer: "
+                 "please report it with the model, the layer and the sentence.")
+    with st.expander("Every step against the model's own modules"):
+        st.code("\n".join(steps.lines()), language=None, wrap_lines=True)
+
+
+def _decoder_clicked(chart: str, cell: dict[str, int]) -> None:
+    """A click on a decoder chart: explain that cell (the ``decoder_cell`` entry)."""
+    state.put("decoder_cell", (chart, cell["row"], cell["col"]))
+    state.changed()
+
+
+def _decoder_chart(view: ModelView, hs: Any, chart: str, tokens: list[str], *,
+                   columns: int = 1, generation: Any = None, generated: int = 0,
+                   again: bool = False) -> None:
+    """Chart ``chart`` (`explorer.models.explain.CHARTS`) of the head's slice
+    ``hs``, the line of transformers that computes it under it
+    (`explorer.models.llama.DECODER_STEPS`), and the explained cell, if it is
+    one of this chart's. ``again``: drawn a second time (beside its next step),
+    under its own key."""
+    cell = view["decoder_cell"]
+    explanation = None
+    if cell and cell[0] == chart:
+        try:
+            explanation = decoder_explain.explain_decoder_cell(
+                view.trace, hs, chart, cell[1], cell[2], tokens, generation, generated)
+        except (IndexError, KeyError):  # a link made for another sentence or model
+            explanation = None
+    drawn = decoder_figures.decoder_chart(
+        view.trace, hs, chart, tokens, generation=generation, generated=generated,
+        columns=columns, marked_cell=cell[1:] if explanation is not None else None)
+    component.show(drawn, key=f"decoder-{chart}" + ("-again" if again else ""),
+                   on_click=partial(_decoder_clicked, chart))
+    line = DECODER_STEPS.get(chart)
+    if line:
+        st.caption(f"transformers: `{line}`")  # the project's own text (DECODER_STEPS)
+    if explanation is not None:
+        explanation_box(explanation)
+
+
+def _charts_row(view: ModelView, hs: Any, names: list[str], tokens: list[str],
+                again: tuple[str, ...] = ()) -> None:
+    """``names`` side by side (those the trace has), in one row of columns;
+    those in ``again`` were drawn above already (before their next step)."""
+    present = [n for n in names if n in hs.steps or n in view.trace]
+    if not present:
+        return
+    columns = st.columns(len(present)) if len(present) > 1 else [st.container()]
+    for column, name in zip(columns, present):
+        with column:
+            _decoder_chart(view, hs, name, tokens, columns=len(present), again=name in again)
+
+
+def decoder_steps(view: ModelView, head: int) -> None:
+    """Layer ``view.layer`` and query head ``head`` of a Llama-family model, every
+    step as a heatmap with its line of transformers' code: the RMSNorm, the
+    head's slice of the weights, Q, K, V, QK-norm (where the model has it), RoPE
+    with the model's θ, the scores, the causal or sliding-window mask, the
+    weights, the K/V head shared, the head's output and o_proj."""
+    trace, c = view.trace, view.trace.config
+    hs = models.head_slice(trace, head)
+    tokens = list(trace.tokens)
+    row = partial(_charts_row, view, hs, tokens=tokens)
+    st.header(f"1. Layer {view.layer}'s input and its RMSNorm")
+    st.markdown("The residual stream entering the layer is normalised by its root mean square "
+                "(no mean subtracted, no bias: RMSNorm) and scaled by `input_layernorm`'s "
+                "weight" + (" (Gemma: 1 + weight)" if c.norm_offset else "") + ".")
+    row(["layer_input"])
+    row(["rms", "input_norm"])
+    row(["embeddings"])
+    st.header(f"2. Head {head}'s slice of the weights, and Q, K, V")
+    sharing = ", ".join(map(str, hs.sharing))
+    st.markdown(literal.markdown(
+        f"{c.n_heads} query heads share {c.n_kv_heads} K/V heads of {c.head_dim}: query head "
+        f"{head} reads K/V head {hs.kv_head}, which query heads {sharing} all read "
+        "(`repeat_kv`). Its keys and values are computed once for them all."))
+    number_table(decoder_figures.sharing_table(c))
+    row(["W_query", "W_key", "W_value"])
+    row(["b_query", "b_key", "b_value"])
+    row(["queries", "keys", "values"])
+    if c.qk_norm:
+        st.header("3. QK-norm: each head's q and k normalised on their own")
+        st.markdown("Before RoPE, every query and key row of a head is RMS-normalised over its "
+                    f"{c.head_dim} numbers and scaled by `q_norm` / `k_norm`: the scores then "
+                    "cannot grow with the size of Q and K.")
+        row(["q_norm", "k_norm"])
+        row(["queries", "queries_normed"], again=("queries",))
+        row(["keys", "keys_normed"], again=("keys",))
+    scaling = "" if c.rope_type == "default" else f", {c.rope_type} scaling {c.rope_parameters}"
+    st.header("4. RoPE: Q and K turned by their position")
+    st.markdown(literal.markdown(
+        f"Each pair (i, i + e/2) of a query or key at position m turns by m·θ_i, θ_i = "
+        f"θ^(−2i/e) with this model's θ = {c.rope_theta:g}{scaling} (e = {c.head_dim})."))
+    row(["rope_frequencies"])
+    row(["rope_cos", "rope_sin"])
+    q, k = ("queries_normed", "keys_normed") if c.qk_norm else ("queries", "keys")
+    row([q, "queries_rope"], again=(q, "queries"))
+    row([k, "keys_rope"], again=(k, "keys"))
+    st.header(f"5. Attention inside head {head}")
+    window = ("the causal mask" if c.window is None else
+              f"a sliding window of {c.window} keys (this layer is a sliding-window layer)")
+    st.markdown(literal.markdown(
+        f"The scores are multiplied by the model's scaling, {c.scaling:.6g}, then {window} "
+        "hides keys, and softmax makes each row weights."))
+    row(["attn_scores", "scaled_scores"])
+    row(["causal_mask", "masked_scores"])
+    row(["attn_weights"])
+    st.header("6. The head's output and o_proj")
+    row(["context", "W_out"])
+    row(["head_output"])
+    st.markdown("Every head's context side by side, times `o_proj`: the layer's attention "
+                "output (before the residual is added).")
+    row(["output"])
+    row(["b_out"])
+
+
+def generation(view: ModelView, head: int) -> None:
+    """Generate up to ``new_tokens`` tokens (greedy, seeded); the slider picks one:
+    its one row of scores and weights over the cache in query head ``head``, the
+    cache's bytes beside the same model without grouped-query sharing, and every
+    row checked against a full forward pass (`explorer.models.against_full_pass`)."""
+    st.header("7. Generation, token by token")
+    st.markdown("The model generates greedily with its KV cache: the sentence once (prefill), "
+                "then one token at a time. Each new token's one query reads every key in the "
+                "cache; the earlier keys and values are never computed again.")
+    new_tokens = widgets.draw("new_tokens")
+    try:
+        gen = _generation(view, int(new_tokens))
+    except ConfigError as error:  # BudgetError, ModelError: the message says what to do
+        st.warning(literal.markdown(str(error)))
+        return
+    if not gen.generated:
+        st.info("The model generated nothing.")
+        return
+    tokens = list(gen.tokens)
+    n = len(gen.generated)
+    shown_index = view["generated"] if view["generated"] < n else n - 1
+    if n > 1:
+        if state.value("generated") != shown_index:
+            state.put("generated", shown_index)
+        shown_index = widgets.draw("generated", options=list(range(n)),
+                                   format_func=lambda i: f"{i + 1}: {gen.generated[i].token}")
+    token = gen.generated[shown_index]
+    stop = {"tokens": "all asked for", "eos": "the model's end-of-sequence token",
+            "time": "the time limit", "positions": "the model's last position"}[gen.stopped]
+    st.markdown(literal.markdown(
+        f"Generated: {''.join(t.token for t in gen.generated)} (stopped: {stop}). Token "
+        f"{shown_index + 1}, {token.token!r} at position {token.position}: the cache held "
+        f"{token.cache_tokens} tokens when its row was read."))
+    hs = models.head_slice(view.trace, head)
+    for chart in ("generated_scores", "generated_weights", "generated_rows"):
+        _decoder_chart(view, hs, chart, tokens, generation=gen, generated=shown_index)
+    st.subheader("The KV cache")
+    c = gen.config
+    st.caption(literal.markdown(
+        f"Measured bytes of the model's own cache, every layer, in {view.model.dtype}; "
+        f"without grouped-query sharing each of the {c.n_heads} query heads would keep its "
+        f"own keys and values: × {c.n_heads // c.n_kv_heads}."))
+    number_table(decoder_figures.cache_table(gen))
+    rows = cache.cached_model_result(
+        ("generation-check", view.key, gen.ids, view.layer),
+        lambda: models.against_full_pass(gen, view.model),
+        _pass_work(view, len(gen.ids)), what=f"checking the generation of {view.label}")
+    (st.success if rows.ok else st.error)(
+        f"{'✓' if rows.ok else '✗'} " + literal.markdown(rows.summary() + "."))
+
+
+def _decoder_json(trace: Trace, gen: Any) -> str:
+    """The page's JSON: the layer's trace and the generation, strict JSON."""
+    return json.dumps({"trace": json.loads(trace.to_json()),
+                       "generation": json.loads(gen.to_json()) if gen is not None else None},
+                      allow_nan=False)
+
+
+def decoder_downloads(view: ModelView) -> None:
+    """The sidebar's downloads of a Llama-family layer: every matrix of the trace
+    and the generation, as JSON (built when clicked)."""
+    def build() -> str:
+        try:
+            gen = _generation(view, int(view["new_tokens"]))
+        except ConfigError:
+            gen = None
+        return _decoder_json(view.trace, gen)
+    with st.expander("Take it with you", icon=":material/download:"):
+        st.download_button("Every matrix and the generation (JSON)", data=build,
+                           file_name="decoder_trace.json", mime="application/json",
+                           on_click="ignore", icon=":material/download:",
+                           key="download-decoder-json",
+                           help='Strict JSON: −∞ is the string "-Infinity". The layer’s '
+                                "steps (trace) and each generated token's rows (generation).")
+
+
+def decoder_page(view: ModelView) -> None:
+    """Everything a Llama-family model's page draws below the settings."""
+    head = head_picker(view)
+    decoder_verification(view)
+    st.header("Tokens as the model sees them")
+    st.dataframe(figures.token_table(view.trace), width="content")
+    decoder_steps(view, head)
+    generation(view, head)
+    st.header("8. Every head at a glance")
+    every_head(view, head)

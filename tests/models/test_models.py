@@ -711,6 +711,22 @@ def test_the_readme_gives_the_budget_each_model_needs():
     readme = " ".join(Path(__file__).resolve().parents[2].joinpath(
         "docs", "guide", "real-models.md").read_text().split())
     needs = {c.name: budget.budget_for_model(c.nbytes) for c in MODEL_CHOICES.values()}
-    assert needs == {"gpt2": 1536, "distilgpt2": 1024, "bert-base-uncased": 1280}
+    assert needs == {"gpt2": 1536, "distilgpt2": 1024, "bert-base-uncased": 1280,
+                     "smollm2-135m": 1024, "qwen3-0.6b": 2816}
     assert f"BERT base needs `EXPLORER_MEMORY_BUDGET_MB={needs['bert-base-uncased']}`" in readme
     assert f"GPT-2 small `{needs['gpt2']}`" in readme
+    assert f"Qwen3-0.6B `{needs['qwen3-0.6b']}`" in readme
+    # The table of the models offered by name: every one, with its parameter count.
+    for c in MODEL_CHOICES.values():
+        assert f"| `{c.name}` | {c.label} " in readme, c.name
+        assert f"| {c.parameters:,} parameters, " in readme, c.name
+
+
+def test_the_docs_map_every_decoder_step_to_its_line_of_transformers():
+    from pathlib import Path
+
+    from explorer.models.llama import DECODER_STEPS
+    docs = Path(__file__).resolve().parents[2].joinpath(
+        "docs", "guide", "real-models.md").read_text()
+    for step, line in DECODER_STEPS.items():
+        assert f"| `{step}` | `{line}` |" in docs, step

@@ -1,0 +1,146 @@
+"""Charts and tables of a Llama-family layer on the Real model page: each chart a
+heatmap drawn by `explorer.render.figures.matrix_chart`, as every other page's,
+of the matrix `explorer.models.explain.chart_matrix` gives (one query head's
+slice of `explorer.models.llama.compute_decoder_trace`, a generated token's
+row of `explorer.models.generation.generate`). No Streamlit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from explorer.core.steps import (DIMS, KEY_COLS, MASK, QUERY_ROWS, SIGNED, TOKEN_ROWS, TOKENS,
+                                 WEIGHTS, Axis, Step)
+from explorer.models import explain as decoder_explain
+from explorer.render import figures
+
+DIM_ROWS = Axis("input dim (d_model)", DIMS)
+HEAD_DIM_ROWS = Axis("head dim (e)", DIMS)
+DIM_COLS = Axis("dimension", DIMS)
+ONE_ROW = Axis("", DIMS)
+ONE_COL = Axis("", DIMS)
+GENERATED_ROWS = Axis("generated token (row)", TOKENS)
+
+
+def _step(name: str, rows: Axis, cols: Axis, colour: str = SIGNED,
+          cell_text: tuple[str, str] | None = None) -> Step:
+    """A chart drawn like a step (its axes, colours and cell text)."""
+    return Step(name, name, name, lambda c: "", lambda c: "", rows, cols, colour=colour,
+                cell_text=cell_text)
+
+
+def _kind(chart: str) -> Step:
+    """How chart ``chart`` (`explorer.models.explain.CHARTS`) is drawn."""
+    if chart in ("W_query", "W_key", "W_value"):
+        return _step(chart, DIM_ROWS, DIM_COLS)
+    if chart == "W_out":
+        return _step(chart, HEAD_DIM_ROWS, DIM_COLS)
+    if chart in decoder_explain.ROW_VECTORS:
+        return _step(chart, ONE_ROW, DIM_COLS)
+    if chart == "rms":
+        return _step(chart, TOKEN_ROWS, ONE_COL)
+    if chart == "causal_mask":
+        return _step(chart, QUERY_ROWS, KEY_COLS, MASK, ("hidden", "seen"))
+    if chart in ("attn_weights", "generated_weights", "generated_rows"):
+        rows = GENERATED_ROWS if chart == "generated_rows" else QUERY_ROWS
+        return _step(chart, rows if chart != "generated_weights" else Axis("new query", DIMS),
+                     KEY_COLS, WEIGHTS)
+    if chart in ("attn_scores", "scaled_scores", "masked_scores"):
+        return _step(chart, QUERY_ROWS, KEY_COLS)
+    if chart == "generated_scores":
+        return _step(chart, Axis("new query", DIMS), KEY_COLS)
+    return _step(chart, TOKEN_ROWS, DIM_COLS)
+
+
+def title_of(chart: str, config: Any, head: int, kv_head: int, position: int = 0) -> str:
+    """The chart's title: what it is, whose (query head, K/V head, the layer's), its shape."""
+    h, k = f"head {head}", f"K/V head {kv_head}"
+    theta = f"θ = {config.rope_theta:g}" + ("" if config.rope_type == "default"
+                                            else f", {config.rope_type} scaling")
+    titles = {
+        "layer_input": "layer input (residual stream)", "input_norm": "input_layernorm weight",
+        "rms": "rms of each token", "embeddings": "X = RMSNorm(layer input)",
+        "W_query": f"W_query, {h}'s columns", "W_key": f"W_key, {k}'s columns",
+        "W_value": f"W_value, {k}'s columns", "b_query": f"b_query, {h}",
+        "b_key": f"b_key, {k}", "b_value": f"b_value, {k}",
+        "queries": f"Q of {h}", "keys": f"K of {k}", "values": f"V of {k}",
+        "q_norm": "q_norm weight", "k_norm": "k_norm weight",
+        "queries_normed": f"Q of {h} after QK-norm", "keys_normed": f"K of {k} after QK-norm",
+        "rope_frequencies": f"RoPE θ_i per pair ({theta})",
+        "rope_cos": f"cos(m·θ_i) ({theta})", "rope_sin": f"sin(m·θ_i) ({theta})",
+        "queries_rope": f"Q of {h} after RoPE", "keys_rope": f"K of {k} after RoPE",
+        "attn_scores": f"scores Q·Kᵀ of {h}",
+        "scaled_scores": f"scaled scores of {h} (× {config.scaling:.4g})",
+        "causal_mask": ("causal mask" if config.window is None
+                        else f"sliding window of {config.window} keys"),
+        "masked_scores": f"masked scores of {h}", "attn_weights": f"attention weights of {h}",
+        "context": f"context of {h} (A·V)", "W_out": f"W_out (o_proj), {h}'s rows",
+        "head_output": f"{h}'s share of the output", "b_out": "b_out (o_proj bias)",
+        "output": "the layer's attention output (o_proj)",
+        "generated_scores": f"{h}: token {position}'s scaled scores over the cache",
+        "generated_weights": f"{h}: token {position}'s weights over the cache",
+        "generated_rows": f"{h}: every generated token's row of weights",
+    }
+    return titles[chart]
+
+
+def _labels(axis: Axis, size: int, tokens: list[str], offset: int = 0) -> list[str]:
+    if axis.labels == DIMS:
+        return [str(i) for i in range(size)] if axis.title else [""] * size
+    return [tokens[offset + i] for i in range(size)]
+
+
+def decoder_chart(trace: Any, head_slice: Any, chart: str, tokens: list[str], *,
+                  generation: Any = None, generated: int = 0, columns: int = 1,
+                  marked_cell: tuple[int, int] | None = None,
+                  highlight_row: int | None = None) -> figures.Chart:
+    """Chart ``chart`` of query head ``head_slice.head``: its matrix
+    (`explorer.models.explain.chart_matrix`), axes labelled with ``tokens``
+    (the prompt's and the generated ones), title, the explained cell outlined."""
+    values = decoder_explain.chart_matrix(trace, head_slice, chart, generation, generated)
+    values = np.asarray(values.detach().to(torch.float64))
+    step = _kind(chart)
+    n_prompt = trace.n_tokens
+    offset = n_prompt if chart == "generated_rows" else 0
+    position = generation.generated[generated].position if chart in (
+        "generated_scores", "generated_weights") else 0
+    rows = _labels(step.rows, values.shape[0], tokens, offset)
+    cols = _labels(step.cols, values.shape[1], tokens)
+    if chart in ("generated_scores", "generated_weights"):
+        rows = [tokens[position]]
+    title = title_of(chart, trace.config, head_slice.head, head_slice.kv_head, position)
+    title += f" {'×'.join(map(str, values.shape))}"
+    return figures.matrix_chart(values, rows, cols, step, title, columns=columns,
+                                marked_cell=marked_cell, highlight_row=highlight_row,
+                                filename=f"{chart}_head{head_slice.head}")
+
+
+def sharing_table(config: Any) -> pd.DataFrame:
+    """Which query heads read which K/V head (``repeat_kv``): one row per K/V head."""
+    rows = [{"K/V head": kv, "query heads reading it": ", ".join(
+        str(h) for h, k in enumerate(config.kv_head_of) if k == kv)}
+        for kv in range(config.n_kv_heads)]
+    return pd.DataFrame(rows).set_index("K/V head")
+
+
+def _mb(nbytes: int) -> str:
+    return f"{nbytes / 2**20:,.2f} MB" if nbytes >= 2**20 else f"{nbytes / 1024:,.1f} KB"
+
+
+def cache_table(generation: Any) -> pd.DataFrame:
+    """The model's KV cache after the prompt and after each generated token:
+    tokens, bytes (measured, every layer), and the bytes without grouped-query
+    sharing (each query head with its own K/V head)."""
+    n = len(generation.prompt_ids)
+    c = generation.config
+    rows = [{"after": f"the prompt ({n} tokens)", "tokens in the cache": n,
+             "KV cache": _mb(generation.prompt_cache_bytes),
+             "without GQA": _mb(generation.prompt_cache_bytes * c.n_heads // c.n_kv_heads)}]
+    rows += [{"after": f"{t.token!r} (position {t.position})",
+              "tokens in the cache": t.position + 1, "KV cache": _mb(t.cache_bytes),
+              "without GQA": _mb(t.mha_cache_bytes)} for t in generation.generated]
+    return pd.DataFrame(rows).set_index("after")

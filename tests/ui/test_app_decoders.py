@@ -1,0 +1,216 @@
+"""AppTest: the "Real model" page with Llama-family models, tiny random Llama and
+Qwen3 (QK-norm) checkpoints saved to folders (`tests.support.tiny_decoders`),
+opened through the page's local-folder option, offline.
+
+Every expected number comes from the backend (`explorer.models`:
+`compute_decoder_trace`, `head_slice`, `generate`), which `tests/models/test_llama.py`
+checks against the models' own modules. Clicks on charts are simulated by
+calling the handler the page gave the chart (`tests.ui.test_app_models.clicked`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from explorer.models import (EVERY_ARCHITECTURE, compute_decoder_trace, generate, head_slice,
+                             load_folder)
+from explorer.models.explain import CHARTS, GENERATION_CHARTS, chart_matrix
+from explorer.models.llama import DECODER_STEPS
+from explorer.server import budget
+from explorer.ui import real_model
+from tests.support.tiny_decoders import save_tiny_decoder
+from tests.ui.test_app import all_charts, errors, page_link, pick, picked, z_values
+from tests.ui.test_app_models import clicked, handlers, offline, open_model  # noqa: F401
+from tests.ui.test_state import query_of
+
+SENTENCE = "the cat sat on the mat"
+NEW_TOKENS = 8  # the page's default (entry "new_tokens")
+
+
+@pytest.fixture(scope="module")
+def llama_dir(tmp_path_factory):
+    return save_tiny_decoder(tmp_path_factory.mktemp("decoders") / "tiny-llama", "llama")
+
+
+@pytest.fixture(scope="module")
+def qwen3_dir(tmp_path_factory):
+    return save_tiny_decoder(tmp_path_factory.mktemp("decoders") / "tiny-qwen3", "qwen3")
+
+
+def decoder_charts(at) -> dict[str, dict]:
+    """The page's decoder charts by chart name (keys ``decoder-<chart>``; a chart
+    drawn again beside its next step is ``decoder-<chart>-again``)."""
+    return {key.removeprefix("decoder-"): figure for key, figure in all_charts(at).items()
+            if key.startswith("decoder-")}
+
+
+def expected(folder, layer: int = 0, head: int = 0, generated: int = 0):
+    model = load_folder(folder, architectures=EVERY_ARCHITECTURE)
+    trace = compute_decoder_trace(model, SENTENCE, layer=layer)
+    run = generate(model, input_ids=list(trace.config.input_ids), max_new_tokens=NEW_TOKENS,
+                   layer=layer)
+    return trace, head_slice(trace, head), run
+
+
+def assert_charts_equal_the_backend(at, trace, hs, run, generated: int = 0) -> None:
+    shown = decoder_charts(at)
+    for name, figure in shown.items():
+        chart = name.removesuffix("-again")
+        want = chart_matrix(trace, hs, chart, run, generated).to(float).numpy()
+        got = z_values(figure)
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(np.isfinite(got), finite, err_msg=name)
+        np.testing.assert_allclose(got[finite], want[finite], atol=1e-6, rtol=1e-6,
+                                   err_msg=name)
+
+
+def test_a_llama_folder_draws_every_step_equal_to_the_backend_and_checks_it(llama_dir):
+    at = open_model(llama_dir)
+    assert not at.exception and errors(at) == [] and errors(at, "warning") == []
+    trace, hs, run = expected(llama_dir)
+    shown = decoder_charts(at)
+    steps = [c for c in CHARTS if c not in GENERATION_CHARTS
+             and (c in hs.steps or c in trace)]
+    assert set(steps) <= set(shown)
+    assert not {"q_norm", "queries_normed"} & set(shown)  # Llama has no QK-norm
+    assert set(GENERATION_CHARTS) <= set(shown)
+    assert "head-overview" in all_charts(at)
+    assert_charts_equal_the_backend(at, trace, hs, run)
+    # Every step's line of transformers under its chart.
+    captions = " ".join(c.value for c in at.caption)
+    for step in ("queries_rope", "attn_scores", "causal_mask", "W_out"):
+        assert DECODER_STEPS[step] in captions.replace("\\", ""), step
+    passed = " ".join(s.value.replace("\\", "") for s in at.success)
+    assert "✓ Verified against the model" in passed
+    assert f"the {NEW_TOKENS} generated rows match the rows of one full forward pass" in passed
+    steps_lines = next(c.value for c in at.code if "vs output_attentions" in c.value)
+    assert steps_lines.count("✓") == len(steps_lines.splitlines()) >= 10
+    # K/V sharing: 4 query heads over 2 K/V heads, head 0 reads K/V head 0 with head 1.
+    table = at.dataframe[1].value
+    assert list(table["query heads reading it"]) == ["0, 1", "2, 3"]
+    assert "query head 0 reads K/V head 0, which query heads 0, 1 all read" in " ".join(
+        m.value.replace("\\", "") for m in at.markdown)
+
+
+def test_a_qwen3_folder_shows_qk_norm_before_and_after(qwen3_dir):
+    at = open_model(qwen3_dir)
+    assert not at.exception and errors(at) == []
+    pick(at, "head", 3)
+    assert picked(at, "head") == 3
+    trace, hs, run = expected(qwen3_dir, head=3)
+    shown = decoder_charts(at)
+    assert {"q_norm", "k_norm", "queries_normed", "keys_normed", "queries-again",
+            "queries_normed-again", "keys_rope"} <= set(shown)
+    assert hs.kv_head == 1 and "K/V head\xa01" in shown["keys_normed"]["layout"]["title"]["text"]
+    assert "θ = 900" in shown["rope_cos"]["layout"]["title"]["text"]  # the model's own θ
+    assert_charts_equal_the_backend(at, trace, hs, run)
+
+
+def test_a_click_explains_the_cell_with_the_models_numbers(llama_dir, handlers):
+    at = open_model(llama_dir)
+    trace, hs, run = expected(llama_dir)
+    state = clicked(handlers["decoder-queries_rope"], {"trace": 0, "row": 2, "col": 1})
+    assert state["decoder_cell"] == ("queries_rope", 2, 1)
+    at.session_state["decoder_cell"] = state["decoder_cell"]
+    at.run()
+    assert "decoder_cell=queries_rope:2,1" in page_link(at)
+    text = " ".join(m.value.replace("\\", "") for m in at.markdown)
+    value = hs.steps["queries_rope"][2, 1]
+    assert f"(head 0, row 2, column 1) = Q_0[" in text
+    written = next(c.value for c in at.code if "·" in c.value)
+    last = written.rsplit("= ", 1)[1].strip("()").replace("−", "-")
+    assert last == f"{value.item():.4f}"
+    marked = decoder_charts(at)["queries_rope"]["layout"]["shapes"][0]
+    assert (marked["x0"], marked["y0"]) == (0.5, 1.5)
+    # A weight of a generated row: the softmax of its scores over the cache.
+    state = clicked(handlers["decoder-generated_weights"], {"trace": 0, "row": 0, "col": 3})
+    at.session_state["decoder_cell"] = state["decoder_cell"]
+    at.run()
+    weight = run.generated[0].attn_weights[0, 3].item()
+    assert "α_0[6, " in " ".join(m.value.replace("\\", "") for m in at.markdown)
+    written = next(c.value for c in at.code if "/" in c.value and "exp" not in c.value)
+    assert float(written.rsplit("= ", 1)[1].replace("−", "-")) == pytest.approx(weight, rel=0.02)
+
+
+def test_generation_shows_each_tokens_row_over_the_cache(llama_dir):
+    at = open_model(llama_dir)
+    trace, hs, run = expected(llama_dir)
+    slider = at.select_slider(key="generated")
+    assert slider.options == [f"{i + 1}: {t.token}" for i, t in enumerate(run.generated)]
+    slider.set_value(2).run()
+    assert_charts_equal_the_backend(at, trace, hs, run, generated=2)
+    row = z_values(decoder_charts(at)["generated_weights"])
+    assert row.shape == (1, run.generated[2].position + 1)  # one row over the cache
+    cache = at.dataframe[-1].value  # the cache table, the page's last table but the habits'
+    if "KV cache" not in cache.columns:
+        cache = next(t.value for t in at.dataframe if "KV cache" in t.value.columns)
+    assert list(cache["tokens in the cache"]) == [len(run.prompt_ids)] + [
+        t.position + 1 for t in run.generated]
+    at.number_input(key="new_tokens").set_value(3).run()
+    assert not at.exception
+    assert len(at.select_slider(key="generated").options) == 3
+    assert "the 3 generated rows match" in " ".join(s.value for s in at.success)
+
+
+def test_the_link_carries_layer_head_cell_tokens_and_the_generated_token(llama_dir):
+    at = open_model(llama_dir)
+    at.session_state["layer"] = 1
+    at.run()
+    pick(at, "head", 2)
+    at.number_input(key="new_tokens").set_value(4).run()
+    at.select_slider(key="generated").set_value(3).run()
+    at.session_state["decoder_cell"] = ("attn_weights", 4, 1)
+    at.run()
+    link = page_link(at)
+    query = query_of(link)
+    assert {k: query[k] for k in ("layer", "head", "new_tokens", "generated", "decoder_cell")} \
+        == {"layer": "1", "head": "2", "new_tokens": "4", "generated": "3",
+            "decoder_cell": "attn_weights:4,1"}
+    again = open_model(llama_dir, {k: v for k, v in query.items() if k != "model"})
+    assert not again.exception and errors(again) == []
+    assert page_link(again) == link
+    first = {k: (v["layout"]["title"]["text"], repr(z_values(v).tolist()))
+             for k, v in decoder_charts(at).items()}
+    second = {k: (v["layout"]["title"]["text"], repr(z_values(v).tolist()))
+              for k, v in decoder_charts(again).items()}
+    assert first == second
+
+
+def test_the_json_holds_the_trace_and_the_generation(llama_dir):
+    trace, hs, run = expected(llama_dir)
+    data = json.loads(real_model._decoder_json(trace, run))
+    np.testing.assert_allclose(data["trace"]["steps"]["attn_weights"],
+                               trace["attn_weights"].numpy(), atol=1e-7)
+    assert [t["token_id"] for t in data["generation"]["generated"]] == [
+        t.token_id for t in run.generated]
+
+
+def test_bad_folders_and_a_model_over_the_budget_get_one_clear_message(llama_dir, tmp_path,
+                                                                        monkeypatch):
+    config = json.loads((llama_dir / "config.json").read_text())
+    cases = {"code": {**config, "auto_map": {"AutoModel": "modeling_evil.Model"}},
+             "unknown": {**config, "model_type": "falcon", "architectures": ["FalconModel"]}}
+    for name, changed in cases.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        for f in llama_dir.iterdir():
+            (folder / f.name).write_bytes(f.read_bytes())
+        (folder / "config.json").write_text(json.dumps(changed))
+        at = open_model(folder)
+        assert not at.exception, name
+        shown = errors(at) + errors(at, "warning")
+        if name == "unknown":
+            assert len(shown) == 1 and "falcon" in shown[0], shown
+        else:  # auto_map is ignored: the weights are read, no code run
+            assert shown == [] or len(shown) == 1, shown
+        assert decoder_charts(at) == {} or name == "code"
+    monkeypatch.setattr(budget, "MODEL_BYTES", 100 * budget.MIB)
+    at = open_model(llama_dir)
+    at.selectbox(key="model").set_value("smollm2-135m").run()
+    assert not at.exception
+    warning = " ".join(errors(at, "warning"))
+    assert "SmolLM2-135M needs about 257 MB; this server allows 100 MB for models" in warning
+    assert "needs a larger memory budget" in at.selectbox(key="model").format_func("qwen3-0.6b")
