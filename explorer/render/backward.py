@@ -321,8 +321,9 @@ def gradient_latex(gradients: Gradients, name: str) -> str:
     d_omega, d_scaled, d_masked = _d(r"\omega"), _d(r"\tilde\omega"), _d(r"\hat\omega")
     d_logits, d_logit = _d(r"\,\mathrm{logits}"), _d(r"\,\mathrm{logits}_i")
     if gradients.loss.kind == "next_token":
-        loss = (rf"{d_rows} = {d_logits}\,U^\top,\quad {d_logit} = "
-                r"\frac{\mathrm{softmax}(\mathrm{logits}_i) - \mathrm{onehot}(t_i)}{N}")
+        loss = (rf"\begin{{aligned}}{d_rows} &= {d_logits}\,U^\top \\ {d_logit} &= "
+                r"\frac{\mathrm{softmax}(\mathrm{logits}_i) - \mathrm{onehot}(t_i)}{N}"
+                r"\end{aligned}")
     else:
         loss = rf"{d_rows} = \frac{{2\,({rows} - T)}}{{n\,d}}"
     mixing = r"\alpha'" if "dropped_weights" in gradients else r"\alpha"
@@ -332,7 +333,8 @@ def gradient_latex(gradients: Gradients, name: str) -> str:
         norm = (rf"{d_in} = \frac{{{d_alpha} - \mathrm{{rowsum}}(\alpha \odot {d_alpha})}}"
                 rf"{{\mathrm{{rowsum}}({omega_in})}}")
     else:
-        norm = rf"{d_in} = \alpha \odot \Big({d_alpha} - \mathrm{{rowsum}}\big(\alpha \odot {d_alpha}\big)\Big)"
+        norm = (rf"\begin{{aligned}}{d_in} &= \alpha \odot \big({d_alpha} - r\big) \\ "
+                rf"r &= \mathrm{{rowsum}}\big(\alpha \odot {d_alpha}\big)\end{{aligned}}")
     rules = {
         "output": loss,
         "context": loss if rows == "Z" else rf"{d_z} = {_d('O')}\,W_{{out}}^\top",
@@ -347,12 +349,11 @@ def gradient_latex(gradients: Gradients, name: str) -> str:
                        rf"{d_omega} = {d_scaled}",
         "queries": rf"{d_q} = {d_omega}\,K",
         "keys": rf"{d_k} = \Big({d_omega}\Big)^\top Q",
-        "embeddings": (rf"{_d('X')} = {d_q}\,W_{{query}}^\top + {d_k}\,W_{{key}}^\top"
-                       rf" + {d_v}\,W_{{value}}^\top"),
+        "embeddings": (rf"\begin{{aligned}}{_d('X')} &= {d_q}\,W_{{query}}^\top + {d_k}\,"
+                       rf"W_{{key}}^\top \\ &\quad + {d_v}\,W_{{value}}^\top\end{{aligned}}"),
     }
     if c.causal:
-        rules["scaled_scores"] = (rf"{d_scaled} = {d_masked} \odot (1 - M)"
-                                  r"\quad\text{(0 where the mask is)}")
+        rules["scaled_scores"] = rf"{d_scaled} = {d_masked} \odot (1 - M)"
     for letter, weight in (("Q", "query"), ("K", "key"), ("V", "value")):
         rules[f"W_{weight}"] = rf"{_d('W_{' + weight + '}')} = X^\top {_d(letter)}"
         rules[f"b_{weight}"] = rf"{_d('b_{' + weight + '}')} = \sum_i {_d(letter + '_i')}"

@@ -114,8 +114,8 @@ def loss_part(view: View, gradients: Gradients, loss_config: LossConfig) -> None
                    for i, t in enumerate(loss.targets)]
         st.markdown(literal.markdown(
             "Targets: " + ", ".join(f"{a} → {b}" for a, b in zip(labels, targets))))
-        st.latex(r"L = -\frac{1}{N}\sum_{i} \log \mathrm{softmax}(O_i U)_{t_i}"
-                 rf" = {loss.value:.6f}")
+        st.latex(r"\begin{aligned}L &= -\frac{1}{N}\sum_{i} \log \mathrm{softmax}(O_i U)_{t_i}"
+                 rf" \\ &= {loss.value:.6f}\end{{aligned}}")
         left, right = st.columns(2)
         with left:
             component.show(bf.logits_chart(trace, loss, columns=2), key="backward-logits")
@@ -129,7 +129,8 @@ def loss_part(view: View, gradients: Gradients, loss_config: LossConfig) -> None
             f"`torch.randn({tuple(loss.targets.shape)[0]}, {tuple(loss.targets.shape)[1]}, "
             f"generator=torch.Generator().manual_seed({loss_config.seed_of_target(trace.config)}))`: "
             "`F.mse_loss(O, T)`.")
-        st.latex(rf"L = \frac{{1}}{{n\,d}}\sum_{{i,c}} (O_{{ic}} - T_{{ic}})^2 = {loss.value:.6f}")
+        st.latex(rf"\begin{{aligned}}L &= \frac{{1}}{{n\,d}}\sum_{{i,c}} (O_{{ic}} - T_{{ic}})^2 "
+                 rf"\\ &= {loss.value:.6f}\end{{aligned}}")
         component.show(figures.labelled_chart(loss.targets, trace, loss.rows_name,
                                               "Target context T"), key="backward-target")
 
@@ -327,9 +328,10 @@ def flash_part(view: View, loss_config: LossConfig) -> None:
         "**recomputes** each tile's weights from m and ℓ, and accumulates dV, dK and dQ "
         "(Dao, FlashAttention-2, 2023, Algorithm 2). D stands in for the softmax backward's "
         "rowsum(α ⊙ dα) of part 2, which would need the whole row.")
-    st.latex(r"P = e^{S - m} / \ell,\quad dV_j \mathrel{+}= P^\top dO_i,\quad "
-             r"dP = dO_i V_j^\top,\quad dS = P \odot (dP - D_i)")
-    st.latex(r"dQ_i \mathrel{+}= dS\,K_j / \sqrt{d},\quad dK_j \mathrel{+}= dS^\top Q_i / \sqrt{d}")
+    st.latex(r"\begin{aligned}P &= e^{S - m} / \ell & dP &= dO_i V_j^\top \\ "
+             r"dS &= P \odot (dP - D_i) & dV_j &\mathrel{+}= P^\top dO_i \\ "
+             r"dQ_i &\mathrel{+}= dS\,K_j / \sqrt{d} & dK_j &\mathrel{+}= dS^\top Q_i / \sqrt{d}"
+             r"\end{aligned}")
     left, right = st.columns(2)
     with left:
         block_q = widgets.draw("flash_block_q")
