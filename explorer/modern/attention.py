@@ -18,13 +18,18 @@ References, one per part:
   i + head_dim/2, the *rotate-half* pairing).
 - Grouped-query / multi-query attention: Ainslie et al., "GQA" (2023);
   Shazeer, "Fast Transformer Decoding" (2019).
-- Sliding window: Jiang et al., "Mistral 7B" (2023), and ``transformers``'
-  ``masking_utils.sliding_window_overlay``: key j is seen by query i when
-  i − w < j ≤ i.
+- Sliding window: Jiang et al., "Mistral 7B" (2023). Two conventions count
+  the window: ``transformers``' ``masking_utils.sliding_window_overlay`` (key j
+  is seen by query i when i − w < j ≤ i: w keys, the query included) and
+  Mistral's reference code (``torch.triu(mask, diagonal=-sliding_window)``:
+  i − w ≤ j ≤ i, the query and w earlier tokens); transformers has shipped both
+  (its issues #29623, #39408).
 - KV cache: the keys and values of earlier tokens are kept and only the new
   token's query, key and value are computed (Pope et al., "Efficiently Scaling
   Transformer Inference", 2022).
-- Online softmax: Dao, "FlashAttention-2" (2023), Algorithm 1 (forward pass).
+- Online softmax: Dao, "FlashAttention-2" (2023), Algorithm 1 (forward pass);
+  with the causal mask the kernel skips the tiles above the diagonal (§3.1.1,
+  "causal masking": about half the tiles for long sequences).
 """
 
 from __future__ import annotations
@@ -247,16 +252,31 @@ def check_window(window: int) -> None:
     _need(window >= 1, "window", f"window must be at least 1: the token itself (got {window})")
 
 
-def sliding_window_mask(n_tokens: int, window: int) -> Tensor:
-    """(n, n) bool, True where query i sees key j: i − window < j ≤ i.
+WINDOW_KEYS, WINDOW_EARLIER = "w keys", "w earlier"
+"""The two ways of counting a sliding window of w: ``WINDOW_KEYS``, w keys with
+the query among them (transformers' ``sliding_window_overlay``; the page's
+rule), and ``WINDOW_EARLIER``, the query plus w earlier tokens (Mistral's
+reference code, ``torch.triu(mask, diagonal=-sliding_window)``)."""
+WINDOW_CONVENTIONS = (WINDOW_KEYS, WINDOW_EARLIER)
 
-    Convention (transformers' ``sliding_window_overlay``, Mistral): the query
-    sees **itself and the window − 1 tokens before it**, ``window`` keys in all;
-    window = 1 is the token alone, window ≥ n_tokens the causal mask."""
+
+def sliding_window_mask(n_tokens: int, window: int, convention: str = WINDOW_KEYS) -> Tensor:
+    """(n, n) bool, True where query i sees key j.
+
+    ``WINDOW_KEYS`` (transformers' ``sliding_window_overlay``): i − window < j ≤ i,
+    the query and the window − 1 tokens before it, ``window`` keys in all;
+    window = 1 is the token alone, window ≥ n_tokens the causal mask.
+    ``WINDOW_EARLIER`` (Mistral's reference code): i − window ≤ j ≤ i, the
+    query and ``window`` earlier tokens, window + 1 keys. Raises `ConfigError`
+    for a window below 1 or an unknown convention."""
     check_window(window)
+    _need(convention in WINDOW_CONVENTIONS, "window",
+          f"the window's convention must be one of {', '.join(WINDOW_CONVENTIONS)} "
+          f"(got {convention!r})")
     i = torch.arange(n_tokens)[:, None]
     j = torch.arange(n_tokens)[None, :]
-    return (j <= i) & (j > i - window)
+    earliest = i - window + 1 if convention == WINDOW_KEYS else i - window
+    return (j <= i) & (j >= earliest)
 
 
 # ---------------------------------------------------------------------------
@@ -380,10 +400,15 @@ def tile_steps(n_tokens: int, block_q: int, block_k: int) -> int:
     return -(-n_tokens // block_q) * -(-n_tokens // block_k)
 
 
-def tile_of(step: int, n_tokens: int, block_k: int) -> tuple[int, int]:
-    """The (query tile, key tile) of the online softmax's ``step``-th step (the
-    key tiles of a query tile in turn)."""
-    return divmod(step, -(-n_tokens // block_k))
+def causal_tiles(n_tokens: int, block_q: int, block_k: int) -> list[tuple[int, int]]:
+    """The (query tile, key tile) steps causal FlashAttention walks, in order
+    (the key tiles of a query tile in turn): those with at least one key at or
+    before the tile's last query. The tiles above the diagonal, whose every key
+    comes after every query, are skipped (FlashAttention-2, §3.1.1): of T × T
+    equal tiles T(T + 1)/2 are walked, about half for long sentences."""
+    return [(qi, kj) for qi, start in enumerate(range(0, n_tokens, block_q))
+            for kj, kstart in enumerate(range(0, n_tokens, block_k))
+            if kstart <= min(start + block_q, n_tokens) - 1]
 
 
 def check_tiles(n_tokens: int, block_q: int, block_k: int) -> None:
@@ -442,7 +467,7 @@ def online_softmax_attention(queries: Tensor, keys: Tensor, values: Tensor, bloc
                              block_k: int, mask: Tensor | None = None,
                              record: Callable[[int, int], bool] = lambda qi, kj: True,
                              record_output: Callable[[int, int], bool] = lambda qi, kj: True,
-                             ) -> OnlineSoftmax:
+                             skip_masked_tiles: bool = False) -> OnlineSoftmax:
     """Attention without the n × n matrix, FlashAttention-2's Algorithm 1.
 
     For each tile of ``block_q`` queries: m = −∞, ℓ = 0, O = 0; for each tile
@@ -454,7 +479,11 @@ def online_softmax_attention(queries: Tensor, keys: Tensor, values: Tensor, bloc
     (n_heads, n, head_dim_v); mask (n, n) bool, True = may attend. Raises
     `ConfigError` for a tile outside 1 … n_tokens. ``record(q_tile, k_tile)``
     says which steps to keep in `OnlineSoftmax.steps`, ``record_output`` which
-    of them keep their O (the page keeps one query tile's: bounded bytes)."""
+    of them keep their O (the page keeps one query tile's: bounded bytes).
+    ``skip_masked_tiles``: skip a tile whose every score is masked, as causal
+    FlashAttention skips the tiles above the diagonal (with the causal mask the
+    steps walked are then `causal_tiles`'); it changes no number, since such a
+    tile leaves m, ℓ and O as they were."""
     n_heads, n_tokens, head_dim = queries.shape
     check_tiles(n_tokens, block_q, block_k)
     context = torch.empty(n_heads, n_tokens, values.shape[-1])
@@ -467,6 +496,9 @@ def online_softmax_attention(queries: Tensor, keys: Tensor, values: Tensor, bloc
         O = torch.zeros(n_heads, len(rows), values.shape[-1])
         for kj, kstart in enumerate(range(0, n_tokens, block_k)):
             cols = range(kstart, min(kstart + block_k, n_tokens))
+            if skip_masked_tiles and mask is not None and \
+                    not mask[rows.start:rows.stop, cols.start:cols.stop].any():
+                continue  # every key after every query (above the diagonal): skipped
             S = attention_scores(q, keys[:, cols.start:cols.stop])  # (h, bq, bk): one tile
             if mask is not None:
                 S = S.masked_fill(~mask[rows.start:rows.stop, cols.start:cols.stop],
@@ -538,7 +570,10 @@ class ModernTrace:
     ``rope_offset``; ``offset_change``, their largest difference from the scores
     at offset 0 (float32 rounding: q_m·k_n depends on m − n only); the
     attentions' weights (n_heads, n, n) (their scores are ``scores_rope``, one
-    tensor shared)."""
+    tensor shared); ``window_mask`` (n, n) the page's window (`WINDOW_KEYS`)
+    and ``window_mask_earlier`` Mistral's count of the same w (`WINDOW_EARLIER`),
+    shown beside it; ``flash`` walks the tiles causal FlashAttention walks
+    (`causal_tiles`)."""
 
     config: ModernConfig
     embeddings: Tensor
@@ -558,6 +593,7 @@ class ModernTrace:
     causal: Attention
     windowed: Attention
     window_mask: Tensor
+    window_mask_earlier: Tensor
     decoding: Decoding
     flash: OnlineSoftmax
 
@@ -566,13 +602,18 @@ class ModernTrace:
         return self.embeddings.shape[0]
 
     @property
+    def walked_tiles(self) -> list[tuple[int, int]]:
+        """The (query tile, key tile) steps the online softmax walks (`causal_tiles`)."""
+        return causal_tiles(self.n_tokens, self.config.block_q, self.config.block_k)
+
+    @property
     def n_tile_steps(self) -> int:
-        """(query tiles) × (key tiles) of the online softmax."""
-        return tile_steps(self.n_tokens, self.config.block_q, self.config.block_k)
+        """How many tiles the online softmax walks (the causal ones, `causal_tiles`)."""
+        return len(self.walked_tiles)
 
     def tile_of(self, step: int) -> tuple[int, int]:
         """The (query tile, key tile) of the online softmax's ``step``-th step."""
-        return tile_of(step, self.n_tokens, self.config.block_k)
+        return self.walked_tiles[step]
 
     @property
     def nbytes(self) -> int:
@@ -613,12 +654,18 @@ def modern_attention(embeddings: Tensor, config: ModernConfig, seed: int,
     Q = X·W_query, K = X·W_key, V = X·W_value split into heads; RoPE on Q and
     K; causal grouped-query attention; the same with the sliding window; the
     decoding with a KV cache after ``prefill`` tokens; the online softmax of the
-    causal attention. ``tile`` (q_tile, k_tile): the tile step whose O is kept
+    causal attention, walking the tiles causal FlashAttention walks
+    (`causal_tiles`). ``tile`` (q_tile, k_tile): the tile step whose O is kept
     (with every step of its query tile); None keeps every step. Raises
-    `ConfigError` for sizes that do not fit (`ModernConfig.check`)."""
+    `ConfigError` for sizes that do not fit (`ModernConfig.check`) and for a
+    ``tile`` the walk skips."""
     c = config
     n = embeddings.shape[0]
     c.check(n)
+    if tile is not None:
+        _need(tuple(tile) in causal_tiles(n, c.block_q, c.block_k), "block_k",
+              f"query tile {tile[0]}, key tile {tile[1]} is not walked: its keys all come "
+              "after its queries (causal FlashAttention skips it)")
     W_query, W_key, W_value = modern_weights(embeddings.shape[1], c, seed)
     queries = split_heads(embeddings @ W_query, c.n_heads)     # (h, n, d)
     keys = split_heads(embeddings @ W_key, c.n_kv_heads)       # (kv, n, d)
@@ -631,11 +678,12 @@ def modern_attention(embeddings: Tensor, config: ModernConfig, seed: int,
                                repeat_kv(apply_rope(keys, cos0, sin0, c.rope_pairing), c.n_heads))
     causal = causal_mask(n)
     window = sliding_window_mask(n, c.window)
+    window_earlier = sliding_window_mask(n, c.window, WINDOW_EARLIER)
     record = (lambda qi, kj: True) if tile is None else (lambda qi, kj: qi == tile[0])
     keep_o = (lambda qi, kj: True) if tile is None else (lambda qi, kj: (qi, kj) == tuple(tile))
     flash = online_softmax_attention(q_rope, repeat_kv(k_rope, c.n_heads),
                                      repeat_kv(values, c.n_heads), c.block_q, c.block_k, causal,
-                                     record, keep_o)
+                                     record, keep_o, skip_masked_tiles=True)
     full, windowed = (grouped_query_attention(q_rope, k_rope, values, mask)
                       for mask in (causal, window))
     windowed.attn_scores = full.attn_scores  # equal (the mask comes after): held once
@@ -644,5 +692,5 @@ def modern_attention(embeddings: Tensor, config: ModernConfig, seed: int,
         scores_no_rope=attention_scores(queries, repeat_kv(keys, c.n_heads)),
         scores_rope=full.attn_scores,
         offset_change=float((full.attn_scores - at_zero).abs().max()) if n else 0.0,
-        causal=full, windowed=windowed, window_mask=window,
+        causal=full, windowed=windowed, window_mask=window, window_mask_earlier=window_earlier,
         decoding=decode(q_rope, k_rope, values, c.prefill), flash=flash)

@@ -152,15 +152,10 @@ def _decoded(x: _Cell) -> Explanation:
     cached keys 0 … row (the prefill's rows: causal attention of the prefill)."""
     c, decoding = x.config, x.trace.decoding
     if x.row < c.prefill:
-        scores = decoding.prefill.attn_scores[x.head, x.row, :c.prefill]
-        scores = scores.masked_fill(~modern.causal_mask(c.prefill)[x.row], float("-inf"))
+        scores = decoding.prefill.attn_scores[x.head, x.row, :x.row + 1]
     else:
         scores = decoding.steps[x.row - c.prefill].attn_scores[x.head]
-    if x.col >= scores.shape[0]:
-        return x.at(f"α_{x.head}[{x.token(x.row)}, {x.token(x.col)}]", "not read", GIVEN, (),
-                    note=f"Key {x.token(x.col)} is not in the cache yet when token "
-                         f"{x.token(x.row)} is decoded: 0.")
-    return _softmax(x, scores, "the keys after this token" if x.row < c.prefill else None)
+    return _softmax(x, scores, None)
 
 
 def _softmax(x: _Cell, scores: Tensor, hidden: str | None) -> Explanation:
@@ -194,12 +189,17 @@ def _tile_output(x: _Cell) -> Explanation:
                      "each earlier tile's terms were rescaled to it by exp(m_old − m_new).")
 
 
+WINDOW_CHARTS = {"mask-window": modern.WINDOW_KEYS, "mask-window-earlier": modern.WINDOW_EARLIER}
+"""The window's two charts and the convention each draws."""
+
+
 def _mask(x: _Cell) -> Explanation:
-    """Whether the query sees the key: causal j ≤ i; the window i − w < j ≤ i."""
+    """Whether the query sees the key: causal j ≤ i; the window i − w < j ≤ i
+    (w keys) or, Mistral's count, i − w ≤ j ≤ i (the query and w earlier)."""
     i, j, w = x.row, x.col, x.config.window
-    rule = f"{i} − {w} < {j} ≤ {i}" if x.chart == "mask-window" else f"{j} ≤ {i}"
-    seen = bool((x.trace.window_mask if x.chart == "mask-window"
-                 else modern.causal_mask(x.trace.n_tokens))[i, j])
+    rule = {"mask-window": f"{i} − {w} < {j} ≤ {i}",
+            "mask-window-earlier": f"{i} − {w} ≤ {j} ≤ {i}"}.get(x.chart, f"{j} ≤ {i}")
+    seen = bool(chart_matrix(x.trace, x.chart, x.head)[i, j])
     return x.at(f"mask[{x.token(i)}, {x.token(j)}]",
                 f"{'seen' if seen else 'hidden'}: {rule} is {'true' if seen else 'false'}",
                 GIVEN, ())
@@ -213,13 +213,21 @@ def shown_tile(trace: ModernTrace) -> modern.TileStep:
 
 def chart_rows(trace: ModernTrace, chart: str, position: int = 0) -> list[int] | None:
     """The token position of each row the page's ``chart`` shows, where they are
-    not all the tokens (None): the decoded row shows token ``position`` alone,
-    the tile output the shown tile's query rows."""
+    not all the tokens (None): the decoded row shows token ``position`` alone
+    (and only its cached keys 0 … position: `chart_columns`), the tile output
+    the shown tile's query rows."""
     if chart == "decode-row":
         return [position]
     if chart == "tile-output":
         return list(shown_tile(trace).rows)
     return None
+
+
+def chart_columns(chart: str, position: int = 0) -> int | None:
+    """How many columns the page's ``chart`` shows where it is not all of them
+    (None): the decoded row of token ``position`` shows the keys in the cache
+    when it is read, 0 … position."""
+    return position + 1 if chart == "decode-row" else None
 
 
 def chart_matrix(trace: ModernTrace, chart: str, head: int) -> Tensor:
@@ -237,8 +245,8 @@ def chart_matrix(trace: ModernTrace, chart: str, head: int) -> Tensor:
         full = torch.full((trace.n_tokens, step.O.shape[-1]), float("nan"))
         full[step.rows.start:step.rows.stop] = step.O[head]
         return full
-    if chart == "mask-window":
-        return trace.window_mask.float()
+    if chart in WINDOW_CHARTS:
+        return (trace.window_mask if chart == "mask-window" else trace.window_mask_earlier).float()
     if chart in ("mask-causal", "tile"):
         causal = modern.causal_mask(trace.n_tokens)
         return causal.float() if chart == "mask-causal" else \
@@ -254,7 +262,7 @@ EXPLAINERS: dict[str, Callable[[_Cell], Explanation]] = {
     "cos": _table, "sin": _table, "q-before": _projection, "q-after": _rotated,
     "k-shared": _rotated, "scores-before": _score, "scores-after": _score,
     "gqa-weights": _masked_weights, "window-weights": _masked_weights, "mask-causal": _mask,
-    "mask-window": _mask, "decode-row": _decoded, "tile": _score, "tile-output": _tile_output,
+    "mask-window": _mask, "mask-window-earlier": _mask, "decode-row": _decoded, "tile": _score, "tile-output": _tile_output,
 }
 """Each chart of the page (its key, as `explorer.ui.modern` draws it) and its rule."""
 CHARTS = tuple(EXPLAINERS)
@@ -267,7 +275,7 @@ def explain_modern_cell(trace: ModernTrace, chart: str, row: int, col: int, head
     row's and the tile output's charts, whose rows are one token or one tile);
     ``labels``: the token labels. Raises ``KeyError`` for an unknown chart and
     ``IndexError`` for a head or cell outside it (on the tile output, outside the
-    tile's rows)."""
+    tile's rows; on the decoded row, a key not yet in the cache)."""
     c = trace.config
     explainer = EXPLAINERS[chart]
     if not 0 <= head < c.n_heads:
@@ -275,10 +283,11 @@ def explain_modern_cell(trace: ModernTrace, chart: str, row: int, col: int, head
     kv = modern.kv_head_of(c.n_heads, c.n_kv_heads)[head]
     matrix = chart_matrix(trace, chart, head)
     if not (0 <= row < matrix.shape[0] and 0 <= col < matrix.shape[1]) or (
-            chart == "tile-output" and row not in shown_tile(trace).rows):
+            chart == "tile-output" and row not in shown_tile(trace).rows) or (
+            col >= (chart_columns(chart, row) or matrix.shape[1])):
         raise IndexError(f"{chart} has no cell ({row}, {col}); its shape is "
                          f"{tuple(matrix.shape)}")
-    per_head = chart not in ("cos", "sin", "mask-causal", "mask-window")
+    per_head = chart not in ("cos", "sin", "mask-causal", *WINDOW_CHARTS)
     where = f"K/V head {kv}, " if chart == "k-shared" else f"head {head}, " if per_head else ""
     return explainer(_Cell(trace, chart, row, col, head, kv, tuple(labels), partial(
         Explanation, chart, value=float(matrix[row, col]),

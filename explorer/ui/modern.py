@@ -12,7 +12,7 @@ the real model results, bounded by bytes (`explorer.ui.cache.cached_model_result
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import streamlit as st
@@ -21,6 +21,7 @@ import torch
 from explorer.core import literal
 from explorer.modern import attention as modern, explain as modern_explain, verify as modern_verify
 from explorer.render.modern import export as modern_export
+from explorer.render import figures
 from explorer.render.modern import figures as mf
 from explorer.server.budget import BudgetError
 from explorer.core.config import AttentionConfig, ConfigError
@@ -29,7 +30,7 @@ from explorer.modern.attention import ModernConfig, ModernTrace
 from explorer.core.tokenizer import token_labels
 from explorer.ui import cache, component, state, widgets
 from explorer.lessons.pages import MODERN_PAGE
-from explorer.ui.render import explanation_box, number_table
+from explorer.ui.render import explanation_box
 from explorer.ui.sidebar import Frame
 from explorer.ui.state import Context, View
 
@@ -44,13 +45,26 @@ measured, 512 tokens and 16 heads raised the peak RSS by 250 MiB, 15.6 of them
 (the steps then hold 95 MiB; 4 heads hold 25 MiB)."""
 
 
+PART_SETTINGS = {"window": "Sliding window", "prefill": "KV cache", "block_q": "Online softmax",
+                 "block_k": "Online softmax"}
+"""`ModernConfig` fields that one part alone reads -> that part (its check's
+name): a bad value of one of them is shown in its part, and the others are drawn."""
+
+
 @dataclass(frozen=True)
 class ModernView(View):
     """The page's view: ``trace`` is the `ModernTrace`, ``labels`` the token
-    labels, ``key`` the trace's cache key (its checks are cached beside it)."""
+    labels, ``key`` the trace's cache key (its checks are cached beside it),
+    ``errors`` the message of each part whose own setting is bad (part ->
+    message; that part shows it instead of its steps)."""
 
     labels: tuple[str, ...] = ()
     key: tuple = ()
+    errors: tuple[tuple[str, str], ...] = ()
+
+    def error(self, part: str) -> str | None:
+        """The message of ``part``'s bad setting, or None."""
+        return dict(self.errors).get(part)
 
 
 def modern_config(values: dict) -> ModernConfig:
@@ -61,10 +75,37 @@ def modern_config(values: dict) -> ModernConfig:
 
 def _tile_for(config: ModernConfig, n_tokens: int) -> tuple[int, int]:
     """The tile step the page shows (the ``tile`` entry), as (query tile, key
-    tile); the first when it is outside the tiles."""
-    count = modern.tile_steps(n_tokens, config.block_q, config.block_k)
+    tile), one of those causal FlashAttention walks; the first when it is outside them."""
+    walked = modern.causal_tiles(n_tokens, config.block_q, config.block_k)
     step = state.value("tile") or 0
-    return modern.tile_of(step if 0 <= step < count else 0, n_tokens, config.block_k)
+    return walked[step if 0 <= step < len(walked) else 0]
+
+
+def _stand_in(part: str, n_tokens: int) -> dict:
+    """Settings of ``part`` that fit ``n_tokens``, computed in place of a bad
+    one (the part shows its message, not these): one tile, a window of 1, every
+    token in the prefill."""
+    size = max(n_tokens, 1)
+    return {"Online softmax": {"block_q": size, "block_k": size},
+            "Sliding window": {"window": 1}, "KV cache": {"prefill": n_tokens}}[part]
+
+
+def checked_config(config: ModernConfig, n_tokens: int
+                   ) -> tuple[ModernConfig, tuple[tuple[str, str], ...]]:
+    """``config`` with each part's own bad setting (`PART_SETTINGS`) replaced by
+    a stand-in, and the message of each such part, (part, message). Raises
+    `ConfigError` for a bad setting every part reads (heads, head_dim, RoPE)."""
+    errors: dict[str, str] = {}
+    while True:
+        try:
+            config.check(n_tokens)
+            return config, tuple(errors.items())
+        except ConfigError as error:
+            part = PART_SETTINGS.get(error.field)
+            if part is None or part in errors:
+                raise
+            errors[part] = str(error)
+            config = replace(config, **_stand_in(part, n_tokens))
 
 
 def settings() -> ModernView | None:
@@ -80,8 +121,7 @@ def settings() -> ModernView | None:
         x_config = AttentionConfig(sentence=values["sentence"], d_in=values["d_in"],
                                    seed=values["seed"])
         x_trace = cache.cached_trace(x_config)
-        config = modern_config(values)
-        config.check(x_trace.n_tokens)
+        config, part_errors = checked_config(modern_config(values), x_trace.n_tokens)
         tile = _tile_for(config, x_trace.n_tokens)
         key = _trace_key(x_config, config, tile)
         trace = _trace_of(x_config, config, tile)
@@ -92,11 +132,32 @@ def settings() -> ModernView | None:
     context = Context(trace, config)
     shown = {**values, **state.resolve(MODERN_PAGE, context)}
     labels = tuple(token_labels(x_trace.tokens))
-    view = ModernView(MODERN_PAGE, config, trace, shown, labels=labels, key=key)
+    view = ModernView(MODERN_PAGE, config, trace, shown, labels=labels, key=key,
+                      errors=part_errors)
     frame.finish(None, shown, context)
     with st.sidebar:
-        take_it_with_you(view, x_config, tile)
+        if part_errors:
+            st.caption("The downloads come back once every setting fits: "
+                       + literal.markdown(", ".join(part for part, _ in part_errors))
+                       + " cannot be computed as set.")
+        else:
+            take_it_with_you(view, x_config, tile)
     return view
+
+
+def part_failed(view: ModernView, part: str) -> bool:
+    """Show ``part``'s bad setting under its heading, if it has one (True)."""
+    message = view.error(part)
+    if message is not None:
+        st.error(literal.markdown(f"{message}. The other parts are drawn; this one is not."))
+    return message is not None
+
+
+def table(frame) -> None:
+    """A table of the page, as a static table that fits a phone's width (its
+    cells wrap) and has no toolbar over the heading above it; numbers written
+    as the formulas write them (`explorer.render.figures.table_text`)."""
+    st.table(figures.table_text(frame).style.hide(axis="index"))
 
 
 def _trace_key(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, int]) -> tuple:
@@ -243,7 +304,7 @@ def rope(view: ModernView, head: int) -> None:
         f"they are. **Pairing: {literal.markdown(modern.PAIRING_HELP[c.rope_pairing])}.**")
     st.latex(r"q'_m = q_m \odot \cos(m\theta) + \mathrm{rotate}(q_m) \odot \sin(m\theta)")
     st.latex(r"\theta_i = \mathrm{base}^{-2i/\mathrm{head\_dim}}")
-    number_table(mf.frequency_table(c))
+    table(mf.frequency_table(c))
     cos_col, sin_col = st.columns(2)
     show = partial(_chart, view, head, columns=2)
     with cos_col:
@@ -287,30 +348,38 @@ def grouped_query(view: ModernView, head: int) -> None:
         "`enable_gqa=True` in PyTorch). Fewer K/V heads mean a smaller KV cache.")
     table_col, k_col = st.columns(2)
     with table_col:
-        number_table(mf.group_table(c))
+        table(mf.group_table(c))
     with k_col:
         _chart(view, head, "k-shared", columns=2)
     _chart(view, head, "gqa-weights")
     st.subheader("KV-cache bytes per token")
-    number_table(mf.cache_table(c))
+    table(mf.cache_table(c))
     check_line(_checks(view)["Grouped-query attention"])
 
 
 def sliding_window(view: ModernView, head: int) -> None:
-    """3. The sliding window: its mask beside the causal one, the weights, the convention."""
+    """3. The sliding window: its mask beside the causal one, both ways of
+    counting w, the weights."""
     c = view.config
     st.header(mf.PART["Sliding window"].heading)
+    if part_failed(view, "Sliding window"):
+        return
     st.markdown(
-        f"**Convention: with window w = {c.window}, each query sees itself and the "
-        f"{c.window - 1} tokens before it ({c.window} keys in all)**: key j is seen by query i "
-        "when i − w < j ≤ i, as transformers' `sliding_window_overlay` (Mistral) counts. "
-        f"Off by one, \"{c.window} previous tokens\" would be a window of {c.window + 1}: one "
-        "more dark cell left of each row's diagonal.")
-    causal_col, window_col = st.columns(2)
+        f"A window of w = {c.window} is counted two ways, and both are in use. **This page "
+        f"counts w keys, the query among them**: query i sees key j when i − w < j ≤ i, itself "
+        f"and the {c.window - 1} tokens before it, as transformers' `sliding_window_overlay` "
+        f"does. **Mistral's reference code counts the query plus w earlier tokens** "
+        f"(`torch.triu(mask, diagonal=-sliding_window)`): i − w ≤ j ≤ i, {c.window + 1} keys, "
+        "one more seen cell left of each row's diagonal. transformers has shipped both "
+        "counts (its issues #29623 and #39408): read a model's `sliding_window` with its code's "
+        "rule. The weights and the check below use this page's count.")
+    causal_col, window_col, earlier_col = st.columns(3)
     with causal_col:
-        _chart(view, head, "mask-causal", columns=2)
+        _chart(view, head, "mask-causal", columns=3)
     with window_col:
-        _chart(view, head, "mask-window", columns=2)
+        _chart(view, head, "mask-window", columns=3)
+    with earlier_col:
+        _chart(view, head, "mask-window-earlier", columns=3)
     _chart(view, head, "window-weights")
     check_line(_checks(view)["Sliding window"])
 
@@ -320,6 +389,8 @@ def kv_cache(view: ModernView, head: int) -> None:
     trace, c, labels = view.trace, view.config, list(view.labels)
     decoding = trace.decoding
     st.header(mf.PART["KV cache"].heading)
+    if part_failed(view, "KV cache"):
+        return
     st.markdown(
         f"Generation feeds the sentence in steps: **prefill** the first {c.prefill} tokens at "
         "once (their keys and values go into the cache), then **decode** one token at a time: "
@@ -342,7 +413,8 @@ def kv_cache(view: ModernView, head: int) -> None:
                         f"({step.cache_len} tokens × {c.n_kv_heads} K/V heads × head_dim "
                         f"{c.head_dim}, keys and values: "
                         f"{2 * step.cache_len * c.n_kv_heads * c.head_dim * 4:,} bytes in "
-                        "float32). Its one query reads all of them.")
+                        "float32). Its one query reads all of them; the keys after it are not "
+                        "in the cache yet, so its row has no column for them.")
         _chart(view, head, "decode-row", position=position)
         st.caption(f"The cache grew {' → '.join(map(str, decoding.cache_lengths[:12]))}"
                    f"{' …' if len(decoding.cache_lengths) > 12 else ''} tokens, one per step.")
@@ -354,12 +426,15 @@ def online_softmax(view: ModernView, head: int) -> None:
     trace, c, labels = view.trace, view.config, list(view.labels)
     flash = trace.flash
     st.header(mf.PART["Online softmax"].heading)
+    if part_failed(view, "Online softmax"):
+        return
     st.markdown(
         f"FlashAttention never builds the {trace.n_tokens} × {trace.n_tokens} scores. It "
         f"walks tiles of {c.block_q} queries × {c.block_k} keys and keeps, per query row, the "
         "running maximum m, the running sum ℓ and an unnormalised output O. When a tile raises "
         "the maximum, what was summed so far is rescaled by the correction exp(m_old − m_new). "
         "At the end O / ℓ is the attention output (FlashAttention-2, Algorithm 1).")
+    st.markdown(literal.markdown(skipped_tiles_text(trace)))
     st.latex(r"m' = \max(m, \mathrm{rowmax}\,S),\quad c = e^{m - m'}")
     st.latex(r"\ell' = c\,\ell + \mathrm{rowsum}\,e^{S - m'},\quad O' = c\,O + e^{S - m'} V")
     chosen = widgets.index("tile", trace.n_tile_steps, "tile", buttons=False, labels=[
@@ -369,12 +444,24 @@ def online_softmax(view: ModernView, head: int) -> None:
     if step is None:  # the cached trace kept another tile: shown on the next run
         return
     _chart(view, head, "tile")
-    number_table(mf.tile_table(step, head, labels))
+    table(mf.tile_table(step, head, labels))
     if step.O is not None:
         _chart(view, head, "tile-output")
     st.subheader("Memory")
-    number_table(mf.memory_table(trace))
+    table(mf.memory_table(trace))
     check_line(_checks(view)["Online softmax"])
+
+
+def skipped_tiles_text(trace: ModernTrace) -> str:
+    """What the causal walk skips: how many of the tiles hold only keys after
+    their queries, and that skipping them roughly halves the work."""
+    c, n = trace.config, trace.n_tokens
+    total = modern.tile_steps(n, c.block_q, c.block_k)
+    walked = trace.n_tile_steps
+    return (f"With the causal mask a tile whose keys all come after its queries would only "
+            f"add zeros, so causal FlashAttention skips it, and so does this walk: it takes "
+            f"{walked} of the {total} tiles, {total - walked} skipped. With T × T equal tiles "
+            "it takes T(T + 1)/2, so for long sentences skipping them roughly halves the work.")
 
 
 def llama_layer(view: ModernView) -> None:

@@ -303,9 +303,9 @@ def test_an_online_softmax_without_the_correction_fails_the_check(monkeypatch):
 
 def test_the_page_keeps_one_tile_output():
     trace = modern.modern_attention(randn(6, 4), modern.ModernConfig(block_q=2, block_k=2), 0,
-                                    tile=(1, 2))
+                                    tile=(1, 1))
     assert [(s.q_tile, s.k_tile, s.O is not None) for s in trace.flash.steps] == [
-        (1, 0, False), (1, 1, False), (1, 2, True)]
+        (1, 0, False), (1, 1, True)]  # key tile 2 (keys 4, 5) is after queries 2, 3: skipped
     assert trace.flash.full_scores_bytes == 4 * 4 * 36 and trace.flash.tile_bytes == 4 * 4 * 4
 
 
@@ -384,3 +384,84 @@ def test_a_tiny_random_llama_layer_is_the_explorers_rope_and_grouped_query_steps
     check = verify.llama_layer_check(verify.tiny_llama(24, n_heads, n_kv_heads, head_dim,
                                                        10_000.0, 1), randn(5, 24))
     assert check.weights_diff < FLOAT32 and check.output_diff < FLOAT32
+
+
+# ---------------------------------------------------------------------------
+# Issue 40: the window's two counts, the cached row, the tiles walked
+# ---------------------------------------------------------------------------
+def mistral_window(n: int, window: int) -> torch.Tensor:
+    """Mistral's reference code (mistral-src, one_file_ref.py): ones, tril, then
+    ``torch.triu(mask, diagonal=-sliding_window)``: the query and w earlier tokens."""
+    return torch.triu(torch.ones(n, n).tril(), diagonal=-window).bool()
+
+
+@pytest.mark.parametrize("n", [1, 5, 9])
+@pytest.mark.parametrize("window", [1, 2, 3, 8])
+def test_both_counts_of_the_window_are_their_references(n, window):
+    assert torch.equal(modern.sliding_window_mask(n, window), transformers_window(n, window))
+    earlier = modern.sliding_window_mask(n, window, modern.WINDOW_EARLIER)
+    assert torch.equal(earlier, mistral_window(n, window))
+    # Mistral's w is transformers' w + 1: one more key left of each diagonal
+    assert torch.equal(earlier, transformers_window(n, window + 1))
+    trace = modern.modern_attention(randn(6, 4), modern.ModernConfig(window=3), 0)
+    assert torch.equal(trace.window_mask_earlier, mistral_window(6, 3))
+
+
+def flash_causal_tiles(n: int, block_q: int, block_k: int) -> list[tuple[int, int]]:
+    """FlashAttention-2's causal loop bound, written from its kernel's rule: query
+    block i reads key blocks j while j·block_k ≤ the block's last query."""
+    tiles = []
+    for i in range(math.ceil(n / block_q)):
+        last_query = min((i + 1) * block_q, n) - 1
+        tiles += [(i, j) for j in range(math.ceil(n / block_k)) if j * block_k <= last_query]
+    return tiles
+
+
+@SETTINGS
+@given(heads(), st.data())
+def test_the_walk_skips_the_tiles_causal_flash_attention_skips(sizes, data):
+    n_heads, _, n, head_dim, seed = sizes
+    block_q, block_k = data.draw(st.integers(1, n)), data.draw(st.integers(1, n))
+    q, k, v = (randn(n_heads, n, head_dim, seed=seed + i) * 3 for i in range(3))
+    mask = modern.causal_mask(n)
+    flash = modern.online_softmax_attention(q, k, v, block_q, block_k, mask,
+                                            skip_masked_tiles=True)
+    walked = [(s.q_tile, s.k_tile) for s in flash.steps]
+    assert walked == modern.causal_tiles(n, block_q, block_k) == flash_causal_tiles(n, block_q,
+                                                                                     block_k)
+    # every tile skipped is masked whole; every tile walked has a key it reads
+    for qi in range(math.ceil(n / block_q)):
+        for kj in range(math.ceil(n / block_k)):
+            seen = mask[qi * block_q:(qi + 1) * block_q, kj * block_k:(kj + 1) * block_k].any()
+            assert bool(seen) == ((qi, kj) in walked)
+    reference = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert largest(flash.context, reference) < 1e-4
+
+
+def test_the_page_walks_six_of_nine_tiles_at_the_defaults():
+    trace = modern.modern_attention(randn(6, 4), modern.ModernConfig(), 0, tile=(2, 2))
+    assert trace.n_tile_steps == 6 and modern.tile_steps(6, 2, 2) == 9
+    assert [trace.tile_of(s) for s in range(6)] == [(0, 0), (1, 0), (1, 1), (2, 0), (2, 1),
+                                                    (2, 2)]
+    assert [(s.q_tile, s.k_tile) for s in trace.flash.steps] == [(2, 0), (2, 1), (2, 2)]
+    with pytest.raises(ConfigError, match="key tile 2 is not walked"):
+        modern.modern_attention(randn(6, 4), modern.ModernConfig(), 0, tile=(0, 2))
+    # long sentences: T(T + 1)/2 of T² tiles, about half
+    assert len(modern.causal_tiles(512, 32, 32)) / modern.tile_steps(512, 32, 32) == 17 / 32
+
+
+def test_the_decoded_row_shows_only_the_keys_in_the_cache():
+    from explorer.render.modern.figures import chart_of
+
+    trace = modern.modern_attention(randn(6, 4), modern.ModernConfig(prefill=2), 0)
+    labels = [f"t{i}" for i in range(6)]
+    for position in range(6):
+        drawn = chart_of(trace, "decode-row", 1, labels, position=position)
+        spec = drawn.figure["data"][0]
+        assert spec["x"] == labels[:position + 1]  # keys 0 … position, no later one
+        row = drawn.matrices[0]
+        assert row.shape == (1, position + 1)
+        assert torch.allclose(torch.from_numpy(row[0]).float(),
+                              trace.causal.attn_weights[1, position, :position + 1], atol=1e-6)
+        if position >= 2:  # decoded: the cache then held position + 1 keys
+            assert trace.decoding.steps[position - 2].cache_len == position + 1

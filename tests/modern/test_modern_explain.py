@@ -28,8 +28,8 @@ def _trace(n: int, d_in: int, n_kv: int, group: int, head_dim: int, pairing: str
     config = ModernConfig(n_heads=n_kv * group, n_kv_heads=n_kv, head_dim=head_dim,
                           rope_pairing=pairing, rope_offset=offset, window=min(2, n),
                           prefill=min(2, n), block_q=block, block_k=block)
-    steps = modern.tile_steps(n, block, block)
-    tile = divmod(tile_step % steps, -(-n // block))
+    walked = modern.causal_tiles(n, block, block)
+    tile = walked[tile_step % len(walked)]
     return modern.modern_attention(x, config, seed, tile), [f"t{i}" for i in range(n)]
 
 
@@ -39,6 +39,8 @@ def _cells(trace, chart: str, head: int):
     if chart == "tile-output":
         step = next(s for s in trace.flash.steps if s.O is not None)
         return [(r, c) for r in step.rows for c in range(d)]
+    if chart == "decode-row":  # the keys in the cache: 0 … row
+        return [(r, c) for r in range(n) for c in range(r + 1)]
     cols = d if chart in ("cos", "sin", "q-before", "q-after", "k-shared") else n
     return [(r, c) for r in range(n) for c in range(cols)]
 
@@ -106,7 +108,7 @@ def test_interleaved_pairs_explained_as_rotate_half_do_not_add_up():
 def test_the_tile_output_is_the_online_sum_rescaled_to_the_running_maximum():
     """O after the last key tile, divided by ℓ, is the attention output: the
     explanation's terms over every key read give the context row."""
-    trace, labels = _trace(6, 4, 1, 2, 4, ROTATE_HALF, 5, tile_step=3)  # query tile 1, key tile 1
+    trace, labels = _trace(6, 4, 1, 2, 4, ROTATE_HALF, 5, tile_step=2)  # query tile 1, key tile 1
     step = next(s for s in trace.flash.steps if s.O is not None)
     assert (step.q_tile, step.k_tile) == (1, 1)
     row, head = 4, 1
@@ -122,8 +124,8 @@ def test_the_tile_output_is_the_online_sum_rescaled_to_the_running_maximum():
 
 def test_decoded_rows_masks_and_tables_say_where_their_numbers_come_from():
     trace, labels = _trace(5, 3, 1, 1, 4, ROTATE_HALF, 2, offset=7)
-    e = explain_modern_cell(trace, "decode-row", 3, 4, 0, labels)  # key 4 not yet cached
-    assert e.combine == GIVEN and e.value == 0 and "not in the cache" in e.note
+    with pytest.raises(IndexError):  # key 4 is not in the cache yet: not on the chart
+        explain_modern_cell(trace, "decode-row", 3, 4, 0, labels)
     e = explain_modern_cell(trace, "decode-row", 3, 1, 0, labels)
     assert len(e.terms) == 4  # the cache holds keys 0 … 3
     assert math.isclose(e.result(), float(trace.causal.attn_weights[0, 3, 1]), rel_tol=1e-5)

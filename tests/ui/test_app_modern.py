@@ -62,15 +62,13 @@ def test_the_scores_are_the_backends_for_the_sentence():
 def test_interleaved_pairing_turns_neighbours_and_still_agrees():
     at = open_link(PAGE, {"rope_pairing": "interleaved"})
     assert not at.exception
-    pairs = at.dataframe[0].value["dimensions turned together"].tolist()
+    pairs = at.table[0].value["dimensions turned together"].tolist()
     assert pairs[:2] == ["0 and 1", "2 and 3"]
     assert checks(at)[0].startswith("✓ RoPE")
 
 
 @pytest.mark.parametrize("params, message", [
     ({"n_kv_heads": "3"}, "n_kv_heads must divide n_heads = 4: one of 1, 2, 4 (got 3)"),
-    ({"head_dim": "6", "n_query_heads": "4", "block_k": "9"},
-     "block_k must be between 1 and the 6 tokens (got 9)"),
     ({"head_dim": "5"}, "RoPE turns dimensions in pairs, so head_dim must be even (got 5)"),
 ])
 def test_bad_sizes_are_explained_and_draw_nothing(params, message):
@@ -94,19 +92,20 @@ def test_picking_a_token_to_decode_shows_its_row_of_full_causal_attention():
     embeddings = compute_trace(AttentionConfig())["embeddings"]
     trace = modern.modern_attention(embeddings, modern.ModernConfig(prefill=1),
                                     AttentionConfig().seed)
-    assert np.allclose(row[0], trace.causal.attn_weights[0, 4].numpy(), atol=1e-6)
-    assert row[0, 5] == 0  # the future key is not in the cache yet
+    assert row.shape == (1, 5)  # keys 0 … 4: key 5 is not in the cache yet, so not shown
+    assert np.allclose(row[0], trace.causal.attn_weights[0, 4, :5].numpy(), atol=1e-6)
     at.selectbox(key="decode_row").select(0).run()  # a prefill token
     assert "is in the prefill" in " ".join(m.value for m in at.main.markdown)
 
 
 def test_the_tile_picked_is_outlined_and_its_stats_tabled():
-    at = open_link(PAGE, {"block_q": "3", "block_k": "2", "tile": "4"})  # query tile 1, key tile 1
+    at = open_link(PAGE, {"block_q": "3", "block_k": "2", "tile": "3"})  # query tile 1, key tile 1
+    # (the walk: (0, 0), (0, 1), (1, 0), (1, 1), (1, 2); (0, 2) is skipped)
     assert not at.exception and errors(at) == []
     shapes = all_charts(at)["modern-tile"]["layout"]["shapes"]
     assert {"x0": 1.5, "x1": 3.5, "y0": 2.5, "y1": 5.5} == {k: shapes[-1][k] for k in
                                                              ("x0", "x1", "y0", "y1")}
-    table = next(t.value for t in at.dataframe if "exp(m_old − m_new)" in t.value.columns)
+    table = next(t.value for t in at.table if "exp(m_old − m_new)" in t.value.columns)
     assert len(table) == 3
 
 
@@ -190,10 +189,10 @@ def test_the_report_holds_every_chart_table_and_check_of_the_view():
         assert f'id="chart-{key}"' in report, key
     payload = re.search(r'id="chart-decode-row" data-chart="([^"]+)"', report).group(1)
     header, matrices = decode(base64.b64decode(payload), {})
-    assert "head 2: token 3's one row" in json.dumps(header, ensure_ascii=False)
+    assert "head\u00a02: token 3's one row" in json.dumps(header, ensure_ascii=False)
     x = compute_trace(x_config)["embeddings"]
     trace = modern.modern_attention(x, modern.ModernConfig(), x_config.seed, (0, 0))
-    assert np.array_equal(matrices[0], modern.decoded_weights(trace.decoding, 6)[2, 3:4].numpy())
+    assert np.array_equal(matrices[0], modern.decoded_weights(trace.decoding, 6)[2, 3:4, :4].numpy())
     assert report.count('<p class="check">✓') == 5
     assert "RoPE&#x27;s frequencies" in report or "RoPE's frequencies" in report
     assert 'href="http://localhost/Modern_attention"' in report
@@ -245,3 +244,76 @@ def test_a_linked_cell_outside_its_chart_explains_nothing():
     assert not at.exception
     assert any("modern_cell must name a chart" in e for e in errors(at) + [
         w.value for w in at.warning])
+
+
+# ---------------------------------------------------------------------------
+# Issue 40: a part's bad setting stays in its part; sentences as exact as the numbers
+# ---------------------------------------------------------------------------
+def _text(at) -> str:
+    return " ".join(m.value for m in at.main.markdown)
+
+
+@pytest.mark.parametrize("params, part, message, missing", [
+    ({"block_q": "50"}, "5. FlashAttention's online softmax",
+     "block_q must be between 1 and the 6 tokens (got 50)", ("modern-tile",)),
+    ({"block_k": "9"}, "5. FlashAttention's online softmax",
+     "block_k must be between 1 and the 6 tokens (got 9)", ("modern-tile",)),
+    ({"prefill": "9"}, "4. The KV cache, one token at a time",
+     "prefill must be between 0 and the 6 tokens (got 9)", ("modern-decode-row",)),
+])
+def test_a_bad_setting_of_one_part_keeps_the_pages_other_parts(params, part, message, missing):
+    at = open_link(PAGE, params)
+    assert not at.exception
+    found = errors(at)
+    assert any(message in e for e in found), found
+    charts = all_charts(at)
+    for key in missing:
+        assert key not in charts
+    for key in ("modern-cos", "modern-scores-after", "modern-gqa-weights"):
+        assert key in charts  # RoPE and grouped-query attention are drawn all the same
+    assert all(c.startswith("✓") for c in checks(at)[:2])  # RoPE's and GQA's checks shown
+    # the message sits under its part's heading, before the next part's
+    seq = [(type(n).__name__, n.value.replace("\\", "")) for n in at.main
+           if type(n).__name__ in ("Header", "Error")]
+    at_part = seq.index(("Header", part))
+    assert seq[at_part + 1][0] == "Error" and message in seq[at_part + 1][1], seq
+    assert sum(kind == "Error" for kind, _ in seq) == len(params)
+
+
+def test_the_window_names_both_counts_and_draws_both():
+    at = open_link(PAGE, {"window": "2"})
+    assert not at.exception and errors(at) == []
+    text = _text(at)
+    assert "Off by one" not in text and "off by one" not in text
+    assert "sliding_window_overlay" in text and "diagonal=-sliding_window" in text
+    assert "#29623" in text and "#39408" in text
+    charts = all_charts(at)
+    ours = np.asarray(charts["modern-mask-window"]["data"][0]["z"])
+    mistral = np.asarray(charts["modern-mask-window-earlier"]["data"][0]["z"])
+    assert ours.sum(axis=1).tolist() == [1, 2, 2, 2, 2, 2]     # 2 keys, the query among them
+    assert mistral.sum(axis=1).tolist() == [1, 2, 3, 3, 3, 3]  # the query and 2 earlier
+
+
+def test_the_online_softmax_walks_and_says_it_walks_the_causal_tiles():
+    at = open_link(PAGE)  # 6 tokens, tiles of 2 × 2: 9 tiles, 6 of them walked
+    assert not at.exception
+    text = _text(at)
+    assert "it takes 6 of the 9 tiles, 3 skipped" in text
+    assert "roughly halves the work" in text
+    options = at.selectbox(key="tile").options
+    assert options == [f"query tile {q}, key tile {k}" for q, k in
+                       ((0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2))]
+
+
+def test_each_parts_own_bad_setting_is_set_aside_and_a_shared_one_is_not():
+    from explorer.core.config import ConfigError
+    from explorer.ui.modern import checked_config
+
+    bad = modern.ModernConfig(window=0, prefill=9, block_q=50)
+    config, found = checked_config(bad, 6)
+    assert dict(found).keys() == {"Sliding window", "KV cache", "Online softmax"}
+    assert "window must be at least 1" in dict(found)["Sliding window"]
+    config.check(6)  # the stand-ins fit, and the shared sizes are the visitor's
+    assert (config.n_heads, config.head_dim) == (bad.n_heads, bad.head_dim)
+    with pytest.raises(ConfigError, match="head_dim must be even"):
+        checked_config(modern.ModernConfig(head_dim=5, block_q=50), 6)

@@ -154,7 +154,9 @@ scores_rope = queries_rope @ repeat_kv(keys_rope).transpose(-1, -2) / math.sqrt(
 causal = torch.ones(n, n, dtype=torch.bool).tril()
 _, causal_weights, causal_context = attention(queries_rope, keys_rope, values, causal)
 
-# 3. Sliding window: query i sees key j when i - WINDOW < j <= i (itself and WINDOW - 1 before)
+# 3. Sliding window: query i sees key j when i - WINDOW < j <= i (itself and WINDOW - 1 before),
+#    as transformers counts it; Mistral's reference code counts itself plus WINDOW earlier
+#    tokens: (j <= i) & (j >= i - WINDOW)
 i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
 window_mask = (j <= i) & (j > i - WINDOW)
 _, window_weights, window_context = attention(queries_rope, keys_rope, values, window_mask)
@@ -163,17 +165,23 @@ _, window_weights, window_context = attention(queries_rope, keys_rope, values, w
 cache_k, cache_v = keys_rope[:, :PREFILL], values[:, :PREFILL]
 _, _, prefill_context = attention(queries_rope[:, :PREFILL], cache_k, cache_v,
                                   causal[:PREFILL, :PREFILL])
+_, prefill_weights, _ = attention(queries_rope[:, :PREFILL], cache_k, cache_v,
+                                  causal[:PREFILL, :PREFILL])
 rows = [prefill_context]
+decoded_weights = torch.zeros(N_HEADS, n, n)  # row t: the weights over the t + 1 cached keys
+decoded_weights[:, :PREFILL, :PREFILL] = prefill_weights
 group = N_HEADS // N_KV_HEADS
 for t in range(PREFILL, n):
     cache_k = torch.cat((cache_k, keys_rope[:, t:t + 1]), dim=1)  # append the new key
     cache_v = torch.cat((cache_v, values[:, t:t + 1]), dim=1)     # and value
     q = queries_rope[:, t].reshape(N_KV_HEADS, group, -1)         # one query per head
     w = torch.softmax(q @ cache_k.transpose(-1, -2) / math.sqrt(HEAD_DIM), dim=-1)
+    decoded_weights[:, t, :t + 1] = w.reshape(N_HEADS, -1)
     rows.append((w @ cache_v).reshape(N_HEADS, 1, -1))
 decoded_context = torch.cat(rows, dim=1)
 
-# 5. FlashAttention-2's online softmax (Algorithm 1), causal
+# 5. FlashAttention-2's online softmax (Algorithm 1), causal: a tile whose keys all come
+#    after its queries (above the diagonal) is skipped, as the causal kernel skips it
 q_all, k_all, v_all = queries_rope, repeat_kv(keys_rope), repeat_kv(values)
 flash_context = torch.empty_like(causal_context)
 for start in range(0, n, BLOCK_Q):
@@ -184,6 +192,8 @@ for start in range(0, n, BLOCK_Q):
     O = torch.zeros(*q.shape[:2], v_all.shape[-1])
     for kstart in range(0, n, BLOCK_K):
         cols = slice(kstart, min(kstart + BLOCK_K, n))
+        if not causal[rows_, cols].any():
+            continue
         S = (q @ k_all[:, cols].transpose(-1, -2) / math.sqrt(HEAD_DIM)).masked_fill(
             ~causal[rows_, cols], float("-inf"))
         m_new = torch.maximum(m, S.amax(dim=-1))
@@ -201,9 +211,12 @@ sdpa = F.scaled_dot_product_attention(queries_rope, keys_rope, values, is_causal
                                       enable_gqa=True)
 sdpa_window = F.scaled_dot_product_attention(queries_rope, keys_rope, values,
                                              attn_mask=window_mask, enable_gqa=True)
+# as the page's checks: the contexts against SDPA; the KV cache's decoded attention weights,
+# row by row, against the rows of full causal attention
 for name, mine, reference in (("grouped-query", causal_context, sdpa),
                               ("sliding window", window_context, sdpa_window),
-                              ("KV cache", decoded_context, causal_context),
+                              ("KV cache, decoded attention weights", decoded_weights,
+                               causal_weights),
                               ("online softmax", flash_context, sdpa)):
     print(f"{name}: max |difference| = {(mine - reference).abs().max().item():.1e}")
 

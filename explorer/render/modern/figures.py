@@ -81,7 +81,7 @@ PARTS = (
     Part("2. Grouped-query and multi-query attention", "Grouped-query attention",
          (("k-shared",), ("gqa-weights",))),
     Part("3. Sliding-window attention", "Sliding window",
-         (("mask-causal", "mask-window"), ("window-weights",))),
+         (("mask-causal", "mask-window", "mask-window-earlier"), ("window-weights",))),
     Part("4. The KV cache, one token at a time", "KV cache", (("decode-row",),)),
     Part("5. FlashAttention's online softmax", "Online softmax", (("tile",), ("tile-output",))),
 )
@@ -122,10 +122,12 @@ def _titles(trace: ModernTrace, head: int, position: int) -> dict[str, tuple[str
         "k-shared": ("heads", f"K of K/V head {kv}, read by query head {head} (after RoPE)"),
         "gqa-weights": ("weights", f"causal attention weights of query head {head}"),
         "mask-causal": ("mask", "causal mask (dark: seen)"),
-        "mask-window": ("mask", f"window w = {c.window} (dark: seen)"),
+        "mask-window": ("mask", f"window w = {c.window}: {c.window} keys (transformers)"),
+        "mask-window-earlier": ("mask", f"w = {c.window}: itself + {c.window} earlier "
+                                        "(Mistral's reference)"),
         "window-weights": ("weights", f"windowed attention weights of query head {head}"),
         "decode-row": ("row", f"head {head}: token {position}'s one row of weights (reads "
-                              f"keys 0 … {position})"),
+                              f"the cached keys 0 … {position})"),
         "tile": ("scores", f"head {head}: the tile read (masked scores S; the page draws them "
                            "all, the kernel never does)"),
         "tile-output": ("output", f"head {head}: O after this tile (not yet divided by ℓ)"),
@@ -142,6 +144,7 @@ def chart_of(trace: ModernTrace, key: str, head: int, labels: list[str], *, posi
     kind, title = _titles(trace, head, position)[key]
     values = modern_explain.chart_matrix(trace, key, head)
     rows = modern_explain.chart_rows(trace, key, position)
+    values = values[:, :modern_explain.chart_columns(key, position)]  # the cached keys alone
     own = []
     if key in ("cos", "sin"):
         own = pair_shapes(trace.config, trace.n_tokens)
