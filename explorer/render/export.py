@@ -57,7 +57,7 @@ from explorer.core.steps import (
     shows_colour_bar,
     visible_steps,
 )
-from explorer.core.tokenizer import STRIP_PUNCTUATION, build_vocab, token_labels
+from explorer.core.tokenizer import PUNCTUATION, build_vocab, token_labels
 from explorer.core.trace import Trace
 
 HEADING = "--- {name} {shape} ---"
@@ -145,7 +145,9 @@ def _script_header(config: AttentionConfig, link: str | None) -> list[str]:
         "#",
         "#   python attention.py                  prints every matrix",
         "#   python attention.py --save steps.pt  also saves them: torch.load('steps.pt')",
-        "#                                        is a dict, step name -> tensor",
+        "#                                        is a dict, step name -> tensor, the app's",
+        "#                                        numbers to float32 rounding (not always",
+        "#                                        bit for bit: a few 1e-6 apart at most)",
         "#",
         "# Settings:",
     ]
@@ -162,6 +164,7 @@ def _script_setup() -> list[str]:
     heading = HEADING.format(name="{name}", shape="{tuple(tensor.shape)}")
     return [
         "import argparse",
+        "import unicodedata",
         "",
         "import torch",
         "",
@@ -211,9 +214,18 @@ def _tokens_code(config: AttentionConfig) -> list[str]:
     """The explorer's "words" tokenizer and the sorted vocabulary (seed 002, cells 4-6)."""
     n = len(config.tokens)
     lines = [
-        ("# Tokens and ids: split on whitespace and strip "
-         f"{_comment_text(STRIP_PUNCTUATION)} from both ends of each word"),
-        f"words = [word.strip({STRIP_PUNCTUATION!r}) for word in sentence.split()]",
+        "# Tokens and ids: split on whitespace and strip every punctuation mark (Unicode",
+        "# categories P*) from both ends of each word",
+        "def strip_punctuation(word):",
+        "    start, end = 0, len(word)",
+        f'    while start < end and unicodedata.category(word[start]).startswith("{PUNCTUATION}"):',
+        "        start += 1",
+        f'    while end > start and unicodedata.category(word[end - 1]).startswith("{PUNCTUATION}"):',
+        "        end -= 1",
+        "    return word[start:end]",
+        "",
+        "",
+        "words = [strip_punctuation(word) for word in sentence.split()]",
         "tokens = [word for word in words if word]",
     ]
     if _needs_num_tokens(config):
@@ -455,8 +467,9 @@ def pytorch_script(config: AttentionConfig, link: str | None = None) -> str:
 
     Running it prints every step under a heading (`HEADING`); ``--save FILE``
     also saves ``{step name: tensor}`` with ``torch.save``, with the names and
-    shapes of ``list(compute_trace(config))``, equal to the app's numbers to
-    float32 rounding.
+    shapes of ``list(compute_trace(config))``: the app's numbers to float32
+    rounding (the book's order of operations can round the last bits
+    differently: a few 1e-6 apart at most, not always bit for bit).
 
     The sentence is embedded as a ``repr()`` literal and every other piece of
     visitor text (the sentence in the header, token labels, ``link``) only as a
