@@ -2,11 +2,40 @@
 
 import streamlit as st
 
-from explorer.lessons.pages import HOME_PAGE
+from explorer.core import literal
+from explorer.core.config import AttentionConfig
+from explorer.core.tokenizer import RULE
+from explorer.lessons.pages import (BACKWARD_PAGE, CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE,
+                                    MODEL_PAGE, MODERN_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE,
+                                    SIMPLIFIED_PAGE)
+from explorer.ui.navigation import PAGES
 from explorer.ui.presets import gallery
 from explorer.ui.render import page_header, token_table
 from explorer.ui.sidebar import settings
 
+PAGE_SUMMARIES = {
+    SIMPLIFIED_PAGE: "no trainable weights, scores are X·Xᵀ (book section 3.3).",
+    SELF_ATTENTION_PAGE: "W_query, W_key and W_value, scaled by √d_k (section 3.4).",
+    MULTI_HEAD_PAGE: "the causal mask, dropout, several heads and the output projection, "
+                     "checked against PyTorch (sections 3.5 and 3.6).",
+    EXPERIMENTS_PAGE: "why √d_k, temperature, softmax's dim, permutation, and two "
+                      "configurations compared.",
+    MODEL_PAGE: "the same steps inside GPT-2 or BERT, one trained head at a time.",
+    CHECK_PAGE: "paste your own attention class and see the first step where it differs.",
+    MODERN_PAGE: "RoPE, grouped-query attention, the sliding window, the KV cache and "
+                 "FlashAttention's online softmax, as Llama, Qwen and Mistral compute them.",
+    BACKWARD_PAGE: "every gradient of attention, derived by hand and checked against autograd.",
+}
+"""What each page of the menu (`explorer.ui.navigation.PAGES`) shows, as Home lists them."""
+
+
+def page_list() -> str:
+    """Every page of the menu but Home, in its order, with what it shows."""
+    return "\n".join(f"   - **{literal.markdown(page)}**: {PAGE_SUMMARIES[page]}"
+                     for page in PAGES if page != HOME_PAGE)
+
+
+DEFAULTS = AttentionConfig()
 page_header(
     "Self-attention explorer",
     "See **every intermediate matrix of self-attention** for a sentence you type: "
@@ -14,26 +43,26 @@ page_header(
     "and the context vectors, each as an interactive heatmap.",
 )
 st.markdown(
-    """
+    f"""
 **How to use it**
 
-1. Type a sentence and pick the sizes in the sidebar: `d_in` (embedding width),
-   `d_k` (query/key width), `d_v` (value width) and a `seed`. The *Advanced*
+1. The settings are in the sidebar (on a phone it is folded away: open it with the **»**
+   button at the top left). Type a sentence and pick the sizes there: `d_in` (embedding
+   width), `d_k` (query/key width), `d_v` (value width) and a `seed`. The *Advanced*
    section chooses how X and the weights are drawn, scaling and the normalisation.
-2. Open a page from the sidebar:
-   - **Simplified attention**: no trainable weights, scores are X·Xᵀ (book section 3.3).
-   - **Self-attention**: W_query, W_key and W_value, scaled by √d_k (section 3.4).
-   - **Causal & multi-head attention**: the causal mask, dropout, several heads and
-     the output projection, checked against PyTorch (sections 3.5 and 3.6).
-   - **Experiments**: why √d_k, temperature, softmax's dim, permutation, and two
-     configurations compared.
-   - **Real model**: the same steps inside GPT-2 or BERT, one trained head at a time.
+2. Open a page from the sidebar's menu:
+{page_list()}
 3. Hover or tap any cell to read its value; **click it to see how it was computed**. The
    settings stay as you move between pages, and the link in the sidebar reproduces
    exactly what you see.
 
-With the defaults ("Life is short, eat dessert first", d_in=3, d_k=2, d_v=4,
-seed=123) the numbers equal what `torch.manual_seed(123)` and the book's code print.
+The defaults ("{literal.markdown(DEFAULTS.sentence)}", d_in={DEFAULTS.d_in},
+d_k={DEFAULTS.d_k}, d_v={DEFAULTS.d_v}, seed={DEFAULTS.seed}) follow the teaching notebook
+"Embedding an input sentence": an `nn.Embedding(50000, 3)` table, then the weights with
+`torch.randn`, after `torch.manual_seed(123)`. The book's chapter 3 itself uses the
+hand-picked vectors of "Your journey starts with one step" and draws its weights with
+`torch.rand`: the worked examples below load those (*Hand-picked vectors, no weights* and
+*SelfAttention_v1*).
 """
 )
 view = settings(HOME_PAGE)
@@ -45,6 +74,5 @@ gallery()
 
 if view is not None:
     st.subheader("Tokens and ids")
-    st.caption("The sentence is split on whitespace and punctuation at word ends is "
-               "stripped. A token's id is its position in the sorted vocabulary.")
+    st.caption(literal.markdown(RULE) + " A token's id is its position in the sorted vocabulary.")
     token_table(view)

@@ -201,9 +201,25 @@ SPREAD_NEAR_ONE = 2.0
 """Scaled scores whose standard deviation is at most this count as "near 1"."""
 
 
-def _n(x: float) -> str:
-    """A number in a remark: one decimal (two below 1), minus sign U+2212."""
-    return f"{x:.{1 if abs(x) >= 1 else 2}f}".replace("-", "−")
+def _n(x: float, decimals: int | None = None) -> str:
+    """A number in a remark: one decimal (two below 1) unless ``decimals`` says,
+    a nonzero value that would print as 0 in scientific notation (1.9e−6), minus
+    sign U+2212."""
+    decimals = (1 if abs(x) >= 1 else 2) if decimals is None else decimals
+    text = f"{x:.{decimals}f}"
+    if x != 0 and float(text) == 0:  # 1.9e-6 is not 0.00: two digits and its exponent
+        mantissa, exponent = f"{x:.1e}".split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    return text.replace("-", "−")
+
+
+def _n_range(low: float, high: float) -> tuple[str, str]:
+    """``low`` and ``high`` written with the fewest decimals (from `_n`'s, up to
+    6) that tell them apart, so "between 1.1 and 1.1" is never written."""
+    decimals = 1 if min(abs(low), abs(high)) >= 1 else 2
+    while decimals < 6 and _n(low, decimals) == _n(high, decimals):
+        decimals += 1
+    return _n(low, decimals), _n(high, decimals)
 
 
 def _rows(count: int, total: int) -> str:
@@ -227,12 +243,12 @@ def _scaled_scores_remark(trace, head: int) -> str:
     if finite.numel() < 2:
         return ""
     spread = float(finite.std())
-    low, high = float(finite.min()), float(finite.max())
-    text = f"Here their standard deviation is {_n(spread)} (from {_n(low)} to {_n(high)})"
+    low, high = _n_range(float(finite.min()), float(finite.max()))
+    text = f"Here their standard deviation is {_n(spread)} (from {low} to {high})"
     if trace.config.scale and "keys" in trace and trace.head("keys", head).shape[-1] == 1:
         text = ("Here head_dim is 1: √1 = 1, so dividing changes nothing and these are the "
                 f"raw scores. Their standard deviation is {_n(spread)} "
-                f"(from {_n(low)} to {_n(high)})")
+                f"(from {low} to {high})")
     weights = trace.head("attn_weights", head)
     if trace.config.normalization != "softmax" or weights.shape[-1] < 2:
         return text + "."
@@ -298,7 +314,8 @@ def _dropped_remark(trace, head: int) -> str:
     low, high = float(sums.min()), float(sums.max())
     if high - low < 1e-6:
         return f"Here every row sums to {_n(low)}."
-    return (f"Here the rows sum to between {_n(low)} and {_n(high)}: 1 only on "
+    low_text, high_text = _n_range(low, high)
+    return (f"Here the rows sum to between {low_text} and {high_text}: 1 only on "
             "average over many draws, not in each row.")
 
 

@@ -138,9 +138,16 @@ def _divide(a: float, b: float) -> float:
     return a / b if not (math.isinf(a) and math.isinf(b)) else math.nan
 
 
-number = format_value
-"""A number as the explanations write it (`explorer.core.literal.format_value`, the
-one formatter the cells, tables and report use too)."""
+def number(x: float, decimals: int = 4) -> str:
+    """A number as the explanations and tables write it: `explorer.core.literal.format_value`
+    (the one formatter the cells and report use too), except a nonzero value
+    that ``decimals`` decimals would print as 0: that one in scientific
+    notation with two digits (``1.9e−6``), so a written number never hides what it is."""
+    x = float(x)
+    if x != 0 and math.isfinite(x) and abs(x) < 0.5 * 10 ** -decimals:
+        mantissa, exponent = f"{x:.1e}".split("e")
+        return f"{mantissa}e{int(exponent)}".replace("-", "−")
+    return format_value(x, decimals)
 
 
 def _num(x: float, decimals: int) -> str:
@@ -284,13 +291,25 @@ def _score(x: _Cell) -> Explanation:
                     note=f"Key {x.k} (position {x.col}) comes after query {x.q} (position "
                          f"{x.row}): masked to −∞, {then}.")
     qv, kv = trace.head("queries", x.head)[x.row], trace.head("keys", x.head)[x.col]
-    terms = dot_product_terms(qv, kv, [f"Q{h}[{x.q}, {i}]·K{h}[{x.k}, {i}]"
+    (Q, K), (q, k) = (("X", "X"), ("x", "x")) if _no_weights(c) else (("Q", "K"), ("q", "k"))
+    terms = dot_product_terms(qv, kv, [f"{Q}{h}[{x.q}, {i}]·{K}{h}[{x.k}, {i}]"
                                        for i in range(qv.shape[0])])
-    formula = f"q{h}[{x.q}] · k{h}[{x.k}] = Σ_i Q{h}[{x.q}, i] · K{h}[{x.k}, i]"
+    formula = f"{q}{h}[{x.q}] · {k}{h}[{x.k}] = Σ_i {Q}{h}[{x.q}, i] · {K}{h}[{x.k}, i]"
+    note = NO_WEIGHTS_NOTE if _no_weights(c) else ""
     if x.name == "attn_scores" or not c.scale:
-        return x.at(cell, formula, SUM, terms)
+        return x.at(cell, formula, SUM, terms, note=note)
     return x.at(cell, f"({formula}) / √{c.head_dim}", SCALED, terms,
-                divisor=math.sqrt(c.head_dim))
+                divisor=math.sqrt(c.head_dim), note=note)
+
+
+NO_WEIGHTS_NOTE = ("No trainable weights here: every token's embedding x is its own query, "
+                   "key and value, so the scores are X·Xᵀ.")
+"""What an explanation adds where Q = K = V = X (the Simplified page's recipe)."""
+
+
+def _no_weights(config) -> bool:
+    """Q = K = V = X: the explanations name X, not Q, K and V (`explorer.core.steps`' rule)."""
+    return config.weight_init == "identity"
 
 
 def _weights(x: _Cell) -> Explanation:
@@ -337,12 +356,15 @@ def _context(x: _Cell) -> Explanation:
     v = trace.head("values", head_of_col)[:, local]
     a, v = a.to(torch.float64), v.to(torch.float64)
     alpha = "α′" if dropped else "α"
-    terms = tuple(Term(f"{alpha}{hh}[{x.q}, {names.token(j)}]·V{hh}[{names.token(j)}, {local}]",
+    V = "X" if _no_weights(c) else "V"
+    terms = tuple(Term(f"{alpha}{hh}[{x.q}, {names.token(j)}]·{V}{hh}[{names.token(j)}, {local}]",
                        (float(a[j]), float(v[j])), float(a[j] * v[j]))
                   for j in range(a.shape[0]))
     return x.at(names.cell(x.name, "Z", x.row, x.col),
-                f"Σ_j {alpha}{hh}[{x.q}, j] · V{hh}[j, {local}]", SUM, terms,
-                note=f"Column {x.col} comes from head {head_of_col}." if hh else "")
+                f"Σ_j {alpha}{hh}[{x.q}, j] · {V}{hh}[j, {local}]", SUM, terms,
+                note=f"Column {x.col} comes from head {head_of_col}." if hh else
+                NO_WEIGHTS_NOTE.replace("the scores are X·Xᵀ", "the values are X")
+                if _no_weights(c) else "")
 
 
 def _output(x: _Cell) -> Explanation:
@@ -404,7 +426,8 @@ def origin(trace, name: str, row: int, col: int, value: float) -> str:
         after = f", after {' and '.join(earlier)}" if earlier else ""
         if recipe in ("randn", "rand"):
             return (f"drawn by torch.{recipe}{shape} from {generator}{after}: the same "
-                    f"number as torch.manual_seed({c.seed}) and the book's code")
+                    f"number as torch.manual_seed({c.seed}) followed by these draws in this "
+                    "order")
         if recipe == "linear":
             return (f"nn.Linear's default initialisation (uniform within ±1/√{c.d_in}), "
                     f"drawn from {generator}{after}, transposed to {shape}")

@@ -199,3 +199,60 @@ def test_the_multi_head_pages_scaled_scores_caption_is_true_of_its_numbers():
     # Wider heads: the division does something, and the caption does not deny it.
     wide = open_link(PAGES["Causal & multi-head attention"][0], {"d_k": "8", "d_in": "8"})
     assert "changes nothing" not in _scaled_caption(wide)
+
+
+# ---------------------------------------------------------------------------
+# Issue 40: numbers written so that they say what they describe
+# ---------------------------------------------------------------------------
+def _printed(text: str) -> float:
+    return float(text.replace("−", "-"))
+
+
+@pytest.mark.parametrize("dropout_seed", [12, 39])
+def test_the_row_sums_after_dropout_print_apart_and_within_their_last_digit(dropout_seed):
+    """Seed 12: the rows sum to 1.1111030 … 1.1111112; seed 39: 1.0722 … 1.1111. At
+    one decimal both were written "between 1.1 and 1.1"."""
+    trace = compute_trace(AttentionConfig(n_heads=2, causal=True, dropout=0.1,
+                                          dropout_seed=dropout_seed))
+    sums = trace.head("dropped_weights", 0).double().sum(dim=-1)
+    low, high = float(sums.min()), float(sums.max())
+    found = re.search(r"rows sum to between (\S+) and (\S+):", chart_caption(
+        trace, "dropped_weights", 0))
+    assert found, chart_caption(trace, "dropped_weights", 0)
+    low_text, high_text = found.groups()
+    assert low_text != high_text
+    for text, true in ((low_text, low), (high_text, high)):
+        decimals = len(text.split(".")[1])
+        assert abs(_printed(text) - true) <= 0.5 * 10 ** -decimals + 1e-12
+
+
+def test_a_tiny_weight_is_written_in_scientific_notation_not_as_zero():
+    """A weight of about 2e-6 was written "0.0000 / 1.6749 = 0.0000"."""
+    from explorer.lessons.explain import number
+
+    trace = compute_trace(AttentionConfig(sentence="a b c", embedding="given", d_k=3, d_v=3,
+                                          weight_init="identity", scale=False,
+                                          embeddings=((4, 0, 0), (0, 1, 0), (-1, 0, 0))))
+    weights = trace["attn_weights"]
+    row, col = 0, 2  # exp(−4 − 16) / … : about 2e-9
+    value = float(weights[row, col])
+    assert 0 < value < 1e-6
+    e = explain_cell(trace, "attn_weights", row, col)
+    written = e.written()
+    result = written.split(" = ")[-1]
+    assert result != "0.0000" and "e−" in result
+    assert abs(_printed(result.replace("e−", "e-")) - value) <= 0.05 * value
+    assert number(0.0) == "0.0000" and number(-1.94e-6) == "−1.9e−6" and number(0.5) == "0.5000"
+
+
+def test_the_simplified_pages_explanations_name_x_not_q_k_v():
+    from explorer.lessons.presets import PRESETS
+
+    trace = compute_trace(PRESETS["journey"].config)
+    for name in ("attn_scores", "context"):
+        e = explain_cell(trace, name, 1, 2)
+        text = " ".join([e.formula, e.note, *(t.label for t in e.terms)])
+        assert not re.search(r"\b[QKV]\[|\b[qk]\[", text), text
+        assert "X[" in text and "No trainable weights" in e.note
+    weighted = compute_trace(AttentionConfig())  # with weights: Q, K and V
+    assert "Q[" in explain_cell(weighted, "attn_scores", 1, 2).formula

@@ -220,7 +220,8 @@ def test_the_line_under_the_terms_ends_with_the_cell_bias_included():
 
 
 def test_numbers_are_written_with_one_minus_sign_and_never_as_minus_zero():
-    assert number(-0.00001) == "0.0000" and number(-0.5) == f"{MINUS}0.5000"
+    assert number(-0.0) == "0.0000" and number(-0.5) == f"{MINUS}0.5000"
+    assert number(-0.00001) == f"{MINUS}1.0e{MINUS}5"  # not 0.0000 (issue 40)
     assert number(-2e7, 2) == f"{MINUS}2.00e+07" and number(float("-inf")) == f"{MINUS}∞"
     assert explain_cell(compute_trace(AttentionConfig()), "attn_scores", 1, 0).written() \
         .startswith(f"({MINUS}0.2336)")
@@ -591,7 +592,7 @@ def test_a_drawn_weight_names_its_recipe_generator_and_seed(default_trace):
     assert e.combine == GIVEN
     assert e.formula == ("drawn by torch.randn(3, 2) from torch.Generator().manual_seed(123), "
                          "after the embedding table and W_query: the same number as "
-                         "torch.manual_seed(123) and the book's code")
+                         "torch.manual_seed(123) followed by these draws in this order")
     x = explain_cell(default_trace, "embeddings", 1, 0)
     assert x.formula.startswith('row 4 of the embedding table (token "is" has id 4)')
     typed = compute_trace(PRESETS_BY_SLUG["illustrated"].config)
