@@ -949,6 +949,10 @@ def run_forward(module: nn.Module, x: Tensor, weights: LearnerWeights,
 # ---------------------------------------------------------------------------
 # From source code: the command line and the sandbox
 # ---------------------------------------------------------------------------
+MAX_CLASS_NAME = 100
+"""The longest class name the check takes (it is written into the page's snippets)."""
+
+
 def class_name_problem(name: str) -> str | None:
     """What is wrong with ``name`` as the class to check, or None when it is a
     Python identifier that may be written into generated code as it is: not a
@@ -960,6 +964,8 @@ def class_name_problem(name: str) -> str | None:
     import unicodedata
 
     shown = repr(name) if len(name) <= 60 else repr(name[:60]) + "…"
+    if len(name) > MAX_CLASS_NAME:
+        return f"the class name must be at most {MAX_CLASS_NAME} characters (got {len(name):,})"
     if not name.isidentifier() or unicodedata.normalize("NFKC", name) != name:
         return (f"the class name must be a Python identifier: letters, digits and _, not "
                 f"starting with a digit, nothing else (got {shown})")

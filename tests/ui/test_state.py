@@ -130,6 +130,8 @@ def random_view(page: str, rng: random.Random, seed: int) -> dict[str, Any]:
             values[name] = rng.choice((60, 1000, 50_000))
         elif name == "sentence":
             values[name] = rng.choice(SENTENCES)
+        elif name == "check_class":  # a Python identifier (it is written into code)
+            values[name] = rng.choice(("MultiHeadAttention", "CausalAttention", "Attn_2"))
         elif isinstance(kind, Text):  # the seeds
             values[name] = "" if kind.optional and rng.random() < 0.3 else str(rng.randrange(10**6))
         elif name == "weight_init":
@@ -293,7 +295,9 @@ BOOK_CONTEXT_ROW_0 = (0.2996, 0.8053)
 
 
 def _table(at: AppTest, name: str) -> np.ndarray:
-    return next(e for e in at.data_editor if e.key.startswith(f"editor:{name}:")).value.to_numpy()
+    # The cells are text (the shortest text of each float32), as a visitor types them.
+    table = next(e for e in at.data_editor if e.key.startswith(f"editor:{name}:"))
+    return table.value.to_numpy().astype(np.float64)
 
 
 def test_switching_to_given_weights_keeps_the_numbers_on_screen():

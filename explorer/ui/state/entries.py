@@ -15,9 +15,10 @@ import numpy as np
 from explorer.core import config as cfg
 from explorer.modern import attention as modern, explain as modern_explain
 from explorer.core.config import GIVEN_MATRICES, OPTION_HELP, AttentionConfig
-from explorer.checker.listings import MULTI_HEAD_ATTENTION, MULTI_HEAD_ATTENTION_CLASS
+from explorer.checker.learner import class_name_problem
+from explorer.checker.listings import (DEFAULT_SIZES, MULTI_HEAD_ATTENTION,
+                                       MULTI_HEAD_ATTENTION_CLASS)
 from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
-from explorer.models import explain as decoder_explain
 from explorer.lessons.experiments import MAX_SHUFFLES
 from explorer.lessons.presets import JOURNEY_SENTENCE, PRESETS
 from explorer.lessons.pages import CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
@@ -152,6 +153,22 @@ def _config_entry(name: str, kind: Kind, label: str, help: str, group: str,
     default = from_config(AttentionConfig.__dataclass_fields__[name].default)
     return Entry(name, kind, pages, label, help, group, default=default, config=True,
                  from_config=from_config, **more)
+
+
+@dataclass(frozen=True)
+class ClassName(Text):
+    """The class to check: written into the page's snippets as code, so it must be a
+    Python identifier and no keyword (`explorer.checker.learner.class_name_problem`)."""
+
+    def parse(self, name: str, raw: str) -> str:
+        problem = class_name_problem(raw.strip())
+        if problem is not None:
+            raise cfg.ConfigError(name, f"{name}: {problem}")
+        return raw
+
+
+CAUSAL_CHOICES = {"auto": None, "causal": True, "not causal": False}
+"""The Check page's causal choices and what `explorer.checker.check.check_module` gets."""
 
 
 def _n_tokens(context: Context) -> int:
@@ -326,37 +343,40 @@ _ENTRIES: list[Entry] = [
                                                  for c in MODEL_CHOICES.values()),
           group=PAGE_OWN, default=DEFAULT_MODEL, always_linked=True),
     Entry("folder", Text(placeholder="/path/to/model"), ONLY({MODEL_PAGE}), "Folder",
-          "A folder written by model.save_pretrained(folder) for a GPT-2, BERT, Llama, "
-          "Mistral, Qwen2, Qwen3 or Gemma 3 (text) model "
+          "A folder written by model.save_pretrained(folder) for a GPT-2 or BERT model "
           "(config.json and model.safetensors), with its tokenizer files to read text, e.g. "
           "from `python -m explorer.models download gpt2 --to models/`. It never goes into "
           "the link.", group=PAGE_OWN, default="", linked=False,
           shown_if=lambda values: values.get("model") == FOLDER),
     Entry("layer", Index(), ONLY({MODEL_PAGE}), "Layer to show", default=0,
           allowed=lambda c: range(c.n_layers) if c.n_layers else None),
-    # A Llama-family model's own view values (`explorer.ui.real_model`): the explained
-    # cell of its charts, the tokens to generate (at most explorer.models.generation's
-    # MAX_NEW_TOKENS, 32) and the generated token shown
-    Entry("decoder_cell", ChartCell(decoder_explain.CHARTS), ONLY({MODEL_PAGE}), default=None,
-          widget=False),
-    Entry("new_tokens", Number(low=1, high=32), ONLY({MODEL_PAGE}), "Tokens to generate",
-          "Greedy, seeded: the most likely token each time; the generation also stops at the "
-          "model's end-of-sequence token or after 20 seconds.", default=8),
-    Entry("generated", Number(low=0, high=31), ONLY({MODEL_PAGE}), "Generated token",
-          default=0),
     # The Check your code page's own settings: the class is built as the book builds
     # chapter 3's classes, nn.Module(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
-    Entry("check_class", Text(), ONLY({CHECK_PAGE}), "Class to check",
-          "The name of the nn.Module class in your code.", group=PAGE_OWN,
-          default=MULTI_HEAD_ATTENTION_CLASS),
+    Entry("check_class", ClassName(), ONLY({CHECK_PAGE}), "Class to check",
+          "The name of the nn.Module class in your code: a Python identifier.",
+          group=PAGE_OWN, default=MULTI_HEAD_ATTENTION_CLASS),
     Entry("d_out", Number("d_k"), ONLY({CHECK_PAGE}), "d_out",
           "Your class's d_out: the width of its queries, keys and values.", group=PAGE_OWN,
-          default=4),
+          default=DEFAULT_SIZES["d_out"]),
     Entry("num_heads", Number("n_heads"), ONLY({CHECK_PAGE}), "num_heads",
           "Passed when your __init__ takes num_heads; d_out must divide by it.",
-          group=PAGE_OWN, default=2),
+          group=PAGE_OWN, default=DEFAULT_SIZES["num_heads"]),
     Entry("qkv_bias", Flag(), ONLY({CHECK_PAGE}), "qkv_bias",
           "Passed when your __init__ takes qkv_bias.", group=PAGE_OWN, default=False),
+    # What the check assumes about the class (`check_module(causal=..., n_heads=...)`)
+    Entry("check_causal", Choice(tuple(CAUSAL_CHOICES),
+                                 labels={"auto": "read from your code", "causal": "causal",
+                                         "not causal": "not causal"}),
+          ONLY({CHECK_PAGE}), "Causal mask",
+          "Read from your code: causal when it holds or builds a triangular mask (any name), "
+          "calls scaled_dot_product_attention with is_causal=True, or has Causal in its class "
+          "name. Set it to say what your class is meant to compute.", group=PAGE_OWN,
+          default="auto"),
+    Entry("check_n_heads", Number(low=0, high=cfg.MAX_HEADS), ONLY({CHECK_PAGE}),
+          "n_heads the check assumes",
+          "0: read from your code (num_heads, n_head, n_heads, heads or nhead, else the head "
+          "axis its forward shows). Set it when the report says the count was guessed.",
+          group=PAGE_OWN, default=0),
     Entry("check_code", Text(), ONLY({CHECK_PAGE}), "Your code",
           "A Python file with your attention class (it may import torch).", group=PAGE_OWN,
           default=MULTI_HEAD_ATTENTION, linked=False),
@@ -430,7 +450,6 @@ ACTIONS: dict[str, str] = {
     "check-": "the Check my code button and the report's charts",
     "picker-": "a picker of the view drawn by chart.js (the query token, the head)",
     "modern-": "a chart of the Modern attention page",
-    "decoder-": "a chart of a Llama-family layer on the Real model page (a click explains a cell)",
     "backward-": "a chart or a slider of the Backward pass page",
 }
 """Key prefixes of widgets that hold no setting: buttons, charts, tables and
