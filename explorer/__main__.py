@@ -10,7 +10,10 @@ report says so) (usage, a file that does not load, weights not found by the
 book's names, an error in its ``__init__`` or ``forward``, more than
 ``--timeout`` seconds or ``--memory_mb`` MB), with a message and the last lines
 of the code's own traceback, never the checker's; 130 after Ctrl-C, with one
-line and no traceback either.
+line and no traceback either. The code runs in a child process, in its box
+where bubblewrap can make one (`explorer.checker.sandbox.check_source`): the
+status is this process's reading of the child's validated result, whatever the
+code does (``exit()``, ``os._exit()``, signals, a loop that catches everything).
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from explorer.checker.sandbox import check_source
+    from explorer.checker.sandbox import OPTIONS, check_source
 
     file, _, class_name = args.target.rpartition(":")
     if not file or not class_name:
@@ -106,9 +109,7 @@ def _check(args: argparse.Namespace) -> int:
     if problem:
         print(f"note: {problem}; your code runs in a child process without the box",
               file=sys.stderr)
-    options = {name: getattr(args, name) for name in (
-        "d_in", "d_out", "num_heads", "sentence", "seed", "dropout", "qkv_bias",
-        "context_length", "causal", "n_heads", "dropout_seed") if hasattr(args, name)}
+    options = {name: getattr(args, name) for name in OPTIONS if hasattr(args, name)}
     # The code runs in a child process; this one decides the exit status from
     # the child's validated result, whatever the code does (exit, signals, loops)
     report = check_source(source, class_name, filename=str(path),

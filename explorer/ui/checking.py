@@ -1,12 +1,14 @@
 """The "Check your code" page's own pieces: the settings of the learner's class,
-running it (`explorer.checker.sandbox.check_source`, in a child process with a time and
-a memory limit), and the report: the table of steps, the first difference,
-the diagnosis, and our matrix beside theirs with the differing cells outlined
+running it (`explorer.checker.sandbox.check_source`: in a child process in its box,
+`explorer.checker.box`, with limits on time, memory, processes and output), and
+the report: the table of steps, the first difference, the diagnosis, and our
+matrix beside theirs with the differing cells outlined
 (`explorer.render.check_view.difference_charts`, drawn like every other chart).
 
 Running visitors' code is off unless the server was started with
-``EXPLORER_RUN_CODE=1`` (`explorer.checker.sandbox.ENABLED`); then the page explains
-how to run the same check in a notebook or a shell instead.
+``EXPLORER_RUN_CODE=1`` (`explorer.checker.sandbox.ENABLED`) and the box can be
+made (`explorer.checker.box.problem`, which the page quotes when it cannot);
+when off, the page explains how to run the same check in a notebook or a shell.
 """
 
 from __future__ import annotations
@@ -22,11 +24,10 @@ import pandas as pd
 import streamlit as st
 
 from explorer.core import literal
-from explorer.checker import sandbox
+from explorer.checker import box, results, sandbox
 from explorer.checker.check import CheckFailure, CheckReport
 from explorer.core.config import ConfigError, parse_field
-from explorer.checker.learner import class_name_problem
-from explorer.checker.listings import CONTEXT_MARGIN, MULTI_HEAD_ATTENTION_CLASS
+from explorer.checker.listings import MULTI_HEAD_ATTENTION_CLASS
 from explorer.core.tokenizer import tokenize
 from explorer.ui import component, widgets
 from explorer.lessons.pages import CHECK_PAGE
@@ -40,68 +41,51 @@ _results = cachetools.LRUCache(maxsize=RESULT_CACHE_BYTES, getsizeof=lambda item
 _lock = threading.Lock()
 _running = threading.BoundedSemaphore(MAX_RUNNING)
 
-RUNS_HERE = ("Your code runs on this server, as the server's user: it can read and write "
-             "the files that user can, and use its network. The limits ({timeout:g} s, "
-             "{memory:,} MB) stop runaway code, nothing more. Paste only code you would run "
-             "yourself on this machine.")
-"""What the enabled page says above the editor."""
+RUNS_HERE = ("Your code runs on this server in a box (bubblewrap): its own user, process, "
+             "network and mount namespaces, with no capabilities. It reads, and cannot "
+             "change, only the system's libraries, Python with its packages and this app's "
+             "explorer package; its one writable folder is a private /tmp of {tmp_mb} MB, "
+             "gone after the check. It has no network, sees and signals none of the "
+             "server's processes and none of its settings. The whole check may take "
+             "{timeout:g} s, {processes} processes and threads, {memory:,} MB of memory "
+             "each, and print or write {output_mb} MB. Your code runs in the process "
+             "that writes your report, so it could make its report say anything: it "
+             "would fool only you.")
+"""What the enabled page says above the editor (the box: `explorer.checker.box`)."""
+NO_BOX = ("This server was started with EXPLORER_RUN_CODE=1, but it runs pasted code only "
+          "in its box, and the box cannot be made here: {problem}.")
+"""What the page says when the server asks for pasted code but has no box."""
 
 
 def snippets(values: dict) -> tuple[str, str]:
     """The same check in a notebook and in a shell, with every sidebar value:
-    the class, d_in, d_out, num_heads, qkv_bias, what the check assumes (causal,
-    n_heads), the sentence and the seed.
+    the class, d_in, d_out, num_heads, qkv_bias, the sentence and the seed.
 
     The notebook builds the class as the page does (``torch.manual_seed(seed)``
-    first, context_length = the sentence's tokens + `CONTEXT_MARGIN`); the shell
-    passes each value as its flag (`explorer.__main__`), quoted for a POSIX
-    shell. Every value is written as a literal: numbers as ``int``, texts by
-    ``repr`` or ``shlex.quote``, and the class name only once it is an identifier
-    (`explorer.checker.learner.class_name_problem`). Raises `ConfigError` naming
-    ``check_class`` otherwise: no snippet is written with it."""
+    first, context_length = the sentence's tokens); the shell passes each value
+    as its flag (`explorer.__main__`), quoted for a POSIX shell."""
     cls = values["check_class"].strip() or MULTI_HEAD_ATTENTION_CLASS
-    problem = class_name_problem(cls)
-    if problem is not None:
-        raise ConfigError("check_class", f"check_class: {problem}")
     sentence, seed = values["sentence"], values["seed"].strip()
-    d_in, d_out, num_heads = (int(values[name]) for name in ("d_in", "d_out", "num_heads"))
-    context_length = len(tokenize(sentence)) + CONTEXT_MARGIN
-    try:
-        seed_python = str(int(parse_field("seed", seed)))
-    except ConfigError:
-        seed_python = repr(seed)
-    causal, n_heads = assumed(values)
+    n_tokens = len(tokenize(sentence))
+    seed_python = seed if seed.isdigit() else repr(seed)
     bias = ", qkv_bias=True" if values["qkv_bias"] else ""
-    stated = "".join([*([] if causal is None else [f", causal={causal!r}"]),
-                      *([] if n_heads is None else [f", n_heads={n_heads}"])])
     notebook = (
         "import torch\n"
         "from explorer.checker.check import check_module\n\n"
         f"torch.manual_seed({seed_python})  # as the page builds your class\n"
-        f"module = {cls}(d_in={d_in}, d_out={d_out}, "
-        f"context_length={context_length},\n"
-        f"    dropout=0.0, num_heads={num_heads}{bias})"
+        f"module = {cls}(d_in={values['d_in']}, d_out={values['d_out']}, "
+        f"context_length={n_tokens},\n"
+        f"    dropout=0.0, num_heads={values['num_heads']}{bias})"
         "  # leave out what your __init__ does not take\n"
-        f"report = check_module(module, {sentence!r}, seed={seed_python}{stated})\n"
+        f"report = check_module(module, {sentence!r}, seed={seed_python})\n"
         "report          # in a notebook: the table, and your matrix beside ours\n"
         "print(report)   # anywhere else: the same as text\n")
     shell = " ".join([
         "python -m explorer check", shlex.quote(f"my_attention.py:{cls}"),
-        f"--d_in {d_in} --d_out {d_out} --num_heads {num_heads}",
+        f"--d_in {values['d_in']} --d_out {values['d_out']} --num_heads {values['num_heads']}",
         *(["--qkv_bias"] if values["qkv_bias"] else []),
-        *([] if causal is None else ["--causal" if causal else "--no-causal"]),
-        *([] if n_heads is None else [f"--n_heads {n_heads}"]),
         "--sentence", shlex.quote(sentence), "--seed", shlex.quote(seed)])
     return notebook, shell
-
-
-def assumed(values: dict) -> tuple[bool | None, int | None]:
-    """What the sidebar says the check assumes: (causal, n_heads), None where it
-    is to be read from the code."""
-    from explorer.ui.state.entries import CAUSAL_CHOICES
-
-    heads = int(values.get("check_n_heads") or 0)
-    return CAUSAL_CHOICES[values.get("check_causal", "auto")], heads or None
 
 
 @dataclass(frozen=True)
@@ -117,8 +101,6 @@ class Request:
     qkv_bias: bool
     sentence: str
     seed: str
-    causal: bool | None = None
-    n_heads: int | None = None
 
     @property
     def key(self) -> str:
@@ -134,39 +116,36 @@ def settings() -> Request | None:
     values = frame.values
     with frame.sidebar:
         st.header(CHECK_PAGE)
-        for name in ("check_class", "d_out", "num_heads", "qkv_bias", "check_causal",
-                     "check_n_heads"):
+        for name in ("check_class", "d_out", "num_heads", "qkv_bias"):
             values[name] = widgets.draw(name)
-        problem = class_name_problem(values["check_class"].strip() or MULTI_HEAD_ATTENTION_CLASS)
-        if problem is not None:
-            st.error(literal.markdown(f"check_class: {problem}"))
         st.header("Inputs")
         for name in ("sentence", "d_in", "seed"):
             values[name] = widgets.draw(name)
         st.caption("“Your journey starts with one step” with d_in = 3 uses the book's "
                    "hand-picked vectors; any other input is drawn as on the other pages "
                    "(an nn.Embedding table from the seed).")
-    if not sandbox.ENABLED:
+    problem = sandbox.ENABLED and box.problem()
+    if not sandbox.ENABLED or problem:
         frame.finish(None, values)
+        if problem:
+            st.error(literal.markdown(NO_BOX.format(problem=problem)))
         _elsewhere(values)
         return None
-    st.warning(RUNS_HERE.format(timeout=sandbox.TIMEOUT_S, memory=sandbox.MEMORY_MB),
+    st.warning(RUNS_HERE.format(timeout=sandbox.TIMEOUT_S, memory=sandbox.MEMORY_MB,
+                                processes=box.MAX_PROCESSES, tmp_mb=box.TMP_BYTES // 2**20,
+                                output_mb=sandbox.MAX_OUTPUT_BYTES // 2**20),
                icon=":material/warning:")
     values["check_code"] = widgets.draw("check_code", style="area", height=420)
     frame.finish(None, values)
     return Request(values["check_code"], values["check_class"].strip(), values["d_in"],
                    values["d_out"], values["num_heads"], values["qkv_bias"],
-                   values["sentence"], values["seed"], *assumed(values))
+                   values["sentence"], values["seed"])
 
 
 def _elsewhere(values: dict) -> None:
     """How to run the check where the code lives: a notebook or a shell, with
     the sidebar's values (`snippets`)."""
-    try:
-        notebook, shell = snippets(values)
-    except ConfigError as error:  # a class name that is no identifier: no code is written
-        st.error(literal.markdown(str(error)))
-        return
+    notebook, shell = snippets(values)
     st.info("This server does not run visitors' code, so paste nothing here: run the same "
             "check where your code lives. It prints the same report.")
     st.markdown("**In a notebook**, after defining your class:")
@@ -175,8 +154,9 @@ def _elsewhere(values: dict) -> None:
                 "my_attention.py (it exits with 1 on a difference):")
     st.code(shell, language="bash", wrap_lines=True)
     st.caption("To check pasted code on this page, start your own server with "
-               "EXPLORER_RUN_CODE=1 (never on a public one: the code runs as the server's "
-               "user, in a child process limited only in time and memory).")
+               "EXPLORER_RUN_CODE=1 and bubblewrap installed (the code then runs in a box "
+               "with no network and read-only files, within limits of time, memory and "
+               "processes).")
 
 
 def result(request: Request) -> CheckReport | CheckFailure | None:
@@ -201,21 +181,17 @@ def result(request: Request) -> CheckReport | CheckFailure | None:
             outcome = sandbox.check_source(
                 request.source, request.class_name, d_in=request.d_in, d_out=request.d_out,
                 num_heads=request.num_heads, qkv_bias=request.qkv_bias,
-                sentence=request.sentence, seed=seed, causal=request.causal,
-                n_heads=request.n_heads)
-    size = len(outcome.to_json()) if isinstance(outcome, CheckReport) else 4096
+                sentence=request.sentence, seed=seed)
+    size = len(outcome.to_json())  # its texts cut by the box: a few kB at most for a failure
     with _lock:
         if size <= _results.maxsize:
             _results[request.key] = (outcome, size)
     return outcome
 
 
-FAILURES = {"syntax": "a syntax error", "source": "an error running the file",
-            "__init__": "an error building the class", "forward": "an error in forward",
-            "module": "its weights were not found", "inputs": "the inputs do not fit",
-            "sentence": "the sentence does not fit", "timeout": "it ran out of time",
-            "memory": "it ran out of memory", "crash": "the check crashed"}
-"""Why a check could not run, by `explorer.checker.check.CheckFailure.kind`, for the headline."""
+FAILURES = results.FAILURES
+"""Why a check could not run, by `explorer.checker.check.CheckFailure.kind`, for the headline
+(`explorer.checker.results.FAILURES`: no other kind comes back from the box)."""
 
 
 def report(outcome: CheckReport | CheckFailure) -> None:
@@ -229,19 +205,15 @@ def report(outcome: CheckReport | CheckFailure) -> None:
     word joiners)."""
     if isinstance(outcome, CheckFailure):
         st.error(f"✗ Your code could not be checked: "
-                 f"{FAILURES.get(outcome.kind, outcome.kind)} ({outcome.kind}).")
+                 f"{literal.markdown(FAILURES.get(outcome.kind, 'an unknown reason'))} "
+                 f"({literal.markdown(outcome.kind)}).")
         st.text(outcome.message)
         if outcome.details:
             st.code(outcome.details, language=None)
         return
-    if outcome.uncertain:  # it may name the code's parameters: drawn as text
-        st.warning(literal.markdown(outcome.summary()), icon=":material/help:")
-    else:  # step names and numbers only: no Markdown in it, no escaping needed
-        (st.success if outcome.ok else st.error)(outcome.summary())
-    if outcome.settings:  # what was assumed, and why (it may quote the code's names)
-        st.text(outcome.settings[0])
-    if outcome.steps:  # (none when it raised before any step could be compared)
-        st.dataframe(pd.DataFrame(outcome.rows()).set_index("step"), width="content")
+    # The summary holds only step names and numbers: no Markdown in it, no escaping needed
+    (st.success if outcome.ok else st.error)(outcome.summary())
+    st.dataframe(pd.DataFrame(outcome.rows()).set_index("step"), width="content")
     for label, text in outcome.findings():
         st.text(f"{label}: {text}")
     if outcome.first_difference is None:
