@@ -27,7 +27,8 @@ from explorer.core import literal
 from explorer.checker import box, results, sandbox
 from explorer.checker.check import CheckFailure, CheckReport
 from explorer.core.config import ConfigError, parse_field
-from explorer.checker.listings import MULTI_HEAD_ATTENTION_CLASS
+from explorer.checker.learner import class_name_problem
+from explorer.checker.listings import CONTEXT_MARGIN, MULTI_HEAD_ATTENTION_CLASS
 from explorer.core.tokenizer import tokenize
 from explorer.ui import component, widgets
 from explorer.lessons.pages import CHECK_PAGE
@@ -59,33 +60,59 @@ NO_BOX = ("This server was started with EXPLORER_RUN_CODE=1, but it runs pasted 
 
 def snippets(values: dict) -> tuple[str, str]:
     """The same check in a notebook and in a shell, with every sidebar value:
-    the class, d_in, d_out, num_heads, qkv_bias, the sentence and the seed.
+    the class, d_in, d_out, num_heads, qkv_bias, what the check assumes (causal,
+    n_heads), the sentence and the seed.
 
     The notebook builds the class as the page does (``torch.manual_seed(seed)``
-    first, context_length = the sentence's tokens); the shell passes each value
-    as its flag (`explorer.__main__`), quoted for a POSIX shell."""
+    first, context_length = the sentence's tokens + `CONTEXT_MARGIN`); the shell
+    passes each value as its flag (`explorer.__main__`), quoted for a POSIX
+    shell. Every value is written as a literal: numbers as ``int``, texts by
+    ``repr`` or ``shlex.quote``, and the class name only once it is an identifier
+    (`explorer.checker.learner.class_name_problem`). Raises `ConfigError` naming
+    ``check_class`` otherwise: no snippet is written with it."""
     cls = values["check_class"].strip() or MULTI_HEAD_ATTENTION_CLASS
+    problem = class_name_problem(cls)
+    if problem is not None:
+        raise ConfigError("check_class", f"check_class: {problem}")
     sentence, seed = values["sentence"], values["seed"].strip()
-    n_tokens = len(tokenize(sentence))
-    seed_python = seed if seed.isdigit() else repr(seed)
+    d_in, d_out, num_heads = (int(values[name]) for name in ("d_in", "d_out", "num_heads"))
+    context_length = len(tokenize(sentence)) + CONTEXT_MARGIN
+    try:
+        seed_python = str(int(parse_field("seed", seed)))
+    except ConfigError:
+        seed_python = repr(seed)
+    causal, n_heads = assumed(values)
     bias = ", qkv_bias=True" if values["qkv_bias"] else ""
+    stated = "".join([*([] if causal is None else [f", causal={causal!r}"]),
+                      *([] if n_heads is None else [f", n_heads={n_heads}"])])
     notebook = (
         "import torch\n"
         "from explorer.checker.check import check_module\n\n"
         f"torch.manual_seed({seed_python})  # as the page builds your class\n"
-        f"module = {cls}(d_in={values['d_in']}, d_out={values['d_out']}, "
-        f"context_length={n_tokens},\n"
-        f"    dropout=0.0, num_heads={values['num_heads']}{bias})"
+        f"module = {cls}(d_in={d_in}, d_out={d_out}, "
+        f"context_length={context_length},\n"
+        f"    dropout=0.0, num_heads={num_heads}{bias})"
         "  # leave out what your __init__ does not take\n"
-        f"report = check_module(module, {sentence!r}, seed={seed_python})\n"
+        f"report = check_module(module, {sentence!r}, seed={seed_python}{stated})\n"
         "report          # in a notebook: the table, and your matrix beside ours\n"
         "print(report)   # anywhere else: the same as text\n")
     shell = " ".join([
         "python -m explorer check", shlex.quote(f"my_attention.py:{cls}"),
-        f"--d_in {values['d_in']} --d_out {values['d_out']} --num_heads {values['num_heads']}",
+        f"--d_in {d_in} --d_out {d_out} --num_heads {num_heads}",
         *(["--qkv_bias"] if values["qkv_bias"] else []),
+        *([] if causal is None else ["--causal" if causal else "--no-causal"]),
+        *([] if n_heads is None else [f"--n_heads {n_heads}"]),
         "--sentence", shlex.quote(sentence), "--seed", shlex.quote(seed)])
     return notebook, shell
+
+
+def assumed(values: dict) -> tuple[bool | None, int | None]:
+    """What the sidebar says the check assumes: (causal, n_heads), None where it
+    is to be read from the code."""
+    from explorer.ui.state.entries import CAUSAL_CHOICES
+
+    heads = int(values.get("check_n_heads") or 0)
+    return CAUSAL_CHOICES[values.get("check_causal", "auto")], heads or None
 
 
 @dataclass(frozen=True)
@@ -101,6 +128,8 @@ class Request:
     qkv_bias: bool
     sentence: str
     seed: str
+    causal: bool | None = None
+    n_heads: int | None = None
 
     @property
     def key(self) -> str:
@@ -116,8 +145,12 @@ def settings() -> Request | None:
     values = frame.values
     with frame.sidebar:
         st.header(CHECK_PAGE)
-        for name in ("check_class", "d_out", "num_heads", "qkv_bias"):
+        for name in ("check_class", "d_out", "num_heads", "qkv_bias", "check_causal",
+                     "check_n_heads"):
             values[name] = widgets.draw(name)
+        problem = class_name_problem(values["check_class"].strip() or MULTI_HEAD_ATTENTION_CLASS)
+        if problem is not None:
+            st.error(literal.markdown(f"check_class: {problem}"))
         st.header("Inputs")
         for name in ("sentence", "d_in", "seed"):
             values[name] = widgets.draw(name)
@@ -139,13 +172,17 @@ def settings() -> Request | None:
     frame.finish(None, values)
     return Request(values["check_code"], values["check_class"].strip(), values["d_in"],
                    values["d_out"], values["num_heads"], values["qkv_bias"],
-                   values["sentence"], values["seed"])
+                   values["sentence"], values["seed"], *assumed(values))
 
 
 def _elsewhere(values: dict) -> None:
     """How to run the check where the code lives: a notebook or a shell, with
     the sidebar's values (`snippets`)."""
-    notebook, shell = snippets(values)
+    try:
+        notebook, shell = snippets(values)
+    except ConfigError as error:  # a class name that is no identifier: no code is written
+        st.error(literal.markdown(str(error)))
+        return
     st.info("This server does not run visitors' code, so paste nothing here: run the same "
             "check where your code lives. It prints the same report.")
     st.markdown("**In a notebook**, after defining your class:")
@@ -181,7 +218,8 @@ def result(request: Request) -> CheckReport | CheckFailure | None:
             outcome = sandbox.check_source(
                 request.source, request.class_name, d_in=request.d_in, d_out=request.d_out,
                 num_heads=request.num_heads, qkv_bias=request.qkv_bias,
-                sentence=request.sentence, seed=seed)
+                sentence=request.sentence, seed=seed, causal=request.causal,
+                n_heads=request.n_heads)
     size = len(outcome.to_json())  # its texts cut by the box: a few kB at most for a failure
     with _lock:
         if size <= _results.maxsize:
@@ -211,9 +249,14 @@ def report(outcome: CheckReport | CheckFailure) -> None:
         if outcome.details:
             st.code(outcome.details, language=None)
         return
-    # The summary holds only step names and numbers: no Markdown in it, no escaping needed
-    (st.success if outcome.ok else st.error)(outcome.summary())
-    st.dataframe(pd.DataFrame(outcome.rows()).set_index("step"), width="content")
+    if outcome.uncertain:  # it may name the code's parameters: drawn as text
+        st.warning(literal.markdown(outcome.summary()), icon=":material/help:")
+    else:  # step names and numbers only: no Markdown in it, no escaping needed
+        (st.success if outcome.ok else st.error)(outcome.summary())
+    if outcome.settings:  # what was assumed, and why (it may quote the code's names)
+        st.text(outcome.settings[0])
+    if outcome.steps:  # (none when it raised before any step could be compared)
+        st.dataframe(pd.DataFrame(outcome.rows()).set_index("step"), width="content")
     for label, text in outcome.findings():
         st.text(f"{label}: {text}")
     if outcome.first_difference is None:

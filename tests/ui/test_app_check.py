@@ -4,6 +4,11 @@ process and its report shown."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from explorer.core import literal
@@ -24,7 +29,8 @@ def test_off_by_default_it_says_how_to_check_in_a_notebook_or_a_shell():
     assert not at.exception and errors(at) == []
     assert any("does not run visitors' code" in i.value for i in at.info)
     written = [c.value for c in at.code]
-    assert any("module = MultiHeadAttention(d_in=3, d_out=4, context_length=6," in c and
+    # the default sizes: d_in, d_out, head_dim and num_heads all differ; context_length 6 + 3
+    assert any("module = MultiHeadAttention(d_in=3, d_out=10, context_length=9," in c and
                "check_module(module, 'Your journey starts with one step', seed=123)" in c
                for c in written)
     assert any(c.startswith("python -m explorer check ") for c in written)
@@ -106,7 +112,7 @@ def test_the_snippets_carry_every_sidebar_value():
                           "qkv_bias": "true"})
     notebook, shell = snippet_texts(at)
     assert "torch.manual_seed(9)" in notebook
-    assert "module = CausalAttention(d_in=5, d_out=4, context_length=3,\n    dropout=0.0, " \
+    assert "module = CausalAttention(d_in=5, d_out=4, context_length=6,\n    dropout=0.0, " \
            "num_heads=1, qkv_bias=True)" in notebook
     assert "report = check_module(module, 'hello big world', seed=9)" in notebook
     assert shell == ("python -m explorer check my_attention.py:CausalAttention --d_in 5 "
@@ -149,7 +155,7 @@ def test_the_book_repositorys_block_size_class_and_keys_T_on_a_batch(code_allowe
     keys_t = CAUSAL_ATTENTION_BLOCK_SIZE.replace("keys.transpose(1, 2)", "keys.T")
     at = check(keys_t, check_class="CausalAttention")  # needs a batch, and .T breaks it
     assert errors(at) == ["✗ Your code could not be checked: an error in forward (forward)."]
-    assert ".T on a tensor of 3 dims, (2, 6, 4), reverses all its axes" in at.text[0].value
+    assert ".T on a tensor of 3 dims, (2, 6, 10), reverses all its axes" in at.text[0].value
     at = check(keys_t.replace("b, n_tokens, d_in = x.shape", "n_tokens = x.shape[-2]"),
                check_class="CausalAttention")  # runs on one sentence only
     assert errors(at)[0].startswith("✗ Raises on the book's batch of two"), errors(at)
@@ -169,3 +175,182 @@ def test_an_unknown_constructor_argument_says_which_fields_to_set(code_allowed):
     assert at.text[0].value.endswith("then set it in the sidebar's d_in, d_out, num_heads or "
                                      "qkv_bias field (context_length is the sentence's number "
                                      "of tokens, dropout 0).")
+
+
+# ---------------------------------------------------------------------------
+# What the check assumes: page controls, carried by the link (issue 36)
+# ---------------------------------------------------------------------------
+def test_what_the_check_assumes_is_set_on_the_page_and_carried_by_the_link():
+    at = open_link(PAGE, {"check_causal": "causal", "check_n_heads": "2"})
+    assert at.selectbox(key="check_causal").value == "causal"
+    assert at.number_input(key="check_n_heads").value == 2
+    link = page_link(at)
+    assert "check_causal=causal" in link and "check_n_heads=2" in link
+    notebook, shell = snippet_texts(at)
+    assert "check_module(module, 'Your journey starts with one step', seed=123, causal=True, " \
+           "n_heads=2)" in notebook
+    assert "--causal --n_heads 2 --sentence" in shell
+    at = open_link(PAGE, {"check_causal": "not causal"})
+    assert "--no-causal --sentence" in snippet_texts(at)[1]
+
+
+def test_a_corpus_sample_gets_the_same_verdict_on_the_page_as_through_the_api(code_allowed):
+    """A representative sample of tests/checker/corpus.py, pasted whole: the page's
+    verdict line is the API's (the module built as the page builds it)."""
+    from explorer.checker.check import check_module
+    from tests.checker.corpus_cases import BY_NAME, SOURCE
+    from tests.checker.test_corpus import CONTEXT
+
+    from explorer.checker.learner import build_module
+
+    for name in ("NanoCausalSelfAttention", "GPT2Attention", "D2LDecoderSelfAttention",
+                 "MinSoftmaxOverQueries", "SdpaForgotIsCausal", "NanoMaskNotSliced",
+                 "BertKeysFromQuery"):
+        case = BY_NAME[name]
+        api = check_module(build_module(case.cls, d_in=3, d_out=10, num_heads=2,
+                                        context_length=CONTEXT), interface="app")
+        at = check(SOURCE, check_class=name)
+        shown = (at.success if case.right else at.error)[0].value
+        assert shown == api.summary(), (name, shown)
+        assert at.text[0].value == api.settings[0]  # what was assumed, and why
+        if not case.right:
+            assert any(t.value.startswith("Diagnosis: ") for t in at.text), name
+
+
+# ---------------------------------------------------------------------------
+# A class name reaches generated code only as an identifier (issue 41, item 1)
+# ---------------------------------------------------------------------------
+MARKER = "MARKER"
+HOSTILE_CLASSES = [
+    f'__import__("os").system("touch {MARKER}") or MultiHeadAttention',
+    "a; import os", f"MultiHeadAttention(); open('{MARKER}', 'w'); X", "A\nimport os",
+    f"$(touch {MARKER})", "class", "lambda", "None", "match", "print", "__import__", "exec",
+    "ｅｘｅｃ", "ｉｍｐｏｒｔ", "Multi\u200bHead", "1Attention", "Attention-2", "a" * 300,
+]
+"""Values no snippet may carry: code, shell, keywords (soft ones too), built-ins,
+full-width letters that Python would read as `exec` and `import`, invisible characters."""
+LOOKALIKES = ["MultiHeadAttentiоn", "Ｍ" + "ultiHeadAttention"]
+"""Identifiers that only look like a class name (a Cyrillic о; the second one is
+full-width, and refused like any NFKC-unstable name)."""
+
+
+def _values(**more) -> dict:
+    return {"check_class": "MultiHeadAttention", "sentence": JOURNEY, "seed": "123",
+            "d_in": 3, "d_out": 10, "num_heads": 2, "qkv_bias": False, **more}
+
+
+JOURNEY = "Your journey starts with one step"
+
+
+@pytest.mark.parametrize("name", HOSTILE_CLASSES)
+def test_a_class_name_that_is_no_identifier_gets_no_snippet_and_no_link(name):
+    from explorer.core.config import ConfigError
+    from explorer.ui.checking import snippets
+    from explorer.ui.state.entries import ENTRIES
+
+    with pytest.raises(ConfigError) as caught:
+        snippets(_values(check_class=name))
+    assert caught.value.field == "check_class"
+    assert "the class name must" in str(caught.value)  # a message saying what it must be
+    with pytest.raises(ConfigError):
+        ENTRIES["check_class"].kind.parse("check_class", name)
+
+
+def _fake_explorer(folder) -> None:
+    """A stand-in ``explorer.checker.check.check_module`` that records its call, and
+    a ``python`` that records its arguments: running a snippet then runs nothing
+    else of the app, and shows what it was given."""
+    package = folder / "explorer" / "checker"
+    package.mkdir(parents=True)
+    (folder / "explorer" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "check.py").write_text(
+        "import json\ndef check_module(module, sentence, **kw):\n"
+        "    json.dump({'module': type(module).__name__, 'sentence': sentence, **kw},\n"
+        "              open('called.json', 'w'))\n    return 'report'\n")
+    (folder / "python").write_text(
+        f"#!{sys.executable}\nimport json, sys\njson.dump(sys.argv[1:], open('argv.json', 'w'))\n")
+    (folder / "python").chmod(0o755)
+
+
+def _run_snippets(folder, notebook: str, shell: str, cls: str = "MultiHeadAttention"):
+    """Run both snippets in ``folder``: the notebook after defining ``cls`` (as the page
+    says: "after defining your class"), the shell with the recording ``python``."""
+    env = {"PATH": f"{folder}:{os.environ['PATH']}", "PYTHONPATH": str(folder)}
+    defined = (f"class {cls}:\n    def __init__(self, **sizes):\n        self.sizes = sizes\n"
+               if cls.isidentifier() else "")
+    done = subprocess.run([sys.executable, "-c", defined + notebook], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=120)
+    ran = subprocess.run(["bash", "-c", shell], cwd=folder, env=env, capture_output=True,
+                         text=True, timeout=60)
+    return done, ran
+
+
+
+@pytest.mark.parametrize("sentence, seed", [
+    (f"'); open('{MARKER}', 'w'); ('", "123"),
+    (f'"""; import os; os.system("touch {MARKER}"); """', "7"),
+    (f"$(touch {MARKER}) `touch {MARKER}`", f'1); open("{MARKER}", "w"); (1'),
+    (JOURNEY, f"__import__('os').system('touch {MARKER}')"),
+])
+def test_hostile_sentences_and_seeds_run_as_literals(tmp_path, sentence, seed):
+    from explorer.ui.checking import snippets
+
+    _fake_explorer(tmp_path)
+    notebook, shell = snippets(_values(sentence=sentence, seed=seed))
+    done, ran = _run_snippets(tmp_path, notebook, shell)
+    assert not (tmp_path / MARKER).exists()
+    argv = json.loads((tmp_path / "argv.json").read_text())
+    assert argv[argv.index("--sentence") + 1] == sentence  # one argument, as written
+    assert argv[argv.index("--seed") + 1] == seed
+    if done.returncode == 0:  # a bad seed stops at torch.manual_seed, a text
+        called = json.loads((tmp_path / "called.json").read_text())
+        assert called["sentence"] == sentence and called["module"] == "MultiHeadAttention"
+    else:
+        assert "manual_seed" in done.stderr
+
+
+def test_a_lookalike_identifier_runs_as_a_name_and_nothing_else(tmp_path):
+    from explorer.core.config import ConfigError
+    from explorer.ui.checking import snippets
+
+    _fake_explorer(tmp_path)
+    notebook, shell = snippets(_values(check_class=LOOKALIKES[0]))
+    done, ran = _run_snippets(tmp_path, notebook, shell, cls="MultiHeadAttention")
+    assert "NameError" in done.stderr and not (tmp_path / MARKER).exists()
+    assert json.loads((tmp_path / "argv.json").read_text())[3] == \
+        f"my_attention.py:{LOOKALIKES[0]}"
+    with pytest.raises(ConfigError):
+        snippets(_values(check_class=LOOKALIKES[1]))
+
+
+def test_a_hostile_class_in_a_link_is_refused_and_the_snippet_runs_the_default(tmp_path):
+    hostile = HOSTILE_CLASSES[0]
+    at = open_link(PAGE, {"check_class": hostile})
+    assert not at.exception
+    assert any("check_class: the class name must be a Python identifier" in e
+               for e in errors(at)), errors(at)
+    assert at.text_input(key="check_class").value == "MultiHeadAttention"
+    notebook, shell = snippet_texts(at)
+    assert "__import__" not in notebook + shell and "check_class=" not in page_link(at)
+    _fake_explorer(tmp_path)
+    done, _ = _run_snippets(tmp_path, notebook, shell)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / MARKER).exists()
+
+
+def test_a_hostile_class_typed_in_the_sidebar_gets_a_message_and_no_snippet():
+    at = open_link(PAGE)
+    at.text_input(key="check_class").set_value(HOSTILE_CLASSES[1]).run()
+    assert not at.exception
+    assert any(e.startswith("check_class: the class name must be a Python identifier")
+               for e in errors(at)), errors(at)
+    assert not any("check_module(" in c.value or c.value.startswith("python -m explorer")
+                   for c in at.code)
+
+
+def test_the_command_line_refuses_a_class_name_that_is_no_identifier(tmp_path):
+    from explorer.__main__ import CANNOT_CHECK, main
+
+    (tmp_path / "my_attention.py").write_text(MULTI_HEAD_ATTENTION)
+    assert main(["check", f"{tmp_path}/my_attention.py:a; import os"]) == CANNOT_CHECK
