@@ -511,7 +511,9 @@ function traceWithMatrix(spec, matrices, area, nCharts, measure,
     : textFor(cellWidth, cellHeight, m.decimals ?? [4, 2], range, sizes, measure, lineHeight);
   const decimals = text ? text.decimals : null;
   const word = (/** @type {number} */ v) => (v > 0.5 ? m.words[1] : m.words[0]);
-  if (m.words || !finite || decimals !== null) {
+  // Plotly's %{z:.4f} writes a hyphen: a matrix with a negative number gets its
+  // hover labels from `formatted`, with the minus sign U+2212 as the page writes it.
+  if (m.words || !finite || decimals !== null || range[0] < 0) {
     const exact = m.words ? word : (/** @type {number} */ v) => formatted(v, 4);
     trace.customdata = labelsOf(values, m.rows, m.cols, exact);
     trace.hovertemplate = `${m.hover}value: %{customdata}<extra></extra>`;
@@ -669,13 +671,14 @@ function chartConfig(filename, touch, svgButton) {
 }
 
 /**
- * Words of `text` in lines of at most `perLine` characters (a longer word alone).
+ * Words of `text` in lines of at most `perLine` characters (a longer word alone); a
+ * number is never parted from the word before it ("head 1", "layer 2").
  * @param {string} text @param {number} perLine
  */
 function wrapWords(text, perLine) {
   const lines = [];
   let line = "";
-  for (const word of text.split(" ")) {
+  for (const word of text.split(/ (?!\d)/)) { // "head 1": a number stays with its word
     if (line && line.length + 1 + word.length > perLine) {
       lines.push(line);
       line = word;

@@ -37,34 +37,52 @@ def _per_head(trace: Trace, name: str) -> torch.Tensor:
     return tensor if tensor.dim() == 3 else tensor[None]  # (n_heads, n, head_dim)
 
 
-def _undropped_context(trace: Trace) -> torch.Tensor:
-    """Our context as it is before dropout: heads concatenated, (n, d_v)."""
-    weights = _per_head(trace, "attn_weights")
-    return att.combine_heads(att.context_vectors(weights, _per_head(trace, "values")))
+def _dropped(weights: torch.Tensor, trace: Trace) -> torch.Tensor:
+    """PyTorch's own dropout of ``weights`` (n_heads, n, n), as a learner's code
+    draws it: ``torch.manual_seed(dropout seed)`` then ``nn.Dropout(p)`` in
+    training mode, inside ``torch.random.fork_rng`` (the process's random state
+    is put back). The weights unchanged when dropout is off."""
+    c = trace.config
+    if c.dropout == 0:
+        return weights
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(c.mask_seed)
+        return torch.nn.Dropout(c.dropout).train()(weights)
 
 
 def _dropout_note(trace: Trace) -> str:
     if trace.config.dropout == 0:
         return ""
-    return ("Dropout is compared off: PyTorch draws its dropout mask from its own "
-            "random stream, so the check uses the weights before dropout.")
+    c = trace.config
+    return (f"Dropout compared too: PyTorch drew its own mask, torch.manual_seed({c.mask_seed}) "
+            f"then nn.Dropout({c.dropout:g}) in training mode, and it is the page's.")
 
 
 def _ours(trace: Trace) -> torch.Tensor:
-    """Our output (or context, without out_proj), recomputed without dropout."""
-    context = _undropped_context(trace)
-    if trace.config.has_out_proj:
-        return att.output_projection(context, trace["W_out"], trace["b_out"])
-    return context
+    """Our output (with out_proj) or context, after dropout when it is on: (n, d_v)."""
+    return trace["output"] if trace.config.has_out_proj else trace["context"]
+
+
+def _compared(trace: Trace, what: str) -> str:
+    return f"{what} (after dropout)" if trace.config.dropout else what
 
 
 def with_sdpa(trace: Trace) -> Verification:
     """Per head, ``scaled_dot_product_attention(q, k, v, is_causal=causal,
-    scale=...)``, heads concatenated, then ``out_proj`` if it is on."""
+    scale=...)``, heads concatenated, then ``out_proj`` if it is on. With
+    dropout, the weights are PyTorch's softmax of the scores, dropped by
+    ``nn.Dropout(p)`` after ``torch.manual_seed(dropout seed)`` (`_dropped`),
+    times V (SDPA's own ``dropout_p`` draws its mask another way)."""
     c = trace.config
     q, k, v = (_per_head(trace, name) for name in ("queries", "keys", "values"))
     scale = 1 / math.sqrt(c.head_dim) if c.scale else 1.0
-    context = F.scaled_dot_product_attention(q, k, v, is_causal=c.causal, scale=scale)
+    if c.dropout:
+        mask = torch.ones(trace.n_tokens, trace.n_tokens, dtype=torch.bool)
+        mask = mask.tril() if c.causal else mask
+        scores = (q @ k.transpose(-1, -2) * scale).masked_fill(~mask, float("-inf"))
+        context = _dropped(F.softmax(scores, dim=-1), trace) @ v
+    else:
+        context = F.scaled_dot_product_attention(q, k, v, is_causal=c.causal, scale=scale)
     reference = att.combine_heads(context)
     compared = "context"
     if c.has_out_proj:
@@ -72,8 +90,9 @@ def with_sdpa(trace: Trace) -> Verification:
         compared = "output"
     diff = float((_ours(trace) - reference).abs().max())
     causal = ", is_causal=True" if c.causal else ""
-    return Verification(f"torch.nn.functional.scaled_dot_product_attention(…{causal})",
-                        compared, diff, _dropout_note(trace))
+    name = ("torch.nn.functional.softmax, then nn.Dropout" if c.dropout else
+            f"torch.nn.functional.scaled_dot_product_attention(…{causal})")
+    return Verification(name, _compared(trace, compared), diff, _dropout_note(trace))
 
 
 def mha_applies(trace: Trace) -> bool:
@@ -84,14 +103,18 @@ def mha_applies(trace: Trace) -> bool:
 
 
 def with_multihead_attention(trace: Trace) -> Verification:
-    """``torch.nn.MultiheadAttention(d_in, n_heads, batch_first=True)`` with our
-    W_query, W_key, W_value as its in-projection (zero bias) and our out_proj;
-    compares the output and the per-head attention weights."""
+    """``torch.nn.MultiheadAttention(d_in, n_heads, dropout=p, batch_first=True)``
+    with our W_query, W_key, W_value as its in-projection (zero bias) and our
+    out_proj; compares the output and the per-head attention weights. With
+    dropout it runs in training mode after ``torch.manual_seed(dropout seed)``
+    (inside ``torch.random.fork_rng``), so it draws its own mask, as a learner's
+    notebook does, and the weights compared are the dropped ones."""
     c = trace.config
     # skip_init: no random init (it would draw from the global RNG), our weights go in.
     mha = torch.nn.utils.skip_init(torch.nn.MultiheadAttention, c.d_in, c.n_heads, bias=True,
-                                   batch_first=True)
-    with torch.no_grad():
+                                   batch_first=True, dropout=c.dropout)
+    mha.train()  # its dropout (p = 0 when off) draws as in training
+    with torch.no_grad(), torch.random.fork_rng(devices=[]):
         mha.in_proj_weight.copy_(torch.cat([trace["W_query"].T, trace["W_key"].T,
                                             trace["W_value"].T]))
         mha.in_proj_bias.zero_()
@@ -99,12 +122,14 @@ def with_multihead_attention(trace: Trace) -> Verification:
         mha.out_proj.bias.copy_(trace["b_out"])
         x = trace["embeddings"][None]  # (1, n, d_in)
         mask = att.causal_mask(trace.n_tokens) if c.causal else None
+        torch.manual_seed(c.mask_seed)
         output, weights = mha(x, x, x, attn_mask=mask, need_weights=True,
                               average_attn_weights=False)
+    ours = _per_head(trace, "dropped_weights" if c.dropout else "attn_weights")
     diff_out = (_ours(trace) - output[0]).abs().max()
-    diff_weights = (_per_head(trace, "attn_weights") - weights[0]).abs().max()
+    diff_weights = (ours - weights[0]).abs().max()
     return Verification("torch.nn.MultiheadAttention(batch_first=True)",
-                        "output and attention weights",
+                        _compared(trace, "output and attention weights"),
                         float(torch.maximum(diff_out, diff_weights)), _dropout_note(trace))
 
 

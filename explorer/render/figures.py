@@ -211,12 +211,6 @@ def _marks(n_rows: int, n_cols: int, highlight_row: int | None,
     return shapes
 
 
-def unbroken(title: str) -> str:
-    """``title`` with "head" and its number (and "layer" and its) joined by a
-    no-break space, so a narrow chart never wraps between them."""
-    return re.sub(r"\b(head|layer) (\d)", "\\1\u00a0\\2", title)
-
-
 def _matrix_layout(step: Step, title: str, columns: int, shapes: list[dict],
                    row_labels: list[str], col_labels: list[str], shape: tuple[int, int]
                    ) -> tuple[dict, dict]:
@@ -227,7 +221,7 @@ def _matrix_layout(step: Step, title: str, columns: int, shapes: list[dict],
     n_rows, n_cols = shape
     tokens_on_x = step.cols.labels == TOKENS
     layout = {
-        "title": {"text": literal.plotly(unbroken(title)), "x": 0, "xanchor": "left",
+        "title": {"text": literal.plotly(title), "x": 0, "xanchor": "left",
                   "font": {"size": 15 if columns == 1 else 13}},
         "xaxis": {"title": {"text": step.cols.title}, "type": "category", "side": "bottom",
                   "tickangle": -40 if tokens_on_x else 0, "automargin": True},
