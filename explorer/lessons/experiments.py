@@ -82,6 +82,7 @@ class ConfigPoint:
 
     d_k: int
     variance: float
+    variance_scaled: float
     entropy: float
     entropy_scaled: float
     max_weight: float
@@ -98,8 +99,9 @@ def config_point(trace: Trace) -> ConfigPoint:
     scores = trace["attn_scores"].to(torch.float64)
     head_dim = trace.config.head_dim
     raw, scaled = att.softmax(scores), att.softmax(scores / math.sqrt(head_dim))
+    variance = float(scores.var()) if scores.numel() > 1 else 0.0
     return ConfigPoint(
-        head_dim, float(scores.var()) if scores.numel() > 1 else 0.0,
+        head_dim, variance, variance / head_dim,  # Var(q·k / √d_k) = Var(q·k) / d_k
         float(row_entropy(raw).mean()), float(row_entropy(scaled).mean()),
         float(raw.max(dim=-1).values.mean()), float(scaled.max(dim=-1).values.mean()),
         trace.n_tokens)

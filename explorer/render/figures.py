@@ -724,6 +724,7 @@ def scaling_variance_figure(curves, point) -> go.Figure:
         _scatter(fig, name, curves.dims, exact, mode="lines",
                  line={"dash": "dot", "color": colour, "width": 1.5})
     _your_point(fig, point, max(point.variance, 1e-3), "variance")
+    _your_point(fig, point, max(point.variance_scaled, 1e-3), "variance", scaled=True)
     _plain_layout(fig, 400)
     fig.update_layout(xaxis=_log2_axis(curves.dims),
                       yaxis=_log2_axis((0.25, 1, 4, 16, 64, 256, 1024)))

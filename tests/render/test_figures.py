@@ -172,7 +172,10 @@ def test_tables_write_numbers_as_the_formulas_do():
     frame = pd.DataFrame({"value": [-1e-9, -0.61504, 0.5, float("-inf"), float("nan")],
                           "label": ["a", "b", "c", "d", "e"]})
     text = figures.table_text(frame)
-    assert list(text["value"]) == ["0.0000", "\u22120.6150", "0.5000", "\u2212∞", "NaN"]
+    # (issue 40: a nonzero value is never written as 0.0000 but as −1.0e−9)
+    assert list(text["value"]) == ["\u22121.0e\u22129", "\u22120.6150", "0.5000", "\u2212∞",
+                                   "NaN"]
+    assert figures.table_text(pd.DataFrame({"v": [-0.0]}))["v"].tolist() == ["0.0000"]
     assert list(text["label"]) == list(frame["label"]) and frame["value"].dtype.kind == "f"
     trace = compute_trace(AttentionConfig())
     written = figures.query_table(trace, 1)["dot product q·k"].iloc[0]
