@@ -337,7 +337,7 @@ def _generated(x: _Cell) -> Explanation:
         return x.at(f"α_{x.h}[{token.position}, {x.col}]", "0: not in the cache yet", GIVEN, (),
                     note=f"Token {x.col} comes after token {token.position}: when it was "
                          "generated, the cache held tokens 0 … its own only.")
-    name = f"{token.token!r} at position {token.position}"
+    name = f"“{token.token}” at position {token.position}"
     if x.chart == "generated_scores":
         return x.at(f"S_{x.h}[{token.position}, {x.token(x.col)}]",
                     "q′ of the new token · k′ of the cached key × scaling", GIVEN, (),

@@ -140,7 +140,7 @@ def cache_table(generation: Any) -> pd.DataFrame:
     rows = [{"after": f"the prompt ({n} tokens)", "tokens in the cache": n,
              "KV cache": _mb(generation.prompt_cache_bytes),
              "without GQA": _mb(generation.prompt_cache_bytes * c.n_heads // c.n_kv_heads)}]
-    rows += [{"after": f"{t.token!r} (position {t.position})",
+    rows += [{"after": f"“{t.token}” (position {t.position})",
               "tokens in the cache": t.position + 1, "KV cache": _mb(t.cache_bytes),
               "without GQA": _mb(t.mha_cache_bytes)} for t in generation.generated]
     return pd.DataFrame(rows).set_index("after")

@@ -40,6 +40,7 @@ from explorer.models import explain as decoder_explain
 from explorer.models.llama import DECODER_STEPS
 from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
 from explorer.core.steps import visible_steps
+from explorer.core.tokenizer import token_labels
 from explorer.core.trace import Trace
 from explorer.render import decoder as decoder_figures
 from explorer.ui import cache, component, state, widgets
@@ -455,7 +456,7 @@ def decoder_steps(view: ModelView, head: int) -> None:
     weights, the K/V head shared, the head's output and o_proj."""
     trace, c = view.trace, view.trace.config
     hs = models.head_slice(trace, head)
-    tokens = list(trace.tokens)
+    tokens = token_labels(list(trace.tokens))  # unique: Plotly merges equal labels
     row = partial(_charts_row, view, hs, tokens=tokens)
     st.header(f"1. Layer {view.layer}'s input and its RMSNorm")
     st.markdown("The residual stream entering the layer is normalised by its root mean square "
@@ -528,7 +529,7 @@ def generation(view: ModelView, head: int) -> None:
     if not gen.generated:
         st.info("The model generated nothing.")
         return
-    tokens = list(gen.tokens)
+    tokens = token_labels(list(gen.tokens))  # unique: Plotly merges equal labels
     n = len(gen.generated)
     shown_index = view["generated"] if view["generated"] < n else n - 1
     if n > 1:
@@ -541,7 +542,7 @@ def generation(view: ModelView, head: int) -> None:
             "time": "the time limit", "positions": "the model's last position"}[gen.stopped]
     st.markdown(literal.markdown(
         f"Generated: {''.join(t.token for t in gen.generated)} (stopped: {stop}). Token "
-        f"{shown_index + 1}, {token.token!r} at position {token.position}: the cache held "
+        f"{shown_index + 1}, “{token.token}” at position {token.position}: the cache held "
         f"{token.cache_tokens} tokens when its row was read."))
     hs = models.head_slice(view.trace, head)
     for chart in ("generated_scores", "generated_weights", "generated_rows"):

@@ -104,7 +104,8 @@ def test_a_qwen3_folder_shows_qk_norm_before_and_after(qwen3_dir):
     shown = decoder_charts(at)
     assert {"q_norm", "k_norm", "queries_normed", "keys_normed", "queries-again",
             "queries_normed-again", "keys_rope"} <= set(shown)
-    assert hs.kv_head == 1 and "K/V head\xa01" in shown["keys_normed"]["layout"]["title"]["text"]
+    title = shown["keys_normed"]["layout"]["title"]["text"].replace("\xa0", " ")
+    assert hs.kv_head == 1 and "K of K/V head 1 after QK-norm" in title
     assert "θ = 900" in shown["rope_cos"]["layout"]["title"]["text"]  # the model's own θ
     assert_charts_equal_the_backend(at, trace, hs, run)
 
@@ -144,6 +145,9 @@ def test_generation_shows_each_tokens_row_over_the_cache(llama_dir):
     assert_charts_equal_the_backend(at, trace, hs, run, generated=2)
     row = z_values(decoder_charts(at)["generated_weights"])
     assert row.shape == (1, run.generated[2].position + 1)  # one row over the cache
+    every_row = decoder_charts(at)["generated_rows"]
+    assert z_values(every_row).shape == (len(run.generated), len(run.ids))
+    assert len(set(every_row["data"][0]["y"])) == len(run.generated)  # a repeated token too
     cache = at.dataframe[-1].value  # the cache table, the page's last table but the habits'
     if "KV cache" not in cache.columns:
         cache = next(t.value for t in at.dataframe if "KV cache" in t.value.columns)
