@@ -36,7 +36,7 @@ import traceback
 from pathlib import Path
 
 from explorer.server import settings
-from explorer.checker import results
+from explorer.checker import box, results
 from explorer.checker.check import CheckFailure, CheckReport, check_module
 from explorer.core.config import ConfigError
 from explorer.checker.learner import MEMORY_MB, TIMEOUT_S, CheckError, build_module, load_class
@@ -103,7 +103,7 @@ def check_code(source: str, class_name: str, *, d_in: int = DEFAULT_SIZES["d_in"
 _CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); "
           "from explorer.checker.sandbox import _child_main; _child_main()")
 OPTIONS = {name for name, p in inspect.signature(check_code).parameters.items()
-            if p.kind is p.KEYWORD_ONLY} - {"filename", "timeout", "memory_mb", "interface"}
+           if p.kind is p.KEYWORD_ONLY} - {"filename", "timeout", "memory_mb", "interface"}
 """`check_code`'s settings that `check_source` passes on to its child."""
 _MAC_BYTES = 64
 """The result's HMAC-SHA256, in hex, written before its JSON."""
@@ -142,14 +142,13 @@ def check_source(source: str, class_name: str, *, filename: str = FILENAME,
     Returns the `CheckReport`, or a `CheckFailure` whose ``kind`` is one of
     `explorer.checker.results.FAILURES`. Never raises for anything the code does.
     """
-    from explorer.checker import box
-
     unknown = set(options) - OPTIONS
     if unknown:
         raise TypeError(f"check_source() got unexpected arguments {sorted(unknown)}")
+    timeout, memory_mb = timeout or None, memory_mb or None
     request = json.dumps({
         "source": source, "class_name": class_name, "options": options, "filename": filename,
-        "folder": folder, "timeout": timeout or None, "memory_mb": memory_mb or None,
+        "folder": folder, "timeout": timeout, "memory_mb": memory_mb,
         "interface": interface, "nproc": box.child_nproc(boxed)}).encode("utf-8")
     secret = os.urandom(_SECRET_BYTES)
     argv = [sys.executable, "-I", "-c", _CHILD, str(ROOT)]
@@ -179,8 +178,8 @@ def check_source(source: str, class_name: str, *, filename: str = FILENAME,
             os.close(reader)
             _end(child, grace=0 if timed_out else 5)
         if timed_out:
-            return results.failure("timeout", f"the check ran for more than {timeout:g} s and "
-                                   "was stopped, with every process it started",
+            return results.failure("timeout", f"your code ran for more than {timeout:g} s and "
+                                              "was stopped, with every process it started",
                                    _tail(printed))
         return _verified(data, secret, child.returncode, printed)
 
@@ -332,7 +331,7 @@ def _judge(request: dict, message: bytes, status: int, cpu: float
            ) -> CheckReport | CheckFailure:
     """The result: the worker's message when it ended normally with a valid
     one, else what its end says (an exit, a signal from a limit, a crash)."""
-    timeout, memory_mb = request["timeout"], request["memory_mb"]
+    timeout = request["timeout"]
     if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and message:
         try:
             return results.parse(message)
@@ -344,10 +343,10 @@ def _judge(request: dict, message: bytes, status: int, cpu: float
                                        "signal handler?) before the check finished")
     number = os.WTERMSIG(status)
     name = signal.Signals(number).name if number in signal.valid_signals() else str(number)
-    if number == signal.SIGXCPU or (timeout and cpu >= math.ceil(timeout)):
+    if timeout and (number == signal.SIGXCPU or cpu >= math.ceil(timeout)):
         return results.failure("timeout", f"your code used {cpu:.0f} s of CPU time, more than "
                                           f"the {math.ceil(timeout):g} s allowed, and was "
-                                          "stopped: does a loop never end?")
+                                          "stopped")
     if number == signal.SIGXFSZ:
         return results.failure("output", f"your code printed or wrote more than "
                                          f"{MAX_OUTPUT_BYTES // 2**20} MB and was stopped")
@@ -355,11 +354,10 @@ def _judge(request: dict, message: bytes, status: int, cpu: float
         return results.failure("crash", "your code crashed Python (SIGSEGV): most often a "
                                         "recursion deeper than the C stack allows, after "
                                         "sys.setrecursionlimit raised the limit")
-    if number == signal.SIGKILL and memory_mb:
-        return results.failure("memory", f"your code was killed (SIGKILL), most likely for "
-                                         f"using more than {memory_mb:,} MB of memory")
     return results.failure("exit", f"your code's process was ended by signal {name} before "
-                                   "the check finished")
+                                   "the check finished" + (
+                                       " (by the code itself, or by the system when memory "
+                                       "ran out)" if number == signal.SIGKILL else ""))
 
 
 def _set_limits(timeout: float | None, memory_mb: int | None, nproc: int | None) -> None:

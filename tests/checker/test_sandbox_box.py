@@ -371,6 +371,7 @@ def run_cli(tmp_path: Path, source: str, *flags: str, timeout: float = 120
 
 
 @needs_box
+@pytest.mark.slow
 @pytest.mark.parametrize("code, says", [
     ("import sys\nsys.exit(0)", "exit(0)"),
     ("import os\nos._exit(0)", "exit status 0"),
@@ -416,6 +417,7 @@ def test_children_that_keep_the_pipe_open_do_not_make_a_loop(tmp_path):
 
 
 @needs_box
+@pytest.mark.slow
 @pytest.mark.parametrize("code, says", [
     ("def down(n):\n    return down(n + 1)\ndown(0)", "recursed too deeply"),
     # through map, a C function: each level takes C stack, past its end at this limit
