@@ -11,6 +11,7 @@ calling the handler the page gave the chart (`tests.ui.test_app_models.clicked`)
 from __future__ import annotations
 
 import json
+import random
 
 import numpy as np
 import pytest
@@ -24,7 +25,8 @@ from explorer.ui import real_model
 from tests.support.tiny_decoders import save_tiny_decoder
 from tests.ui.test_app import all_charts, errors, page_link, pick, picked, z_values
 from tests.ui.test_app_models import clicked, handlers, offline, open_model  # noqa: F401
-from tests.ui.test_state import query_of
+from explorer.lessons.pages import MODEL_PAGE
+from tests.ui.test_state import _differences, query_of, undeclared, view_of
 
 SENTENCE = "the cat sat on the mat"
 NEW_TOKENS = 8  # the page's default (entry "new_tokens")
@@ -192,29 +194,88 @@ def test_the_json_holds_the_trace_and_the_generation(llama_dir):
         t.token_id for t in run.generated]
 
 
+def _copy_with_config(source, folder, config: dict):
+    folder.mkdir()
+    for f in source.iterdir():
+        (folder / f.name).write_bytes(f.read_bytes())
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
 def test_bad_folders_and_a_model_over_the_budget_get_one_clear_message(llama_dir, tmp_path,
                                                                         monkeypatch):
     config = json.loads((llama_dir / "config.json").read_text())
-    cases = {"code": {**config, "auto_map": {"AutoModel": "modeling_evil.Model"}},
-             "unknown": {**config, "model_type": "falcon", "architectures": ["FalconModel"]}}
-    for name, changed in cases.items():
-        folder = tmp_path / name
-        folder.mkdir()
-        for f in llama_dir.iterdir():
-            (folder / f.name).write_bytes(f.read_bytes())
-        (folder / "config.json").write_text(json.dumps(changed))
-        at = open_model(folder)
+    cases = {  # config.json -> the one message the page shows
+        "code": ({**config, "model_type": "my_llama", "auto_map": {
+            "AutoModelForCausalLM": "modeling_my_llama.MyLlama"}},
+            "comes with its own code (auto_map in its config.json, for a 'my_llama' model), "
+            "which the explorer never runs"),
+        "unknown": ({**config, "model_type": "falcon"},
+                    "is a 'falcon' model; the explorer opens models of type"),
+        "multimodal": ({**config, "model_type": "gemma3"}, "is a multimodal Gemma 3"),
+    }
+    for name, (changed, message) in cases.items():
+        at = open_model(_copy_with_config(llama_dir, tmp_path / name, changed))
         assert not at.exception, name
         shown = errors(at) + errors(at, "warning")
-        if name == "unknown":
-            assert len(shown) == 1 and "falcon" in shown[0], shown
-        else:  # auto_map is ignored: the weights are read, no code run
-            assert shown == [] or len(shown) == 1, shown
-        assert decoder_charts(at) == {} or name == "code"
+        assert len(shown) == 1 and message in shown[0], (name, shown)
+        assert decoder_charts(at) == {}, name
+    # The weights missing: the folder's one message, which reveals nothing more.
+    broken = _copy_with_config(llama_dir, tmp_path / "no-weights", config)
+    (broken / "model.safetensors").unlink()
+    at = open_model(broken)
+    assert not at.exception and len(errors(at)) == 1 and decoder_charts(at) == {}
+    # auto_map beside a supported type is dropped unread: the model opens, no code run.
+    at = open_model(_copy_with_config(llama_dir, tmp_path / "llama-map", {
+        **config, "auto_map": {"AutoModel": "modeling_evil.Model"}}))
+    assert errors(at) == [] and "attn_weights" in decoder_charts(at)
+    # Over the memory budget: listed with why, refused with the figures, not loaded.
     monkeypatch.setattr(budget, "MODEL_BYTES", 100 * budget.MIB)
     at = open_model(llama_dir)
+    assert "needs a larger memory budget" in at.selectbox(key="model").format_func(
+        "smollm2-135m")
     at.selectbox(key="model").set_value("smollm2-135m").run()
     assert not at.exception
     warning = " ".join(errors(at, "warning"))
     assert "SmolLM2-135M needs about 257 MB; this server allows 100 MB for models" in warning
-    assert "needs a larger memory budget" in at.selectbox(key="model").format_func("qwen3-0.6b")
+    assert "EXPLORER_MEMORY_BUDGET_MB=" in warning
+
+
+def test_every_widget_and_session_key_of_a_decoder_page_is_declared(qwen3_dir, handlers):
+    at = open_model(qwen3_dir)
+    state = clicked(handlers["decoder-attn_weights"], {"trace": 0, "row": 3, "col": 1})
+    at.session_state["decoder_cell"] = state["decoder_cell"]
+    at.run()
+    assert not at.exception
+    assert undeclared(at) == set()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_random_view_survives_the_link(llama_dir, seed):
+    """Random values of the page's view (layer, head, tokens, generated token, a
+    cell of a random chart): the link reopens the same view (the folder chosen
+    again: it is never in a link)."""
+    rng = random.Random(seed)
+    at = open_model(llama_dir)
+    model = load_folder(llama_dir, architectures=EVERY_ARCHITECTURE)
+    new_tokens = rng.randrange(1, 6)
+    values = {"layer": rng.randrange(model.n_layers), "head": rng.randrange(model.n_heads),
+              "new_tokens": new_tokens, "generated": rng.randrange(new_tokens)}
+    trace = compute_decoder_trace(model, SENTENCE, layer=values["layer"])
+    run = generate(model, input_ids=list(trace.config.input_ids), max_new_tokens=new_tokens,
+                   layer=values["layer"])
+    hs = head_slice(trace, values["head"])
+    chart = rng.choice([c for c in CHARTS if c in hs.steps or c in trace
+                        or (c in GENERATION_CHARTS and run.generated)])
+    rows, cols = chart_matrix(trace, hs, chart, run, values["generated"]).shape
+    values["decoder_cell"] = (chart, rng.randrange(rows), rng.randrange(cols))
+    for name, value in values.items():
+        at.session_state[name] = value
+    at.run()
+    assert not at.exception and errors(at) == []
+    link = page_link(at)
+    query = query_of(link)
+    assert query["decoder_cell"] == "{}:{},{}".format(*values["decoder_cell"])
+    again = open_model(llama_dir, {k: v for k, v in query.items() if k != "model"})
+    assert page_link(again) == link
+    assert _differences(view_of(at, MODEL_PAGE), view_of(again, MODEL_PAGE)) == []
