@@ -135,23 +135,33 @@ def _read(path: Path) -> str:
         return ""
 
 
+ROOT_UNCAPPED = ("this server runs as root, which RLIMIT_NPROC does not limit, and it cannot "
+                 "create a pids cgroup to cap the box's processes (run it as another user)")
+
+
 @contextlib.contextmanager
-def process_limit():
+def process_limit(required: bool = True):
     """A context giving the argv prefix that starts a command inside a fresh
-    pids cgroup with ``pids.max`` = `MAX_PROCESSES` (removed after), or ``[]``
-    when there is none to make (the child then sets ``RLIMIT_NPROC`` itself:
-    `child_nproc`)."""
+    pids cgroup with ``pids.max`` = `MAX_PROCESSES` (removed after), when this
+    server runs as root (which ``RLIMIT_NPROC`` exempts); ``[]`` for another
+    user (the child then sets ``RLIMIT_NPROC`` itself: `child_nproc`). Raises
+    OSError when root cannot make the cgroup and the cap is ``required``
+    (``[]`` otherwise: the command line's unboxed child)."""
     hierarchy = _pids_hierarchy() if os.geteuid() == 0 else None
     if hierarchy is None:
+        if required and os.geteuid() == 0:
+            raise OSError(ROOT_UNCAPPED)
         yield []
         return
     group = hierarchy / f"explorer-check-{uuid.uuid4().hex}"
     try:
         group.mkdir()
         (group / "pids.max").write_text(str(MAX_PROCESSES))
-    except OSError:
+    except OSError as error:
         with contextlib.suppress(OSError):
             group.rmdir()
+        if required:
+            raise OSError(f"the box's pids cgroup could not be made ({error})") from None
         yield []
         return
     try:
@@ -200,8 +210,7 @@ def problem() -> str:
         return ("bubblewrap is not installed (apt-get install bubblewrap): pasted code runs "
                 "only in its box")
     if os.geteuid() == 0 and _pids_hierarchy() is None:
-        return ("this server runs as root, which RLIMIT_NPROC does not limit, and it cannot "
-                "create a pids cgroup to cap the box's processes (run it as another user)")
+        return ROOT_UNCAPPED
     try:
         with process_limit() as prefix:
             done = subprocess.run(

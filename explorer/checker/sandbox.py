@@ -20,6 +20,7 @@ report is shown as text.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import inspect
@@ -152,8 +153,13 @@ def check_source(source: str, class_name: str, *, filename: str = FILENAME,
         "interface": interface, "nproc": box.child_nproc(boxed)}).encode("utf-8")
     secret = os.urandom(_SECRET_BYTES)
     argv = [sys.executable, "-I", "-c", _CHILD, str(ROOT)]
-    with (tempfile.TemporaryFile() as requested, tempfile.TemporaryFile() as printed,
-          box.process_limit() as prefix):
+    with contextlib.ExitStack() as stack:
+        requested = stack.enter_context(tempfile.TemporaryFile())
+        printed = stack.enter_context(tempfile.TemporaryFile())
+        try:
+            prefix = stack.enter_context(box.process_limit(required=boxed))
+        except OSError as error:
+            return results.failure("crash", f"the check could not make its box: {error}")
         requested.write(len(request).to_bytes(8, "big") + request + secret)
         requested.seek(0)
         reader, writer = os.pipe()

@@ -464,3 +464,17 @@ def test_the_page_stays_off_and_says_why_without_a_box(monkeypatch):
     assert any("the box cannot be made here" in s and "No permissions to create new namespace"
                in s.replace("\\", "") for s in said), said
     assert [t.key for t in at.text_area] == [] and [b.key for b in at.button] == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="root only: RLIMIT_NPROC limits other users")
+def test_as_root_without_a_pids_cgroup_no_code_runs(monkeypatch):
+    monkeypatch.setattr(box, "_pids_hierarchy", lambda: None)
+    outcome = check_source(MULTI_HEAD_ATTENTION, CLASS)
+    assert isinstance(outcome, CheckFailure) and outcome.kind == "crash"
+    assert outcome.message == f"the check could not make its box: {box.ROOT_UNCAPPED}"
+    box.problem.cache_clear()
+    try:
+        assert box.problem() == box.ROOT_UNCAPPED
+    finally:
+        monkeypatch.undo()
+        box.problem.cache_clear()
