@@ -131,8 +131,9 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def _conform(value: Any, hint: Any, where: str) -> Any:
-    """``value`` as type ``hint`` (str, bool, int, float, None, a union, a list
-    or one of the result's dataclasses); ValueError naming ``where`` otherwise."""
+    """``value`` as type ``hint`` (str, bool, int, float, None, a union, a list,
+    a dict or one of the result's dataclasses); ValueError naming ``where``
+    otherwise (a type it does not know refuses every value)."""
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         errors = []
@@ -147,6 +148,12 @@ def _conform(value: Any, hint: Any, where: str) -> Any:
             raise ValueError(f"{where} is not a list of at most {MAX_ITEMS:,} items")
         (item,) = typing.get_args(hint)
         return [_conform(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        key, item = typing.get_args(hint)
+        if not isinstance(value, dict) or len(value) > MAX_ITEMS:
+            raise ValueError(f"{where} is not an object of at most {MAX_ITEMS:,} keys")
+        return {_conform(k, key, f"{where} key"): _conform(v, item, f"{where}[{str(k)[:40]!r}]")
+                for k, v in value.items()}
     if dataclasses.is_dataclass(hint):
         fields = {f.name: f for f in dataclasses.fields(hint) if f.init}
         optional = {name for name, f in fields.items()

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from explorer.checker import box, results
 from explorer.checker.check import CheckFailure, CheckReport
@@ -97,6 +99,33 @@ def test_a_result_of_another_kind_or_shape_is_refused():
         results.parse(json.dumps(bad).encode())
     with pytest.raises(ValueError, match="more than"):
         results.parse(b" " * (results.MAX_RESULT_BYTES + 1))
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                    | st.text(max_size=20) | st.sampled_from(sorted(results.FAILURES)),
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.sampled_from(["kind", "failure", "report", "message",
+                                                       "details", "steps", "ok", "x"]), inner,
+                                      max_size=5), max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON)
+def test_any_json_is_read_as_a_valid_result_or_refused_with_a_value_error(data):
+    try:
+        outcome = results.parse(json.dumps(data).encode())
+    except ValueError:
+        return
+    assert isinstance(outcome, CheckFailure) and outcome.kind in results.FAILURES
+    assert isinstance(outcome.message, str) and isinstance(outcome.details, str)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(sorted(results.FAILURES)), st.text(), st.text(max_size=9000))
+def test_a_failure_comes_back_as_sent_its_texts_cut(kind, message, details):
+    back = results.parse(CheckFailure(kind, message, details).to_json().encode())
+    assert back == CheckFailure(kind, results.cut(message), results.cut(details))
+    assert len(back.details) <= results.MAX_TEXT_CHARS
 
 
 def test_texts_are_cut_to_their_bound():
