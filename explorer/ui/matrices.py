@@ -27,7 +27,8 @@ import pandas as pd
 import streamlit as st
 
 from explorer.core import literal
-from explorer.core.config import GIVEN_MATRICES, AttentionConfig, ConfigError, matrix_cell
+from explorer.core.config import (GIVEN_MATRICES, AttentionConfig, ConfigError, matrix_cell,
+                                  shown)
 from explorer.lessons.presets import Preset
 from explorer.core.tokenizer import token_labels, tokenize
 from explorer.ui import state
@@ -160,10 +161,15 @@ def edit_matrix(name: str, row_labels: list[str], n_cols: int,
     """Draw an editable table for matrix ``name`` and return its cells (None = empty).
 
     ``start`` seeds the table the first time (the numbers the learner was just
-    looking at). `AttentionConfig` reports any empty or non-finite cell by row
-    and column. The numbers show to 4 decimals, rounded as the heatmaps round
-    them. Above `MAX_EDITABLE_CELLS` the table is not drawn: the matrix is
-    imported from CSV (or kept as it is).
+    looking at). The cells are text, each number written as the shortest text
+    that reads back as the same float32 (what the config computes with), so
+    that a visitor types numbers as Python reads them, ``1e-3`` included (the
+    grid's number editor drops the ``e``: ``1e-3`` became −13). A typed cell
+    is read by `explorer.core.config.matrix_cell`: one that is not a number,
+    not finite or beyond its bounds keeps its number and the table says why
+    (`_apply_edits`); an emptied cell is empty, and `AttentionConfig` names it.
+    Above `MAX_EDITABLE_CELLS` the table is not drawn: the matrix is imported
+    from CSV (or kept as it is).
     """
     title = TITLES[name]
     if state.value(name) is None:
@@ -171,16 +177,16 @@ def edit_matrix(name: str, row_labels: list[str], n_cols: int,
     values = resized(state.value(name), len(row_labels), n_cols)
     state.put(name, values)
     if values.size <= MAX_EDITABLE_CELLS:
-        frame = pd.DataFrame(values, index=token_labels(row_labels),
-                             columns=[f"dim {j}" for j in range(n_cols)])
+        columns = [f"dim {j}" for j in range(n_cols)]
+        shown = pd.DataFrame([[cell_text(v) for v in row] for row in values],
+                             index=token_labels(row_labels), columns=columns)
         version = st.session_state.get(state.EDITOR_VERSION, 0)
         edited = st.data_editor(
-            frame, key=f"editor:{name}:{len(row_labels)}x{n_cols}:{version}", num_rows="fixed",
-            width="stretch", column_config={c: st.column_config.NumberColumn(c, format="%.4f")
-                                            for c in frame.columns})
-        values = edited.to_numpy(dtype=np.float64, na_value=np.nan)
-        state.put(name, values)
-        how = "Click a cell to type a number, or import"
+            shown, key=f"editor:{name}:{len(row_labels)}x{n_cols}:{version}", num_rows="fixed",
+            width="stretch", column_config={c: st.column_config.TextColumn(c, alignment="right")
+                                            for c in columns})
+        values = _apply_edits(name, values, shown, edited, row_labels)
+        how = "Click a cell to type a number (0.25, -3, 1e-3), or import"
     else:
         how = (f"Too many cells ({values.size:,}) to edit by hand here (at most "
                f"{MAX_EDITABLE_CELLS:,}): import")
@@ -199,11 +205,56 @@ def edit_matrix(name: str, row_labels: list[str], n_cols: int,
     return cells(values)
 
 
+def cell_text(value: float) -> str:
+    """A table cell's text: the shortest text that reads back as the same
+    float32 (``0.4300``'s float32 is ``0.43``), or "" for an empty cell."""
+    return "" if np.isnan(value) else literal.float32_text(value)
+
+
+EDITED = "edited"
+"""The source of a table edit's message (an import's is its file's id)."""
+
+
+def _apply_edits(name: str, values: np.ndarray, shown: pd.DataFrame, edited: pd.DataFrame,
+                 row_labels: list[str]) -> np.ndarray:
+    """``values`` with the cells whose text the visitor changed (``edited``
+    against ``shown``) read as numbers; an emptied cell is NaN. A cell that is
+    no number keeps its number: the table is drawn afresh (a rerun) and says
+    which cell, what was typed and what it keeps, until the next edit."""
+    out = values.copy()
+    problems = []
+    for i, j in zip(*np.nonzero((edited.to_numpy() != shown.to_numpy()))):
+        typed = edited.iat[i, j]
+        if typed is None or (isinstance(typed, str) and not typed.strip()) or (
+                isinstance(typed, float) and np.isnan(typed)):
+            out[i, j] = np.nan
+            continue
+        where = f"{name} row {i} ({row_labels[i]!r}), column {j}"
+        try:
+            out[i, j] = matrix_cell(name, where, typed.strip() if isinstance(typed, str) else typed)
+        except ConfigError as error:
+            kept = cell_text(values[i, j])
+            problems.append(f"{error}: it keeps {kept}." if kept else f"{error}.")
+    if np.array_equal(out, values, equal_nan=True) and not problems:
+        return values
+    state.put(name, out)
+    key = f"{state.IMPORT_ERROR}:{name}"
+    if problems:
+        st.session_state[key] = (EDITED, " ".join(problems))
+        st.session_state[state.EDITOR_VERSION] = st.session_state.get(state.EDITOR_VERSION, 0) + 1
+        st.rerun()  # the table again, holding the numbers kept
+    if st.session_state.get(key, (None,))[0] == EDITED:
+        del st.session_state[key]  # a good edit: the last one's message goes
+    return out
+
+
 def _import_error(name: str, upload: Any) -> str | None:
-    """The message about the file the uploader holds now, if its import was
-    refused: none once the file is removed or another takes its place."""
+    """The message about the last table edit that kept a cell (`_apply_edits`),
+    or about the file the uploader holds now, if its import was refused: none
+    once the file is removed or another takes its place."""
     found = st.session_state.get(f"{state.IMPORT_ERROR}:{name}")
-    if found is None or upload is None or found[0] != getattr(upload, "file_id", None):
+    if found is None or (found[0] != EDITED and (
+            upload is None or found[0] != getattr(upload, "file_id", None))):
         return None
     return found[1]
 
@@ -291,4 +342,7 @@ def _import(name: str, upload_key: str, shape: tuple[int, int]) -> None:
     try:
         state.set_matrix(name, parse_csv_matrix(upload.getvalue(), shape, name))
     except ConfigError as error:
-        st.session_state[f"{state.IMPORT_ERROR}:{name}"] = (upload.file_id, str(error))
+        # Named by its file: the uploader keeps listing it when it refuses a next file
+        # itself (too large), so the message stays true next to the uploader's own.
+        st.session_state[f"{state.IMPORT_ERROR}:{name}"] = (
+            upload.file_id, f"{shown(upload.name)} was not imported. {error}")

@@ -46,10 +46,12 @@ def draw(name: str, *, on_change: Callable[..., None] | None = None, args: tuple
     if isinstance(kind, Number):
         low, high = kind.bounds
         return st.number_input(min_value=low, max_value=high, step=kind.step, **common)
+    # No max_chars: the browser would drop a longer paste without a word. The text
+    # arrives whole, and the kind's field check says how long it may be.
     if isinstance(kind, Text) and style == "area":
-        return st.text_area(max_chars=kind.max_chars, placeholder=kind.placeholder, **common)
+        return st.text_area(placeholder=kind.placeholder, **common)
     if isinstance(kind, Text):
-        return st.text_input(max_chars=kind.max_chars, placeholder=kind.placeholder, **common)
+        return st.text_input(placeholder=kind.placeholder, **common)
     if isinstance(kind, Flag):
         return st.toggle(**common)
     if isinstance(kind, Fraction):

@@ -69,13 +69,13 @@ class Number(Kind):
 
 @dataclass(frozen=True)
 class Text(Kind):
-    """Text as typed. ``field``: a config field whose rules a link's text must
-    meet (the seed is a whole number, the sentence at most 20,000 characters);
-    ``optional``: the empty text is allowed too (no dropout seed)."""
+    """Text as typed. ``field``: a config field whose rules a link's text and
+    the widget's must meet (the seed is a whole number, the sentence at most
+    20,000 characters: a longer paste arrives whole and gets the field's
+    message); ``optional``: the empty text is allowed too (no dropout seed)."""
 
     field: str | None = None
     optional: bool = False
-    max_chars: int | None = None
     placeholder: str | None = None
 
     def parse(self, name: str, raw: str) -> str:
