@@ -297,7 +297,7 @@ _ENTRIES: list[Entry] = [
                   to_config=OUT_PROJ_CHOICES.get,
                   from_config={v: k for k, v in OUT_PROJ_CHOICES.items()}.get),
     # The shared settings
-    _config_entry("sentence", Text(field="sentence", max_chars=cfg.MAX_SENTENCE_CHARS),
+    _config_entry("sentence", Text(field="sentence"),
                   "Sentence", "Split on whitespace; punctuation at word ends is stripped; "
                   f"{cfg.MIN_TOKENS} to {cfg.MAX_TOKENS} tokens.", BASIC,
                   CONFIG_PAGES | {MODEL_PAGE, CHECK_PAGE, MODERN_PAGE},
