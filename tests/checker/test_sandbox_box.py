@@ -507,3 +507,28 @@ def test_as_root_without_a_pids_cgroup_no_code_runs(monkeypatch):
     finally:
         monkeypatch.undo()
         box.problem.cache_clear()
+
+
+@needs_box
+def test_the_supervisor_cannot_be_read_or_traced_from_the_code():
+    code = """
+import ctypes, os
+parent, seen = os.getppid(), []
+fds = [f"/proc/{parent}/fd/{n}" for n in os.listdir(f"/proc/{parent}/fd")]  # its names only
+for path in fds + [f"/proc/{parent}/mem", f"/proc/{parent}/environ"]:
+    try:
+        open(path, "r+b").read(1)
+        seen.append(path + " opened")
+    except OSError as error:
+        seen.append(path + " " + type(error).__name__)
+PTRACE_ATTACH = 16
+libc = ctypes.CDLL(None, use_errno=True)
+seen.append(f"ptrace {libc.ptrace(PTRACE_ATTACH, parent, 0, 0)} {ctypes.get_errno()}")
+raise RuntimeError(" | ".join(seen))
+"""
+    text = raised_text(check_source(attack(code), CLASS))
+    assert "/fd/3 PermissionError" in text, text  # its descriptors: the result pipe among them
+    assert "opened" not in text, text
+    for what in ("mem", "environ"):
+        assert f"/{what} PermissionError" in text, text
+    assert "ptrace -1 1" in text, text  # EPERM
