@@ -214,6 +214,49 @@ def drawing_bytes(config: AttentionConfig, checks: bool = False) -> int:
     return nbytes if nbytes >= SMALL_DRAWING_BYTES else 0
 
 
+BROWSER_BUDGET_MB = 1536
+"""The most memory a page may take in a visitor's browser tab, in MiB (2**20
+bytes), estimated by `tab_bytes` before anything is computed or drawn: a
+phone's browser or a 4-8 GB laptop keeps a tab this size, where
+``Causal_and_multi_head?n_heads=1000&d_k=1000&d_v=1000`` took one to 5.7-6.8 GiB."""
+BROWSER_BUDGET_BYTES = BROWSER_BUDGET_MB * MIB
+TAB_BASE_BYTES = 576 * MIB
+TAB_CELL_BYTES = 24
+TAB_HEAD_BYTES = int(1.3 * MIB)
+TAB_HEAD_PAIR_BYTES = int(0.0042 * MIB)
+"""`tab_bytes`'s figures, measured in Chromium 2 cores, software rendering (the
+renderer processes' resident memory, peak, page drawn; tests/server/test_tab_budget.py
+holds the measurements): a default page 573 MiB; the cells drawn 16-29 bytes each
+(512 tokens × 16 heads: 853 MiB; the Self-attention page at 512 tokens × d = 1024:
+746 MiB); each head's panel in the heads grid and colour in the head splits about
+1.3 MiB, plus 4.3 kB per pair of heads (Plotly lays out every panel against the
+others: 100 heads 746 MiB, 300 heads 1,251 MiB, 600 heads 2,856 MiB)."""
+
+
+def tab_bytes(config: AttentionConfig) -> int:
+    """The memory a page of ``config``'s charts takes in the visitor's browser
+    tab, an estimate: `TAB_BASE_BYTES`, plus `TAB_CELL_BYTES` per number drawn
+    (every matrix of the trace, `trace_bytes` / 4), plus `TAB_HEAD_BYTES` per
+    head and `TAB_HEAD_PAIR_BYTES` per pair of heads (the heads grid)."""
+    heads = config.n_heads
+    cells = trace_bytes(config) // 4
+    return (TAB_BASE_BYTES + TAB_CELL_BYTES * cells + TAB_HEAD_BYTES * heads
+            + TAB_HEAD_PAIR_BYTES * heads * heads)
+
+
+def check_tab(config: AttentionConfig) -> None:
+    """Raise `BudgetError` when drawing ``config`` would take a browser tab past
+    `BROWSER_BUDGET_BYTES` (`tab_bytes`), with both figures, like the server's
+    own budget: nothing is computed or sent then."""
+    nbytes = tab_bytes(config)
+    if nbytes > BROWSER_BUDGET_BYTES:
+        raise BudgetError(
+            f"This page would take about {_mb(nbytes)} of your browser's memory to draw "
+            f"({config.n_heads:,} heads, {trace_bytes(config) // 4:,} numbers); the explorer "
+            f"draws at most {_mb(BROWSER_BUDGET_BYTES)} in a tab, so that a phone or a "
+            "laptop keeps it. Use fewer heads, tokens or dimensions.")
+
+
 _M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8  # glibc's mallopt parameters (malloc.h)
 MMAP_THRESHOLD_BYTES = 128 * 1024
 ARENAS = 2

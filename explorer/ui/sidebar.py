@@ -18,6 +18,7 @@ import streamlit as st
 from explorer.core import literal
 from explorer.core.config import AttentionConfig, ConfigError
 from explorer.lessons.pages import SIMPLIFIED_PAGE
+from explorer.server import budget
 from explorer.core.steps import visible_steps
 from explorer.ui import downloads, matrices, presets, state, widgets
 from explorer.ui.cache import cached_trace
@@ -93,6 +94,7 @@ def settings(page: str) -> state.View | None:
     given, starts = matrices.tables(page, values, frame.preset)
     try:
         config, before_heads_only = _config({**state.config_fields(page, values), **given})
+        budget.check_tab(config)  # before anything is computed or sent
         trace = cached_trace(config)
     except ConfigError as error:
         st.error(literal.markdown(str(error)))

@@ -1,0 +1,78 @@
+"""The page's byte budget in the browser (issue 41, item 4): a link that would
+take a visitor's tab past `BROWSER_BUDGET_BYTES` is refused with the figures,
+before anything is computed or sent, as the server's own budget refuses.
+Before, ``Causal_and_multi_head?n_heads=1000&d_k=1000&d_v=1000&sentence=x``
+took the tab to 5.7-6.8 GiB."""
+
+from __future__ import annotations
+
+import pytest
+
+from explorer import AttentionConfig
+from explorer.core.config import MAX_ATTENTION_CELLS, MAX_DIM
+from explorer.lessons.pages import MULTI_HEAD_PAGE
+from explorer.server.budget import BROWSER_BUDGET_BYTES, BudgetError, MIB, check_tab, tab_bytes
+from explorer.ui.navigation import PAGES
+from tests.ui.test_app import charts, errors, open_link
+
+W512 = " ".join(["w"] * 512)
+
+# Measured in Chromium (Debian 12's, headless, 2 cores, --disable-gpu): the peak resident
+# memory of the browser's renderer processes, in MiB, once the page had drawn, with
+# CDP's Performance.getMetrics JSHeapUsedSize beside it (issue 41's calibration run).
+MEASURED_MIB = [
+    # (page, config, renderer MiB, JS heap MiB)
+    (MULTI_HEAD_PAGE, dict(n_heads=2, causal=True), 573, 39),
+    (MULTI_HEAD_PAGE, dict(n_heads=100, d_k=100, d_v=100, sentence="x", causal=True), 746, 81),
+    (MULTI_HEAD_PAGE, dict(n_heads=300, d_k=300, d_v=300, sentence="x", causal=True), 1251, 157),
+    (MULTI_HEAD_PAGE, dict(n_heads=600, d_k=600, d_v=600, sentence="x", causal=True), 2856, 353),
+    (MULTI_HEAD_PAGE, dict(n_heads=16, d_k=64, d_v=64, sentence=W512, causal=True), 853, 102),
+    ("Self-attention", dict(d_in=1024, d_k=1024, d_v=1024, sentence=W512), 746, 93),
+]
+
+
+@pytest.mark.parametrize("page, fields, renderer_mib, heap_mib", MEASURED_MIB)
+def test_the_estimate_follows_the_measured_tabs(page, fields, renderer_mib, heap_mib):
+    estimate = tab_bytes(AttentionConfig(**fields)) / MIB
+    # Within 20% of the measured tab, and never far below it (the budget must hold).
+    assert 0.95 * renderer_mib <= estimate <= 1.2 * renderer_mib, (estimate, renderer_mib)
+
+
+def test_the_link_that_took_a_tab_to_six_gib_is_refused_with_the_figures():
+    config = AttentionConfig(n_heads=1000, d_k=1000, d_v=1000, sentence="x", causal=True)
+    assert 5.7 * 1024 <= tab_bytes(config) / MIB <= 6.8 * 1024  # the probe's 5.7-6.8 GiB
+    with pytest.raises(BudgetError) as info:
+        check_tab(config)
+    message = str(info.value)
+    assert "about 6,099 MB of your browser's memory" in message
+    assert "1,000 heads" in message and "at most 1,536 MB in a tab" in message
+
+
+def test_every_config_the_server_draws_at_the_largest_cells_fits_the_tab():
+    # The bounds' largest pages of numbers (the budget is about heads, not these).
+    largest = AttentionConfig(n_heads=16, d_in=MAX_DIM, d_k=MAX_DIM, d_v=MAX_DIM,
+                              sentence=W512, causal=True, dropout=0.1)
+    assert largest.n_heads * 512**2 == MAX_ATTENTION_CELLS
+    check_tab(largest)
+    check_tab(AttentionConfig(n_heads=256, d_k=256, d_v=256, sentence="x", causal=True))
+    assert tab_bytes(largest) < BROWSER_BUDGET_BYTES
+
+
+def test_the_largest_head_count_allowed_is_between_300_and_400():
+    allowed = [h for h in (64, 128, 256, 300, 320, 400, 512)
+               if tab_bytes(AttentionConfig(n_heads=h, d_k=h, d_v=h, sentence="x"))
+               <= BROWSER_BUDGET_BYTES]
+    assert allowed == [64, 128, 256, 300, 320]
+
+
+def test_the_page_refuses_the_link_before_computing_anything(monkeypatch):
+    from explorer.ui import cache
+
+    computed = []
+    monkeypatch.setattr(cache, "compute_trace", lambda *args, **kwargs: computed.append(args))
+    at = open_link(PAGES[MULTI_HEAD_PAGE][0], {"n_heads": "1000", "d_k": "1000",
+                                              "d_v": "1000", "sentence": "x"})
+    assert not at.exception, at.exception
+    shown = errors(at)
+    assert len(shown) == 1 and "of your browser's memory to draw (1,000 heads" in shown[0], shown
+    assert charts(at) == {} and computed == []
