@@ -33,12 +33,14 @@ def _step(name: str, rows: Axis, cols: Axis, colour: str = SIGNED,
                 cell_text=cell_text)
 
 
-def _kind(chart: str) -> Step:
+def kind_of(chart: str) -> Step:
     """How chart ``chart`` (`explorer.models.explain.CHARTS`) is drawn."""
     if chart in ("W_query", "W_key", "W_value"):
         return _step(chart, DIM_ROWS, DIM_COLS)
     if chart == "W_out":
         return _step(chart, HEAD_DIM_ROWS, DIM_COLS)
+    if chart == "rope_frequencies":
+        return _step(chart, ONE_ROW, Axis("pair i (dimensions i, i + e/2)", DIMS))
     if chart in decoder_explain.ROW_VECTORS:
         return _step(chart, ONE_ROW, DIM_COLS)
     if chart == "rms":
@@ -103,7 +105,7 @@ def decoder_chart(trace: Any, head_slice: Any, chart: str, tokens: list[str], *,
     (the prompt's and the generated ones), title, the explained cell outlined."""
     values = decoder_explain.chart_matrix(trace, head_slice, chart, generation, generated)
     values = np.asarray(values.detach().to(torch.float64))
-    step = _kind(chart)
+    step = kind_of(chart)
     n_prompt = trace.n_tokens
     offset = n_prompt if chart == "generated_rows" else 0
     position = generation.generated[generated].position if chart in (

@@ -44,7 +44,7 @@ from explorer.core.tokenizer import token_labels
 from explorer.core.trace import Trace
 from explorer.render import decoder as decoder_figures
 from explorer.ui import cache, component, state, widgets
-from explorer.ui.render import explanation_box, head_picker, number_table
+from explorer.ui.render import BIG_MATRIX_CELLS, explanation_box, head_picker, number_table
 from explorer.lessons.pages import MODEL_PAGE
 from explorer.ui.sidebar import Frame
 from explorer.ui.state import FOLDER, Context, View
@@ -407,6 +407,24 @@ def _decoder_clicked(chart: str, cell: dict[str, int]) -> None:
     state.changed()
 
 
+def _decoder_pick(name: str, value: int | None) -> None:
+    """A choice of a picker the browser drew (the query token): into the state."""
+    state.put(name, value)
+    state.changed()
+
+
+def _decoder_cell_picker(key: str, chart: str, shape: tuple[int, int]) -> None:
+    """For a matrix whose cells are too small to aim at (d_model columns): pick
+    one by number, as the chapter-3 charts offer (`explorer.ui.render`)."""
+    pick = f"pick-{key}"
+    with st.popover("Explain a cell", icon=":material/calculate:"):
+        st.number_input("row", 0, shape[0] - 1, key=f"{pick}-row")
+        st.number_input("column", 0, shape[1] - 1, key=f"{pick}-col")
+        st.button("Explain", key=f"{pick}-explain", on_click=lambda: _decoder_clicked(
+            chart, {"row": st.session_state[f"{pick}-row"],
+                    "col": st.session_state[f"{pick}-col"]}))
+
+
 def _decoder_chart(view: ModelView, hs: Any, chart: str, tokens: list[str], *,
                    columns: int = 1, generation: Any = None, generated: int = 0,
                    again: bool = False) -> None:
@@ -423,11 +441,17 @@ def _decoder_chart(view: ModelView, hs: Any, chart: str, tokens: list[str], *,
                 view.trace, hs, chart, cell[1], cell[2], tokens, generation, generated)
         except (IndexError, KeyError):  # a link made for another sentence or model
             explanation = None
+    token_rows = chart not in decoder_explain.GENERATION_CHARTS and \
+        decoder_figures.kind_of(chart).rows.labels == decoder_figures.TOKENS
     drawn = decoder_figures.decoder_chart(
         view.trace, hs, chart, tokens, generation=generation, generated=generated,
-        columns=columns, marked_cell=cell[1:] if explanation is not None else None)
-    component.show(drawn, key=f"decoder-{chart}" + ("-again" if again else ""),
-                   on_click=partial(_decoder_clicked, chart))
+        columns=columns, marked_cell=cell[1:] if explanation is not None else None,
+        highlight_row=view.query if token_rows else None)
+    key = f"decoder-{chart}" + ("-again" if again else "")
+    component.show(drawn, key=key, on_click=partial(_decoder_clicked, chart))
+    shape = drawn.matrices[0].shape
+    if shape[0] * shape[1] > BIG_MATRIX_CELLS:
+        _decoder_cell_picker(key, chart, shape)
     line = DECODER_STEPS.get(chart)
     if line:
         st.caption(f"transformers: `{line}`")  # the project's own text (DECODER_STEPS)
@@ -467,16 +491,16 @@ def decoder_steps(view: ModelView, head: int) -> None:
     row(["embeddings"])
     st.header(f"2. Head {head}'s slice of the weights, and Q, K, V")
     sharing = ", ".join(map(str, hs.sharing))
-    st.markdown(literal.markdown(
+    st.markdown(  # numbers only: no visitor text
         f"{c.n_heads} query heads share {c.n_kv_heads} K/V heads of {c.head_dim}: query head "
         f"{head} reads K/V head {hs.kv_head}, which query heads {sharing} all read "
-        "(`repeat_kv`). Its keys and values are computed once for them all."))
+        "(`repeat_kv`). Its keys and values are computed once for them all.")
     number_table(decoder_figures.sharing_table(c))
     row(["W_query", "W_key", "W_value"])
     row(["b_query", "b_key", "b_value"])
     row(["queries", "keys", "values"])
     if c.qk_norm:
-        st.header("3. QK-norm: each head's q and k normalised on their own")
+        st.subheader("QK-norm: each head's q and k normalised on their own")
         st.markdown("Before RoPE, every query and key row of a head is RMS-normalised over its "
                     f"{c.head_dim} numbers and scaled by `q_norm` / `k_norm`: the scores then "
                     "cannot grow with the size of Q and K.")
@@ -484,7 +508,7 @@ def decoder_steps(view: ModelView, head: int) -> None:
         row(["queries", "queries_normed"], again=("queries",))
         row(["keys", "keys_normed"], again=("keys",))
     scaling = "" if c.rope_type == "default" else f", {c.rope_type} scaling {c.rope_parameters}"
-    st.header("4. RoPE: Q and K turned by their position")
+    st.header("3. RoPE: Q and K turned by their position")
     st.markdown(literal.markdown(
         f"Each pair (i, i + e/2) of a query or key at position m turns by m·θ_i, θ_i = "
         f"θ^(−2i/e) with this model's θ = {c.rope_theta:g}{scaling} (e = {c.head_dim})."))
@@ -493,7 +517,7 @@ def decoder_steps(view: ModelView, head: int) -> None:
     q, k = ("queries_normed", "keys_normed") if c.qk_norm else ("queries", "keys")
     row([q, "queries_rope"], again=(q, "queries"))
     row([k, "keys_rope"], again=(k, "keys"))
-    st.header(f"5. Attention inside head {head}")
+    st.header(f"4. Attention inside head {head}")
     window = ("the causal mask" if c.window is None else
               f"a sliding window of {c.window} keys (this layer is a sliding-window layer)")
     st.markdown(literal.markdown(
@@ -502,7 +526,7 @@ def decoder_steps(view: ModelView, head: int) -> None:
     row(["attn_scores", "scaled_scores"])
     row(["causal_mask", "masked_scores"])
     row(["attn_weights"])
-    st.header("6. The head's output and o_proj")
+    st.header("5. The head's output and o_proj")
     row(["context", "W_out"])
     row(["head_output"])
     st.markdown("Every head's context side by side, times `o_proj`: the layer's attention "
@@ -516,7 +540,7 @@ def generation(view: ModelView, head: int) -> None:
     its one row of scores and weights over the cache in query head ``head``, the
     cache's bytes beside the same model without grouped-query sharing, and every
     row checked against a full forward pass (`explorer.models.against_full_pass`)."""
-    st.header("7. Generation, token by token")
+    st.header("6. Generation, token by token")
     st.markdown("The model generates greedily with its KV cache: the sentence once (prefill), "
                 "then one token at a time. Each new token's one query reads every key in the "
                 "cache; the earlier keys and values are never computed again.")
@@ -590,10 +614,13 @@ def decoder_downloads(view: ModelView) -> None:
 def decoder_page(view: ModelView) -> None:
     """Everything a Llama-family model's page draws below the settings."""
     head = head_picker(view)
+    component.picker("query", "Highlight a query token in every chart",
+                     token_labels(list(view.trace.tokens)), view.query, none="none",
+                     on_pick=partial(_decoder_pick, "query"))
     decoder_verification(view)
     st.header("Tokens as the model sees them")
     st.dataframe(figures.token_table(view.trace), width="content")
     decoder_steps(view, head)
     generation(view, head)
-    st.header("8. Every head at a glance")
+    st.header("7. Every head at a glance")
     every_head(view, head)

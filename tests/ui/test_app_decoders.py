@@ -16,6 +16,7 @@ import random
 import numpy as np
 import pytest
 
+from explorer.core.literal import format_value
 from explorer.models import (EVERY_ARCHITECTURE, compute_decoder_trace, generate, head_slice,
                              load_folder)
 from explorer.models.explain import CHARTS, GENERATION_CHARTS, chart_matrix
@@ -279,3 +280,23 @@ def test_a_random_view_survives_the_link(llama_dir, seed):
     again = open_model(llama_dir, {k: v for k, v in query.items() if k != "model"})
     assert page_link(again) == link
     assert _differences(view_of(at, MODEL_PAGE), view_of(again, MODEL_PAGE)) == []
+
+
+def test_the_query_is_outlined_and_a_big_matrix_explains_a_cell_by_number(llama_dir,
+                                                                          monkeypatch):
+    monkeypatch.setattr(real_model, "BIG_MATRIX_CELLS", 200)  # W_query's 32×8 counts as big
+    at = open_model(llama_dir)
+    pick(at, "query", 2)
+    shown = decoder_charts(at)
+    query_rows = {name for name, figure in shown.items()
+                  if any(s.get("name") == "query" and s["y0"] == 1.5
+                         for s in figure["layout"]["shapes"])}
+    assert {"queries", "keys_rope", "attn_weights", "output"} <= query_rows
+    assert not {"W_query", "generated_weights"} & query_rows  # their rows are not the tokens
+    at.number_input(key="pick-decoder-W_query-row").set_value(30)
+    at.number_input(key="pick-decoder-W_query-col").set_value(5)
+    at.button(key="pick-decoder-W_query-explain").click().run()
+    assert at.session_state["decoder_cell"] == ("W_query", 30, 5)
+    trace, hs, run = expected(llama_dir)
+    text = " ".join(m.value.replace("\\", "") for m in at.markdown)
+    assert f"(head 0, row 30, column 5) = {format_value(hs.steps['W_query'][30, 5])}" in text
