@@ -623,4 +623,8 @@ def decoder_page(view: ModelView) -> None:
     decoder_steps(view, head)
     generation(view, head)
     st.header("7. Every head at a glance")
+    st.markdown("Trained Llama-family models put much of many heads' weight on the first "
+                "token, whatever it is: an **attention sink** (Xiao et al., 2023), a place "
+                "for weight that has nowhere useful to go, since softmax must give out 1. "
+                "The *first token* column measures it.")
     every_head(view, head)

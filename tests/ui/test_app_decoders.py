@@ -300,3 +300,19 @@ def test_the_query_is_outlined_and_a_big_matrix_explains_a_cell_by_number(llama_
     trace, hs, run = expected(llama_dir)
     text = " ".join(m.value.replace("\\", "") for m in at.markdown)
     assert f"(head 0, row 30, column 5) = {format_value(hs.steps['W_query'][30, 5])}" in text
+
+
+def test_a_click_on_the_grid_opens_that_layer_and_head(llama_dir, handlers):
+    at = open_model(llama_dir)
+    grid = all_charts(at)["head-overview"]
+    assert len(grid["data"]) == 8  # 2 layers × 4 query heads
+    state = clicked(handlers["head-overview"], {"trace": 6, "row": 0, "col": 0})
+    assert (state["layer"], state["head"]) == (1, 2)
+    at.session_state["layer"], at.session_state["head"] = 1, 2
+    at.run()
+    assert "layer=1&head=2" in page_link(at)
+    trace, hs, run = expected(llama_dir, layer=1, head=2)
+    np.testing.assert_allclose(z_values(decoder_charts(at)["attn_weights"]),
+                               hs.steps["attn_weights"], atol=1e-6)
+    habits = next(t.value for t in at.dataframe if "first token" in t.value.columns)
+    assert len(habits) == 8
