@@ -10,31 +10,47 @@
 How it works:
 
 1. `explorer.checker.learner.read_weights` reads the module's projections: by the
-   book's names (chapter 3 of "Build a Large Language Model (From Scratch)"),
-   a fused qkv layer, or a wrapped ``nn.MultiheadAttention``.
-2. `explorer.checker.learner.run_forward` runs the learner's forward once, on the
-   book's batch of two (``torch.stack((X, X))``, else on X), and keeps every
-   tensor it makes; the learner changes nothing in their code. Biases the
-   forward adds on its own are found in those tensors (`_found_biases`), and
-   another reading of the weights is used when the forward computes that one
-   (``LearnerWeights.alternatives``).
-3. The reference: `explorer.core.trace.attention_steps` (the explorer's own
-   attention, one function per step) on the same inputs with those weights.
-4. Each reference step, in pipeline order (`COMPARED`), is matched to one of
-   those tensors: equal to the tolerance, whatever the layout of the heads
-   ((b, num_heads, n, head_dim), (b, n, num_heads, head_dim) or the heads side
-   by side, (b, n, d_out)) and with or without a batch axis of 1. The returned
-   tensor must equal the last step.
-5. When the output differs, each classic mistake of `explorer.checker.mistakes` is
-   computed from the same weights; the one whose output equals the learner's
-   names the mistake, and its first step that the learner's tensors show is
-   the first difference. Without one, the first difference is the first step
-   with no match from which no matching step is computed (`_undone`, `_locate`).
-   A step without a match that feeds a matching one is right, only never
-   computed on its own (masking before scaling skips the scaled scores): "not
-   seen", —.
-6. `hidden_steps`: a warning for each step the sizes cannot see (head_dim 1
-   hides the scaling). The check runs within `explorer.checker.limits.limits`.
+   book's names (chapter 3 of "Build a Large Language Model (From Scratch)") or
+   the others' (query, q_proj, W_q, to_q, wq ...), as nn.Linear, GPT-2's
+   Conv1D, an nn.Sequential holding one, a parameter, a fused layer (any layout
+   of its columns), a list of 3 or 4 layers, per-head modules, or a wrapped
+   ``nn.MultiheadAttention``; and what the weights do not say, with the reason
+   (the report's first line, `_assumptions`): causal or not, and the head count.
+   Both are settings (``causal=``, ``n_heads=``); unset, they are read from the
+   module (`explorer.checker.learner.causal_evidence`, `heads_evidence`) and
+   from what its forward shows (a mask it builds, ``is_causal=True``, the head
+   axis of its scores: `_heads_from_tensors`).
+2. `explorer.checker.learner.run_forward` runs the learner's forward once, on a
+   batch of two different sentences (X and `second_sentence`, else on X), and
+   keeps every tensor it makes; the learner changes nothing in their code.
+   Biases the forward adds on its own are found in those tensors (`_found_biases`),
+   and another reading of the weights is used when the forward computes that
+   one (``LearnerWeights.alternatives``). A forward that raises on the
+   sentence but runs on exactly as many tokens as its mask is a mask not cut
+   to the sentence (`_mask_not_sliced`).
+3. The reference: `explorer.checker.mistakes.pipeline_steps` (the explorer's own
+   attention, `explorer.core.trace.attention_steps`, one function per step) on
+   the same inputs with those weights, in the learner's order of mask and
+   scale (`_masks_first`: the book masks first).
+4. Each reference step, in that order (`COMPARED` or `MASK_FIRST`), is matched
+   to one of those tensors: equal to the tolerance, whatever the layout of the
+   heads ((b, num_heads, n, head_dim), (b, n, num_heads, head_dim) or the heads
+   side by side, (b, n, d_out)) and with or without a batch axis of 1. The
+   returned tensor must equal the last step.
+5. When the output differs, each classic mistake of `explorer.checker.mistakes`
+   (and one projection computed with another's weights) is computed from the
+   same weights; the one whose output equals the learner's names the mistake,
+   and its first step that the learner's tensors show is the first difference.
+   Without one, the first difference is the first step with no match from
+   which no matching step is computed (`_undone`, `_locate`). A step without a
+   match that feeds a matching one is right, only never computed on its own:
+   "not seen", —; when such steps come right before the difference, it is
+   reported "between" the first of them and it (`_since`).
+6. A reading the check is not sure of (a head count guessed, parameters it did
+   not place, a fused layer whose queries no layout gives) gives "?" rather than
+   ✗ (`_uncertain`). `hidden_steps` and `_blind`: a warning for each step or
+   classic mistake the sizes cannot see. The check runs within
+   `explorer.checker.limits.limits`.
 
 Dropout: compared off unless the module is in train() mode with p > 0 and a
 ``dropout_seed`` is given; then the check draws the keep-masks from
