@@ -532,3 +532,12 @@ raise RuntimeError(" | ".join(seen))
     for what in ("mem", "environ"):
         assert f"/{what} PermissionError" in text, text
     assert "ptrace -1 1" in text, text  # EPERM
+
+
+def test_without_the_box_the_same_child_still_decides_the_outcome():
+    """The command line's fallback where bubblewrap is missing: no box, but the
+    supervisor and its validated result all the same."""
+    assert check_source(MULTI_HEAD_ATTENTION, CLASS, boxed=False).ok is True
+    ended = check_source(attack("import os\nos._exit(0)"), CLASS, boxed=False)
+    assert isinstance(ended, CheckFailure) and ended.kind == "exit"
+    assert "exit status 0" in ended.message
