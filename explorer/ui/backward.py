@@ -53,7 +53,8 @@ SECTIONS = {
 """Where a group of gradients begins, with its heading, in backward order (the
 mask's and the scaling's group: `_section`)."""
 CHART_KEY = "backward-grad-"
-FORWARD_KEY = "backward-forward-"
+FORWARD_KEY = "chart-"
+"""The forward tensors are step charts, keyed as on the chapter-3 pages."""
 
 
 def draw(view: View) -> None:
@@ -77,18 +78,27 @@ def draw(view: View) -> None:
 
     st.header("3. Derived by hand, checked against autograd")
     if gradients is not None:
-        check_part(data.checks_of(config, loss_config))
+        _told(lambda: check_part(data.checks_of(config, loss_config)))
 
     st.header("4. A few steps of training")
     if gradients is not None:
         training_part(view, loss_config)
 
     st.header("5. Why √d_k, from the gradient's side")
-    scaling_part(view)
+    _told(lambda: scaling_part(view))
 
     st.header("6. FlashAttention's backward pass, tile by tile")
     if gradients is not None:
         flash_part(view, loss_config)
+
+
+def _told(part: Callable[[], None]) -> None:
+    """Draw ``part``; if the server has no room for it now (`BudgetError`, a
+    `ConfigError`), say so in its place and go on with the page."""
+    try:
+        part()
+    except ConfigError as error:
+        st.error(literal.markdown(str(error)))
 
 
 # ---------------------------------------------------------------------------
@@ -164,7 +174,7 @@ def gradients_part(view: View, gradients: Gradients) -> None:
     trace, c = view.trace, view.config
     st.markdown("Read from the top: the loss's gradient dL/dO flows back through each step. "
                 "Left, the tensor of the forward pass; right, the loss's gradient with respect "
-                "to it, the same shape. Click a gradient's cell to see its terms.")
+                "to it, the same shape. Click a cell of either to see the gradient's terms.")
     head = head_picker(view)
     query = query_picker(view, "Query row of the softmax's Jacobian")
     for name in gradients:
@@ -174,15 +184,15 @@ def gradients_part(view: View, gradients: Gradients) -> None:
         st.latex(bf.gradient_latex(gradients, name))
         left, right = st.columns(2)
         shown = head if gradients.per_head(name) else 0
-        with left:
-            component.show(figures.heatmap_chart(trace, name, shown, columns=2,
-                                                 follows_view=False), key=FORWARD_KEY + name)
+        cell = explained(view, gradients, name, shown)
+        with left:  # a click on the tensor explains its gradient's cell, the same position
+            component.show(figures.heatmap_chart(trace, name, shown, marked_cell=cell,
+                                                 columns=2, follows_view=False),
+                           key=FORWARD_KEY + name, on_click=partial(_clicked, name, shown))
         with right:
-            component.show(bf.gradient_chart(gradients, name, shown,
-                                             marked_cell=explained(view, gradients, name, shown),
+            component.show(bf.gradient_chart(gradients, name, shown, marked_cell=cell,
                                              columns=2),
                            key=CHART_KEY + name, on_click=partial(_clicked, name, shown))
-        cell = explained(view, gradients, name, shown)
         if cell is not None:
             explanation_box(explain_gradient(gradients, name, *cell, head=shown))
         if name == ("masked_scores" if c.causal else "scaled_scores"):

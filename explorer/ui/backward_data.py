@@ -35,6 +35,7 @@ from explorer.lessons.backward.saturation import (GradientScaling, Saturation,
 from explorer.lessons.backward.settings import (DEFAULT_LEARNING_RATE, LossConfig,
                                                 TrainingConfig, parse_setting)
 from explorer.lessons.backward.training import TrainingRun, train
+from explorer.lessons.experiments import SCALING_DIMS, SCALING_SAMPLES
 from explorer.modern.flash_backward import FlashBackward, backward_tile_steps, flash_backward_of
 from explorer.modern.attention import check_tiles
 from explorer.server import budget
@@ -176,11 +177,18 @@ def flash_of(config: AttentionConfig, loss_config: LossConfig, block_q: int, blo
                                what="FlashAttention's backward pass")
 
 
+SCALING_WORK_BYTES = 4 * 8 * SCALING_SAMPLES * max(SCALING_DIMS)
+"""The √d_k curves draw, for the largest d_k, float64 queries and keys of
+`SCALING_SAMPLES` pairs each, and their product: four such tensors at once
+(128 MiB); whatever the sentence, the samples are the same count."""
+
+
 def scaling_of(seed: int, n_keys: int) -> tuple[GradientScaling, Saturation]:
     """Why √d_k from the gradient's side, for ``n_keys`` keys per query:
     `gradient_scaling_curves` and `saturation_curve` of ``seed`` (a few numbers)."""
     return cached_model_result(("backward-scaling", seed, n_keys),
-                               partial(_scaling, seed, n_keys), 0)
+                               partial(_scaling, seed, n_keys), SCALING_WORK_BYTES,
+                               what="the √d_k curves")
 
 
 def _scaling(seed: int, n_keys: int) -> tuple[GradientScaling, Saturation]:

@@ -59,7 +59,7 @@ def test_the_page_opens_with_every_part_and_no_error(opened):
     assert found[1].startswith("✓ FlashAttention's dQ, dK and dV equal")
     keys = set(all_charts(at))
     grads = backward(compute_trace(DEFAULT), compute_loss(compute_trace(DEFAULT)))
-    assert {f"backward-grad-{n}" for n in grads} | {f"backward-forward-{n}" for n in grads} \
+    assert {f"backward-grad-{n}" for n in grads} | {f"chart-{n}" for n in grads} \
         <= keys
     assert {"backward-logits", "backward-grad-logits", "backward-jacobian",
             "backward-loss-curve", "backward-train-weights", "backward-scaling-jacobian",
