@@ -144,8 +144,20 @@ _PROJECTIONS = {"queries": ("Q", "W_query", "b_query"), "keys": ("K", "W_key", "
 
 
 def _given(x: _Cell) -> Explanation:
-    """A number read from the checkpoint or caught from the model's pass."""
-    return x.at(f"{x.chart}[{x.row}, {x.col}]", _ORIGIN.get(x.chart, "given"), GIVEN, ())
+    """A number read from the checkpoint or caught from the model's pass; a head's
+    slice of a weight named by its place in the whole matrix (W_query[j, h·e + c])."""
+    e = x.config.head_dim
+    row, col, note = x.row, x.col, ""
+    if x.chart in ("W_query", "b_query", "W_key", "W_value", "b_key", "b_value"):
+        head = x.h if x.chart.endswith("query") else x.kv
+        col = head * e + x.col
+        kind = "query" if x.chart.endswith("query") else "K/V"
+        note = f"Column {x.col} of the slice: {kind} head {head}'s columns start at {head * e}."
+    elif x.chart == "W_out":
+        row = x.h * e + x.row
+        note = f"Row {x.row} of the slice: head {x.h}'s rows of W_out start at {x.h * e}."
+    name = f"{x.chart}[{col}]" if x.chart in ROW_VECTORS else f"{x.chart}[{row}, {col}]"
+    return x.at(name, _ORIGIN.get(x.chart, "given"), GIVEN, (), note=note)
 
 
 def _rms(x: _Cell) -> Explanation:
