@@ -264,8 +264,6 @@ def triangle(t: Tensor) -> str | None:
         return None
     n = t.shape[-1]
     flat = t.detach().reshape(-1, n, n)
-    if not bool((flat == flat[:1]).all()) and not (t.is_floating_point()):
-        return None
     ones = torch.ones(n, n, dtype=torch.bool)
     if t.dtype == torch.bool or bool(((flat == 0) | (flat == 1)).all()):
         if not bool((flat == flat[:1]).all()):
@@ -334,6 +332,14 @@ def _causal(module: nn.Module, causal: bool | None) -> tuple[bool, str]:
         return causal, f"as you said (causal={causal})"
     why = causal_evidence(module)
     return bool(why), why
+
+
+def _outer_causal(module: nn.Module, causal: bool | None) -> tuple[bool | None, str]:
+    """What a module that holds the attention's parts (its heads, its one child)
+    says of causal for them: (``causal`` to read them with, why), (None, "") when
+    it says nothing and each part speaks for itself."""
+    causal, why = _causal(module, causal)
+    return (causal, why) if why else (None, "")
 
 
 def _read_torch_mha(mha: nn.MultiheadAttention, causal: bool | None) -> LearnerWeights:
@@ -476,8 +482,7 @@ def _read_wrapped_mha(module: nn.Module, name: str, mha: nn.MultiheadAttention,
 def _read_heads(module: nn.Module, heads, causal: bool | None) -> LearnerWeights:
     """``MultiHeadAttentionWrapper``: each head's W side by side, head h in
     columns ``h*head_dim:(h+1)*head_dim`` (as ``torch.cat(..., dim=-1)`` lays them out)."""
-    if causal is None and causal_evidence(module):
-        causal = True
+    causal, why = _outer_causal(module, causal)
     read = [read_weights(head, causal, 1) for head in heads]
     if any(r.n_heads != 1 for r in read) or len({(r.d_in, r.d_k, r.d_v) for r in read}) != 1:
         raise CheckError("module", f"{type(module).__name__}.heads must hold single-head modules "
@@ -495,7 +500,8 @@ def _read_heads(module: nn.Module, heads, causal: bool | None) -> LearnerWeights
         **{name: side_by_side(name) for name in
            ("W_query", "W_key", "W_value", "b_query", "b_key", "b_value")},
         n_heads=len(read), causal=first.causal, dropout=max(first.dropout, _dropout_p(module)),
-        training=module.training, causal_why=first.causal_why and f"each head: {first.causal_why}",
+        training=module.training,
+        causal_why=why or (first.causal_why and f"each head: {first.causal_why}"),
         heads_why=f"{len(read)} modules in its heads", sources=[s for r in read for s in r.sources],
         found=[f"heads: {len(read)} × {type(heads[0]).__name__}, each with "
                + ", ".join(first.found), "their weights side by side, as torch.cat(..., dim=-1)"])
@@ -666,18 +672,15 @@ def _read_child(module: nn.Module, child: nn.Module, causal: bool | None,
     """A module whose one child with parameters is the attention (d2l's decoder
     block holding ``self.attention``): the child's weights, with the outer
     module's say on causal and heads first."""
-    if causal is None and causal_evidence(module):
-        causal = True
-    if n_heads is None and heads_evidence(module) is not None:
-        n_heads = heads_evidence(module)[0]
+    causal, why = _outer_causal(module, causal)
+    outer_heads = heads_evidence(module) if n_heads is None else None
     name = next(k for k, c in module.named_children() if c is child)
-    weights = read_weights(child, causal, n_heads)
-    weights.found[0] = f"{name}: {weights.found[0]}"
-    if not weights.causal_why or weights.causal_why.startswith("the class name") and \
-            causal_evidence(module):
-        weights.causal_why = causal_evidence(module) if causal is None or not weights.causal_why \
-            else weights.causal_why
-    weights.training = module.training
+    weights = read_weights(child, causal, n_heads if outer_heads is None else outer_heads[0])
+    for reading in (weights, *weights.alternatives):
+        reading.found[0] = f"{name}: {reading.found[0]}"
+        reading.causal_why = why or reading.causal_why
+        reading.heads_why = outer_heads[1] if outer_heads else reading.heads_why
+        reading.training = module.training
     return weights
 
 
@@ -830,7 +833,7 @@ class _Recorder(TorchFunctionMode):
         shape = triangle(t)
         if shape is not None:
             what = "a triangular mask" if shape in ("lower", "upper") else \
-                f"scores {shape.replace('masked', 'masked with −∞')} the diagonal"
+                f"−∞ {shape.split()[1]} the diagonal (a mask, or masked scores)"
             self.causal_seen = f"forward makes {what}, {tuple(t.shape)}"
 
 
