@@ -110,8 +110,8 @@ def picker(name: str, label: str, options: Sequence[str], value: int | None, *,
 
 def _picked(key: str, on_pick: Callable[[int | None], None]) -> None:
     picked = getattr(st.session_state.get(key), "pick", None)
-    if picked is not None:
-        on_pick(None if picked < 0 else int(picked))
+    if type(picked) is int:  # a choice's index, -1 for none (a forged value is ignored)
+        on_pick(None if picked < 0 else picked)
 
 
 def _clicked(key: str, on_click) -> None:

@@ -282,8 +282,13 @@ def _explained(view: ModernView, head: int, key: str, position: int) -> Explanat
 
 
 def _clicked(key: str, cell: dict[str, int]) -> None:
-    """A click on chart ``key``: explain that cell (the ``modern_cell`` entry)."""
-    state.put("modern_cell", (key, cell["row"], cell["col"]))
+    """A click on chart ``key``: explain that cell (the ``modern_cell`` entry).
+    A click naming no cell (a forged message) is ignored with a message."""
+    where = [cell.get(k) for k in ("row", "col")] if isinstance(cell, dict) else []
+    if len(where) != 2 or not all(type(v) is int and v >= 0 for v in where):
+        state.problems()["modern_cell"] = "Ignored a click on a chart that named no cell."
+        return
+    state.put("modern_cell", (key, *where))
     state.changed()
 
 

@@ -40,6 +40,13 @@ def draw(name: str, *, on_change: Callable[..., None] | None = None, args: tuple
     common = {"label": more.pop("label", entry.label), "key": name,
               "help": more.pop("help", entry.help) or None,
               "on_change": on_change or state.changed, "args": args, **more}
+    return _guarded(name, common["label"], lambda: _widget(name, kind, common, options,
+                                                          format_func, style))
+
+
+def _widget(name: str, kind: Any, common: dict[str, Any], options: Sequence[Any] | None,
+            format_func: Callable[[Any], str] | None, style: str) -> Any:
+    """Entry ``name``'s Streamlit widget (see `draw`)."""
     if isinstance(kind, (Number, Steps)) and (options is not None or isinstance(kind, Steps)):
         shown = list(kind.options if options is None else options)
         return st.select_slider(options=shown, format_func=format_func or _number, **common)
@@ -65,7 +72,33 @@ def draw(name: str, *, on_change: Callable[..., None] | None = None, args: tuple
             return st.segmented_control(options=shown, format_func=label, required=True,
                                         **common)
         return st.selectbox(options=shown, format_func=label, **common)
-    raise TypeError(f"{name} has no widget of its own")
+    raise LookupError(f"{name} has no widget of its own")
+
+
+FORGED = (TypeError, ValueError, IndexError, KeyError, OverflowError)
+"""What Streamlit raises reading a widget value no browser of this page sends
+(text for a number, an index past the options): a forged message."""
+
+
+def _guarded(name: str, label: str, widget: Callable[[], Any]) -> Any:
+    """``widget()``; when the value the session holds for it cannot be read
+    (`FORGED`), forget that value, say so at the top of the page and run the
+    page again from the entry's own value (issue 41: a forged value on the
+    Modern page raised a TypeError). Once: if the next run cannot read it
+    either, the error is raised."""
+    try:
+        return widget()
+    except FORGED as error:
+        message = (f"Ignored a value for “{label}” that this page never sends "
+                   f"({type(error).__name__}); it is back to its default.")
+        if state.problems().get(name) == message:  # forgetting it did not help
+            raise
+        state.problems()[name] = message
+        try:
+            del st.session_state[name]
+        except (KeyError, *FORGED):
+            pass
+        st.rerun()
 
 
 def _with_value(name: str) -> state.Entry:
@@ -97,8 +130,10 @@ def index(name: str, count: int, word: str, *, labels: Sequence[str] | None = No
               "format_func": lambda i: none if i is None else names[i],
               "on_change": more.pop("on_change", state.changed), **more}
     if buttons and none is None and count <= MAX_BUTTONS:
-        return st.segmented_control(options=options, required=True, **common)
-    return st.selectbox(options=options, placeholder=none, **common)
+        return _guarded(name, common["label"], lambda: st.segmented_control(
+            options=options, required=True, **common))
+    return _guarded(name, common["label"], lambda: st.selectbox(options=options,
+                                                                placeholder=none, **common))
 
 
 def group(page: str, which: str, values: dict[str, Any],
