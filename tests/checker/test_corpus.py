@@ -34,12 +34,13 @@ N_TOKENS = len(tokenize(JOURNEY_SENTENCE))
 CONTEXT = N_TOKENS + CONTEXT_MARGIN
 
 
-def build(case: Case, seed: int = 123) -> torch.nn.Module:
+def build(case: Case, seed: int = 123, qkv_bias: bool = False) -> torch.nn.Module:
     """The case's class as the command line builds it (`build_module`), weights redrawn
     N(0, 0.5²) from a local generator so that no bias is 0 by chance, in eval() mode."""
     sizes = case.build_sizes()
     module = build_module(case.cls, d_in=sizes["d_in"], d_out=sizes["d_out"],
-                          num_heads=sizes["num_heads"], context_length=CONTEXT, seed=seed)
+                          num_heads=sizes["num_heads"], context_length=CONTEXT, seed=seed,
+                          qkv_bias=qkv_bias)
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in module.parameters():
@@ -94,10 +95,11 @@ def test_the_corpus_is_half_right_half_broken_and_names_its_styles():
     assert all(c.seen and (c.right or c.mistake) for c in CASES)
 
 
+@pytest.mark.parametrize("qkv_bias", [False, True], ids=["no bias", "qkv_bias"])
 @pytest.mark.parametrize("name", [c.name for c in CASES])
-def test_each_entrys_truth_is_the_books_class_with_its_weights(name):
+def test_each_entrys_truth_is_the_books_class_with_its_weights(name, qkv_bias):
     case = BY_NAME[name]
-    module = build(case)
+    module = build(case, qkv_bias=qkv_bias)
     book = book_twin(case, module)
     x = two_sentences(case.build_sizes()["d_in"])
     theirs, ours = run(module, x), run(book, x)
@@ -106,7 +108,7 @@ def test_each_entrys_truth_is_the_books_class_with_its_weights(name):
         theirs, ours, atol=1e-5)
     assert same == case.right, (theirs, ours)
     if case.right:  # a second seed, and a longer sentence than the first: the same
-        module = build(case, seed=5)
+        module = build(case, seed=5, qkv_bias=qkv_bias)
         x = torch.randn((2, N_TOKENS + 2, case.build_sizes()["d_in"]),
                         generator=torch.Generator().manual_seed(8))
         assert torch.allclose(run(module, x), run(book_twin(case, module), x), atol=1e-5)
@@ -127,10 +129,11 @@ def expect(case: Case, report) -> None:
         assert report.first_difference.since == case.since, report.text()
 
 
+@pytest.mark.parametrize("qkv_bias", [False, True], ids=["no bias", "qkv_bias"])
 @pytest.mark.parametrize("name", [c.name for c in CASES])
-def test_the_api_gives_each_entry_its_verdict_and_first_step(name):
+def test_the_api_gives_each_entry_its_verdict_and_first_step(name, qkv_bias):
     case = BY_NAME[name]
-    expect(case, check_module(build(case)))
+    expect(case, check_module(build(case, qkv_bias=qkv_bias)))
 
 
 def cli_args(case: Case, *more: str) -> list[str]:
