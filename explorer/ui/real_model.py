@@ -128,6 +128,10 @@ def settings() -> ModelView | None:
                 trace = _decoder_trace(model, key, label, values["sentence"], layer)
                 context = Context(trace, trace.config, model.n_layers)
                 shown_values = {**values, **state.resolve(MODEL_PAGE, context, DECODER_VALUES)}
+                last = shown_values["new_tokens"] - 1  # the link says the token shown
+                if shown_values["generated"] > last:
+                    state.put("generated", last)
+                    shown_values["generated"] = last
             else:
                 trace = _trace(model, key, label, values["sentence"], layer)
                 context = Context(trace, trace.config, model.n_layers,

@@ -316,3 +316,10 @@ def test_a_click_on_the_grid_opens_that_layer_and_head(llama_dir, handlers):
                                hs.steps["attn_weights"], atol=1e-6)
     habits = next(t.value for t in at.dataframe if "first token" in t.value.columns)
     assert len(habits) == 8
+
+
+def test_fewer_tokens_than_the_generated_token_shown_shows_the_last_and_links_it(llama_dir):
+    at = open_model(llama_dir, {"new_tokens": "3", "generated": "7"})
+    assert not at.exception
+    assert at.select_slider(key="generated").value == 2  # the third and last token
+    assert query_of(page_link(at))["generated"] == "2"
