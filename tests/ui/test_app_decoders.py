@@ -323,3 +323,12 @@ def test_fewer_tokens_than_the_generated_token_shown_shows_the_last_and_links_it
     assert not at.exception
     assert at.select_slider(key="generated").value == 2  # the third and last token
     assert query_of(page_link(at))["generated"] == "2"
+
+
+def test_the_generation_settings_are_the_backends_bounds():
+    from explorer.models.generation import GENERATION_SECONDS, MAX_NEW_TOKENS
+    from explorer.ui.state import ENTRIES
+    # entries.py cannot import the generation module (it imports transformers): checked here.
+    assert ENTRIES["new_tokens"].kind.bounds == (1, MAX_NEW_TOKENS)
+    assert ENTRIES["generated"].kind.bounds == (0, MAX_NEW_TOKENS - 1)
+    assert f"after {GENERATION_SECONDS:g} seconds" in ENTRIES["new_tokens"].help
