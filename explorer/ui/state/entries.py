@@ -19,6 +19,7 @@ from explorer.checker.learner import class_name_problem
 from explorer.checker.listings import (DEFAULT_SIZES, MULTI_HEAD_ATTENTION,
                                        MULTI_HEAD_ATTENTION_CLASS)
 from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
+from explorer.models import explain as decoder_explain
 from explorer.lessons.experiments import MAX_SHUFFLES
 from explorer.lessons.presets import JOURNEY_SENTENCE, PRESETS
 from explorer.lessons.pages import CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
@@ -343,13 +344,24 @@ _ENTRIES: list[Entry] = [
                                                  for c in MODEL_CHOICES.values()),
           group=PAGE_OWN, default=DEFAULT_MODEL, always_linked=True),
     Entry("folder", Text(placeholder="/path/to/model"), ONLY({MODEL_PAGE}), "Folder",
-          "A folder written by model.save_pretrained(folder) for a GPT-2 or BERT model "
+          "A folder written by model.save_pretrained(folder) for a GPT-2, BERT, Llama, "
+          "Mistral, Qwen2, Qwen3 or Gemma 3 (text) model "
           "(config.json and model.safetensors), with its tokenizer files to read text, e.g. "
           "from `python -m explorer.models download gpt2 --to models/`. It never goes into "
           "the link.", group=PAGE_OWN, default="", linked=False,
           shown_if=lambda values: values.get("model") == FOLDER),
     Entry("layer", Index(), ONLY({MODEL_PAGE}), "Layer to show", default=0,
           allowed=lambda c: range(c.n_layers) if c.n_layers else None),
+    # A Llama-family model's own view values (`explorer.ui.real_model`): the explained
+    # cell of its charts, the tokens to generate (at most explorer.models.generation's
+    # MAX_NEW_TOKENS, 32) and the generated token shown
+    Entry("decoder_cell", ChartCell(decoder_explain.CHARTS), ONLY({MODEL_PAGE}), default=None,
+          widget=False),
+    Entry("new_tokens", Number(low=1, high=32), ONLY({MODEL_PAGE}), "Tokens to generate",
+          "Greedy, seeded: the most likely token each time; the generation also stops at the "
+          "model's end-of-sequence token or after 20 seconds.", default=8),
+    Entry("generated", Number(low=0, high=31), ONLY({MODEL_PAGE}), "Generated token",
+          default=0),
     # The Check your code page's own settings: the class is built as the book builds
     # chapter 3's classes, nn.Module(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
     Entry("check_class", ClassName(), ONLY({CHECK_PAGE}), "Class to check",
@@ -450,6 +462,7 @@ ACTIONS: dict[str, str] = {
     "check-": "the Check my code button and the report's charts",
     "picker-": "a picker of the view drawn by chart.js (the query token, the head)",
     "modern-": "a chart of the Modern attention page",
+    "decoder-": "a chart of a Llama-family layer on the Real model page (a click explains a cell)",
     "backward-": "a chart or a slider of the Backward pass page",
 }
 """Key prefixes of widgets that hold no setting: buttons, charts, tables and
