@@ -287,11 +287,14 @@ class CheckReport:
 
     def findings(self) -> list[tuple[str, str]]:
         """What follows the summary, as (label, text): ``"First difference"``,
-        ``"Diagnosis"`` (when it differs), each ``"Warning"`` and each ``"Note"``."""
+        ``"Diagnosis"`` (when it differs; with a "?" verdict, where the numbers
+        leave the uncertain reading, and no diagnosis), each ``"Warning"`` and
+        each ``"Note"``."""
         out = []
         if self.first_difference is not None:
-            out.append(("First difference", str(self.first_difference)))
-        if self.diagnosis or not self.ok:
+            out.append(("Where your numbers leave that reading" if self.uncertain else
+                        "First difference", str(self.first_difference)))
+        if self.diagnosis or not (self.ok or self.uncertain):
             out.append(("Diagnosis", self.diagnosis or NO_DIAGNOSIS))
         return (out + [("Warning", text) for text in self.warnings]
                 + [("Note", note) for note in self.notes])
@@ -1318,7 +1321,7 @@ def _uncertain(module: nn.Module, weights: LearnerWeights, queries_read: bool,
     if not weights.heads_known:
         reasons.append("no head count was found (no num_heads, n_head, n_heads, heads or nhead "
                        "attribute, no head axis in the tensors forward makes), so 1 was "
-                       f"assumed; say how many with {spell(interface, n_heads=2)}")
+                       f"assumed; say how many with {spell(interface, n_heads='N')}")
     unread = unread_parameters(module, weights)
     if unread:
         reasons.append(f"the check could not place {', '.join(unread[:4])}"

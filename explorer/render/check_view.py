@@ -31,12 +31,14 @@ from explorer.render.payload import Chart
 from explorer.render.export import chart_div, mount_script, plotly_script
 from explorer.render.figures import matrix_chart, shared_range
 from explorer.core.steps import STEPS
-from explorer.checker.verdicts import DIFFERS, MATCH
+from explorer.checker.verdicts import DIFFERS, MATCH, UNSURE
 
 if TYPE_CHECKING:  # the checker imports this module when a notebook shows a report
     from explorer.checker.check import CheckReport
 
 _COLOURS = {MATCH: "#1a7f37", DIFFERS: "#cf222e"}
+_UNSURE_COLOUR = "#57606a"
+"""A "?" verdict (the check is not sure of its reading) and a step not seen: grey."""
 _CELL = "border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left"
 
 
@@ -76,7 +78,7 @@ def difference_charts(report: CheckReport) -> list[Chart]:
 def _table(report: CheckReport) -> str:
     rows = []
     for row, result in zip(report.rows(), report.steps):
-        colour = _COLOURS.get(result.status, "#57606a")
+        colour = _COLOURS.get(result.status, _UNSURE_COLOUR)
         rows.append(f'<tr><td style="{_CELL}"><code>{literal.html(row["step"])}</code></td>'
                     f'<td style="{_CELL}; color: {colour}; font-weight: bold">'
                     f'{row["result"]}</td><td style="{_CELL}">'
@@ -112,7 +114,8 @@ def report_html(report: CheckReport, charts: bool = True, plotly: bool | None = 
     (False); None: only the first fragment with charts of this process does,
     as a notebook needs it once."""
     global _plotly_sent
-    colour = _COLOURS[MATCH if report.ok else DIFFERS]
+    colour = _COLOURS.get(MATCH if report.ok else UNSURE if report.uncertain else DIFFERS,
+                          _UNSURE_COLOUR)
     parts = [f'<p style="color: {colour}; font-weight: bold">{literal.html(report.summary())}</p>',
              f"<p><b>{literal.html(report.module)}</b>: "
              f"{'<br>'.join(literal.html(line) for line in report.settings)}</p>",

@@ -305,4 +305,30 @@ def test_a_guessed_head_count_gives_no_cross():
     assert not report.ok and report.uncertain.startswith("no head count was found")
     assert report.summary().startswith("? Cannot tell whether it matches: no head count was found")
     assert "✗" not in report.text() and report.step("output").status == UNSURE
+    assert "Diagnosis" not in report.text()
     assert check_module(built(NoHeadCount), n_heads=2).ok  # stated: it matches
+
+
+NO_HEAD_COUNT = """import torch, torch.nn as nn, torch.nn.functional as F
+class NoHeadCount(nn.Module):
+    def __init__(self, d_in, d_out, num_heads):
+        super().__init__()
+        self.groups, self.qkv, self.out = num_heads, nn.Linear(d_in, 3 * d_out), nn.Linear(d_out, d_out)
+    def forward(self, x):
+        b, n, _ = x.shape
+        q, k, v = (t.view(b, n, self.groups, -1).transpose(1, 2)
+                   for t in self.qkv(x).split(self.out.in_features, dim=-1))
+        y = F.scaled_dot_product_attention(q, k, v)
+        return self.out(y.transpose(1, 2).reshape(b, n, -1))
+"""
+
+
+def test_the_command_line_exits_2_on_a_guess_and_0_once_told(tmp_path, capsys):
+    from explorer.__main__ import CANNOT_CHECK, OK, main
+
+    (tmp_path / "mine.py").write_text(NO_HEAD_COUNT)
+    assert main(["check", f"{tmp_path / 'mine.py'}:NoHeadCount"]) == CANNOT_CHECK
+    out = capsys.readouterr().out
+    assert "? Cannot tell whether it matches: no head count was found" in out
+    assert "say how many with --n_heads N" in out
+    assert main(["check", f"{tmp_path / 'mine.py'}:NoHeadCount", "--n_heads", "2"]) == OK
