@@ -80,7 +80,9 @@ class LoadedModel:
       the query heads share; = n_heads in GPT-2 and BERT).
     - ``max_tokens``: the most tokens one input may have (the model's positions,
       at most 512); ``vocab_size``: ids must lie in ``[0, vocab_size)``.
-    - ``tokenizer``: the model's own tokenizer, or None (then only ids are read).
+    - ``tokenizer``: the model's own tokenizer, or None (then only ids are read);
+      ``tokenizer_problem``: why tokenizer files that were there are unusable
+      ("" when there were none).
     - ``memory_bytes``: bytes of the parameters and buffers; ``dtype``: the
       weights' (``"float32"``; a Llama-family model keeps what it ships in, e.g.
       ``"bfloat16"``).
@@ -107,6 +109,7 @@ class LoadedModel:
     n_kv_heads: int = 0
     head_width: int = 0
     dtype: str = "float32"
+    tokenizer_problem: str = ""
 
     def __post_init__(self) -> None:
         if not self.n_kv_heads:  # one K/V head per query head (GPT-2, BERT)
@@ -356,8 +359,9 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "vocab.txt")
 merges.txt; BERT: vocab.txt; either: tokenizer.json)."""
 
 
-def _tokenizer(location: str, local_files_only: bool) -> Any:
-    """The model's tokenizer, or None when the location holds none.
+def _tokenizer(location: str, local_files_only: bool) -> tuple[Any, str]:
+    """The model's tokenizer and "", or None and why: "" when the location holds
+    none, else what makes the files there unusable.
 
     transformers 5 builds an empty tokenizer (special tokens only) when the
     files are missing, so a folder must hold one of `TOKENIZER_FILES` and the
@@ -366,15 +370,17 @@ def _tokenizer(location: str, local_files_only: bool) -> Any:
     """
     folder = Path(location)
     if folder.is_dir() and not any(_is_file(folder / name) for name in TOKENIZER_FILES):
-        return None
+        return None, ""
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(
             location, local_files_only=local_files_only, trust_remote_code=False)
-    except Exception:  # noqa: BLE001 - any failure means: no usable tokenizer here
-        return None
+    except Exception as error:  # noqa: BLE001 - any failure means: no usable tokenizer here
+        return None, (f"its tokenizer files could not be read ({type(error).__name__}: "
+                      f"{str(error)[:200]})" if folder.is_dir() else "")
     if len(tokenizer) <= len(set(tokenizer.all_special_tokens)):
-        return None
-    return tokenizer
+        return None, ("its tokenizer files hold no vocabulary beyond the special tokens"
+                      if folder.is_dir() else "")
+    return tokenizer, ""
 
 
 def _memory_bytes(module: torch.nn.Module) -> int:
@@ -412,12 +418,13 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
     module = _weights(arch, config, location, local_files_only)
     c = module.config
     decoder = arch.family == "decoder"
+    tokenizer, tokenizer_problem = _tokenizer(location, local_files_only)
     return LoadedModel(
         name=name, source=source, location=location, architecture=arch.name,
         n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads, d_model=c.hidden_size,
         causal=arch.causal(c), max_tokens=min(MAX_TOKENS, c.max_position_embeddings),
         vocab_size=c.vocab_size, memory_bytes=_memory_bytes(module), module=module,
-        tokenizer=_tokenizer(location, local_files_only),
+        tokenizer=tokenizer, tokenizer_problem=tokenizer_problem,
         n_kv_heads=sizes.n_kv_heads if decoder else 0,
         head_width=sizes.head_dim if decoder else 0,
         dtype=str(next(module.parameters()).dtype).removeprefix("torch."))

@@ -141,6 +141,12 @@ def _tokenize(model: Any, text: Any) -> list[int]:
     if len(text) > MAX_SENTENCE_CHARS:
         raise ModelError("text", f"text must be at most {MAX_SENTENCE_CHARS:,} characters "
                                  f"(got {len(text):,})")
+    if model.tokenizer is None and getattr(model, "tokenizer_problem", ""):
+        raise ModelError("text", f"{model.name!r} has tokenizer files, but they are unusable: "
+                                 f"{model.tokenizer_problem}. So it cannot read text: pass "
+                                 "input_ids=[...] instead, or replace them with the model's "
+                                 "own (tokenizer.json, or vocab.json + merges.txt for GPT-2, "
+                                 "vocab.txt for BERT)")
     if model.tokenizer is None:
         raise ModelError("text", f"{model.name!r} was loaded without a tokenizer (no "
                                  "tokenizer files came with its weights), so it cannot read "
