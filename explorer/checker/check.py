@@ -538,12 +538,18 @@ def _inputs(d_in: int, sentence: str | None, inputs: Any, seed: int
             ", every batch item checked" if x.dim() == 3 and x.shape[0] > 1 else "")
     sentence = JOURNEY_SENTENCE if sentence is None else sentence
     config = AttentionConfig(sentence=sentence, d_in=d_in, d_k=1, d_v=1, seed=seed)
-    if sentence == JOURNEY_SENTENCE and d_in == 3:
+    if _book_vectors(sentence, d_in):
         return (torch.tensor(JOURNEY_INPUTS), config.tokens,
                 "the book's hand-picked vectors for this sentence (§3.3.1)")
     return (embed(config)[0], config.tokens,
             f"nn.Embedding({config.vocab_size:,}, {d_in}) looked up by token id, after "
             f"torch.manual_seed({seed}) (the app's embedding=table)")
+
+
+def _book_vectors(sentence: str | None, d_in: int) -> bool:
+    """Whether X is the book's hand-picked vectors (§3.3.1): the journey sentence
+    with d_in = 3."""
+    return sentence in (None, JOURNEY_SENTENCE) and d_in == 3
 
 
 def _validate(weights: LearnerWeights, x: Tensor, tokens: list[str]) -> None:
@@ -569,13 +575,14 @@ BATCH = 2
 the check's batch of two holds two different sentences (`second_sentence`)."""
 
 
-def second_sentence(x: Tensor, seed: int, where: str) -> Tensor:
+def second_sentence(x: Tensor, seed: int, book_vectors: bool) -> Tensor:
     """The batch's second sentence: as many tokens as X (n, d_in), each vector
     drawn from ``torch.Generator().manual_seed(seed + 1)`` as X's were (uniform
-    in [0, 1) like the book's hand-picked vectors, else normal like an
-    nn.Embedding table's rows), so that code mixing the batch's items shows."""
+    in [0, 1) like the book's hand-picked vectors when ``book_vectors``, else
+    normal like an nn.Embedding table's rows), so that code mixing the batch's
+    items shows."""
     generator = torch.Generator().manual_seed((seed + 1) % 2**63)
-    draw = torch.rand if "hand-picked" in where else torch.randn
+    draw = torch.rand if book_vectors else torch.randn
     return draw(tuple(x.shape), generator=generator)
 
 
@@ -1115,7 +1122,8 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     """`check_module` without its limits."""
     weights = read_weights(module, causal, n_heads)
     x, tokens, where = _inputs(weights.d_in, sentence, inputs, seed)
-    second = None if inputs is not None else second_sentence(x, seed, where)
+    second = None if inputs is not None else second_sentence(
+        x, seed, _book_vectors(sentence, weights.d_in))
     n = x.shape[-2]
     dropout_on = _dropout_compared(weights, dropout_seed)
 
