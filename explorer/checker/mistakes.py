@@ -73,6 +73,12 @@ def _softmax_over(dim: int) -> dict[str, dict]:
     return {"NORMALIZERS": {"softmax": lambda scores: torch.softmax(scores, dim=dim)}}
 
 
+def _divided_by_root_of(width: Callable[[Sizes], int]) -> Callable[[Sizes], dict]:
+    """The swap of a scaling by √width(sizes) for the book's √head_dim."""
+    return lambda s: {"scale_scores": lambda scores, head_dim, scale:
+                      scores / math.sqrt(width(s))}
+
+
 def _split_with_view(x: Tensor, n_heads: int) -> Tensor:
     """(..., n, d) -> (..., n_heads, n, d // n_heads) by ``.view`` alone: the
     rows of head 0 are the first n·head_dim numbers of X·W, whatever token they
@@ -124,23 +130,18 @@ MISTAKES: dict[str, Mistake] = {m.slug: m for m in [
             lambda s: f"the scores are divided by √d_in ({_sqrt(s.d_in)}, the width of the "
                       f"inputs) instead of √d_k ({_sqrt(s.head_dim)}, the width of the keys): "
                       f"{_USE_SQRT_D_K}",
-            lambda s: {"scale_scores": lambda scores, head_dim, scale:
-                       scores / math.sqrt(s.d_in)},
-            applies=lambda s: s.d_in != s.head_dim),
+            _divided_by_root_of(lambda s: s.d_in), applies=lambda s: s.d_in != s.head_dim),
     Mistake("scaled_by_d_out",
             lambda s: f"the scores are divided by √d_out ({_sqrt(s.d_k)}) instead of "
                       f"√head_dim ({_sqrt(s.head_dim)}): each head's keys are head_dim = "
                       f"d_out / num_heads wide; {_USE_SQRT_D_K} after the split",
-            lambda s: {"scale_scores": lambda scores, head_dim, scale:
-                       scores / math.sqrt(s.d_k)},
+            _divided_by_root_of(lambda s: s.d_k),
             applies=lambda s: s.n_heads > 1 and s.d_k != s.d_in),
     Mistake("scaled_by_num_heads",
             lambda s: f"the scores are divided by √num_heads ({_sqrt(s.n_heads)}, "
                       f"keys.shape[1] of (b, num_heads, n, head_dim)) instead of √head_dim "
                       f"({_sqrt(s.head_dim)}): {_USE_SQRT_D_K}",
-            lambda s: {"scale_scores": lambda scores, head_dim, scale:
-                       scores / math.sqrt(s.n_heads)},
-            applies=lambda s: s.n_heads > 1),
+            _divided_by_root_of(lambda s: s.n_heads), applies=lambda s: s.n_heads > 1),
     Mistake("softmax_before_scaling",
             lambda s: f"softmax is taken before the scaling: the weights are divided by √d_k "
                       f"({_sqrt(s.head_dim)}) after softmax, so no row sums to 1; divide the "
