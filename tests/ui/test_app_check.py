@@ -215,6 +215,15 @@ def test_a_corpus_sample_gets_the_same_verdict_on_the_page_as_through_the_api(co
         assert at.text[0].value == api.settings[0]  # what was assumed, and why
         if not case.right:
             assert any(t.value.startswith("Diagnosis: ") for t in at.text), name
+    # What the page says it assumes reaches the check: the same verdict as the API's
+    case = BY_NAME["NanoCausalSelfAttention"]
+    api = check_module(build_module(case.cls, d_in=3, d_out=10, num_heads=2,
+                                    context_length=CONTEXT), causal=False, n_heads=5,
+                       interface="app")
+    at = check(SOURCE, check_class=case.name, check_causal="not causal", check_n_heads="5")
+    assert not api.ok and at.error[0].value == api.summary()
+    assert at.text[0].value == ("assumed: not causal (as you said (causal=False)); 5 heads "
+                                "(as you said (n_heads=5))")
 
 
 # ---------------------------------------------------------------------------
