@@ -276,9 +276,9 @@ class CheckReport:
         the first difference and the diagnosis (what the command line prints)."""
         lines = [f"{self.module}: {line}" if i == 0 else f"  {line}"
                  for i, line in enumerate(self.settings)] or [self.module]
-        rows = self.rows()
-        width = max(len(r["step"]) for r in rows) if rows else 4
-        lines += ["", f"  {'step':<{width}}  yours  largest difference"]
+        rows = self.rows()  # (none when the code raised before any step was compared)
+        width = max((len(r["step"]) for r in rows), default=4)
+        lines += ["", f"  {'step':<{width}}  yours  largest difference"] if rows else []
         lines += [f"  {r['step']:<{width}}  {r['result']:<5}  {r['largest difference']}"
                   for r in rows]
         lines += ["", self.summary()]
