@@ -18,13 +18,18 @@ from explorer.render.payload import CHART_DIR, CHART_JS, chart_script
 from explorer.ui import component
 
 
+def bundled_modules() -> list[str]:
+    """The modules in the bundle, in its order (each opens with ``// ---- name ----``)."""
+    return [line.removeprefix("// ---- ").removesuffix(" ----")
+            for line in chart_script().splitlines() if line.startswith("// ---- ")]
+
+
 def test_the_served_bundle_is_the_modules_as_they_are_now():
     # static/explorer-chart.js is committed: a module edited without rebuilding it fails here.
     assert CHART_JS.read_text(encoding="utf-8") == chart_script(), \
         "run: .venv/bin/python -m explorer.render.payload"
     modules = {path.name for path in CHART_DIR.glob("*.js")}
-    assert {line.removeprefix("// ---- ").removesuffix(" ----")
-            for line in chart_script().splitlines() if line.startswith("// ---- ")} == modules
+    assert set(bundled_modules()) == modules
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs Node")
@@ -61,6 +66,9 @@ def test_the_chart_modules_import_each_other_without_a_cycle():
     except graphlib.CycleError as error:
         pytest.fail(f"the chart modules import in a circle: {' -> '.join(error.args[1])}")
     assert order[-1] == "chart.js"  # the entry sits on top of every other module
+    bundled = bundled_modules()
+    for i, name in enumerate(bundled):  # the bundle declares what a module uses before it
+        assert graph[name] <= set(bundled[:i]), (name, graph[name] - set(bundled[:i]))
 
 
 def test_a_circle_of_imports_is_found(tmp_path):
