@@ -13,6 +13,8 @@ from explorer.ui.presets import gallery
 from explorer.ui.render import page_header, token_table
 from explorer.ui.sidebar import settings
 
+# What each page of the menu (`explorer.ui.navigation.PAGES`) shows, as Home lists them (a
+# comment, not a docstring: Streamlit's magic would print a bare string on the page).
 PAGE_SUMMARIES = {
     SIMPLIFIED_PAGE: "no trainable weights, scores are X·Xᵀ (book section 3.3).",
     SELF_ATTENTION_PAGE: "W_query, W_key and W_value, scaled by √d_k (section 3.4).",
@@ -26,7 +28,6 @@ PAGE_SUMMARIES = {
                  "FlashAttention's online softmax, as Llama, Qwen and Mistral compute them.",
     BACKWARD_PAGE: "every gradient of attention, derived by hand and checked against autograd.",
 }
-"""What each page of the menu (`explorer.ui.navigation.PAGES`) shows, as Home lists them."""
 
 
 def page_list() -> str:

@@ -8,7 +8,7 @@ from explorer.lessons.pages import SIMPLIFIED_PAGE
 from explorer.core.steps import visible_steps
 from explorer.core.tokenizer import token_labels
 from explorer.ui.lessons import normalization_comparison, softmax_overflow
-from explorer.ui.render import number_table, query_picker, step_charts, step_page
+from explorer.ui.render import fitted_table, number_table, query_picker, step_charts, step_page
 from explorer.ui.state import View
 
 INTRO = (
@@ -30,7 +30,7 @@ def draw(view: View) -> None:
     st.header(f"One query, written out: “{label}”")
     st.markdown("Its score with every key is a dot product; normalising the row gives "
                 "the weights; the context vector is the weighted sum of the inputs.")
-    number_table(figures.query_table(trace, query))
+    fitted_table(figures.query_table(trace, query))  # its written sums wrap on a phone
     number_table(figures.context_table(trace, query))
 
     st.subheader("Three ways to turn the scores into weights")

@@ -223,9 +223,11 @@ def _matrix_layout(step: Step, title: str, columns: int, shapes: list[dict],
     layout = {
         "title": {"text": literal.plotly(title), "x": 0, "xanchor": "left",
                   "font": {"size": 15 if columns == 1 else 13}},
-        "xaxis": {"title": {"text": step.cols.title}, "type": "category", "side": "bottom",
+        # standoff: air between an axis title and its tick labels (they touched on a phone)
+        "xaxis": {"title": {"text": step.cols.title, "standoff": 8}, "type": "category",
+                  "side": "bottom",
                   "tickangle": -40 if tokens_on_x else 0, "automargin": True},
-        "yaxis": {"title": {"text": step.rows.title}, "type": "category",
+        "yaxis": {"title": {"text": step.rows.title, "standoff": 10}, "type": "category",
                   "autorange": "reversed", "automargin": True},
         "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
         "shapes": shapes, "dragmode": False, "hovermode": "closest",

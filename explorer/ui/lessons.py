@@ -20,7 +20,9 @@ def normalization_comparison(view: View) -> None:
     """Seed 001's question: the same scores turned into weights three ways."""
     traces = {name: cached_trace(view.config.replace(normalization=name))
               for name in OPTION_HELP["normalization"]}
-    number_table(figures.normalization_table(traces, view.query))
+    # one row per key, a column per normalisation: four columns fit a phone's width,
+    # where one column per key hid the last keys and the row sum
+    number_table(figures.normalization_table(traces, view.query).T.rename_axis("key"))
     st.caption(" · ".join(f"**{name}**: {text}" for name, text in
                           OPTION_HELP["normalization"].items()))
 

@@ -21,7 +21,6 @@ import torch
 from explorer.core import literal
 from explorer.modern import attention as modern, explain as modern_explain, verify as modern_verify
 from explorer.render.modern import export as modern_export
-from explorer.render import figures
 from explorer.render.modern import figures as mf
 from explorer.server.budget import BudgetError
 from explorer.core.config import AttentionConfig, ConfigError
@@ -30,7 +29,7 @@ from explorer.modern.attention import ModernConfig, ModernTrace
 from explorer.core.tokenizer import token_labels
 from explorer.ui import cache, component, state, widgets
 from explorer.lessons.pages import MODERN_PAGE
-from explorer.ui.render import explanation_box
+from explorer.ui.render import explanation_box, fitted_table as table
 from explorer.ui.sidebar import Frame
 from explorer.ui.state import Context, View
 
@@ -151,13 +150,6 @@ def part_failed(view: ModernView, part: str) -> bool:
     if message is not None:
         st.error(literal.markdown(f"{message}. The other parts are drawn; this one is not."))
     return message is not None
-
-
-def table(frame) -> None:
-    """A table of the page, as a static table that fits a phone's width (its
-    cells wrap) and has no toolbar over the heading above it; numbers written
-    as the formulas write them (`explorer.render.figures.table_text`)."""
-    st.table(figures.table_text(frame).style.hide(axis="index"))
 
 
 def _trace_key(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, int]) -> tuple:
@@ -440,8 +432,9 @@ def online_softmax(view: ModernView, head: int) -> None:
         "the maximum, what was summed so far is rescaled by the correction exp(m_old − m_new). "
         "At the end O / ℓ is the attention output (FlashAttention-2, Algorithm 1).")
     st.markdown(literal.markdown(skipped_tiles_text(trace)))
-    st.latex(r"m' = \max(m, \mathrm{rowmax}\,S),\quad c = e^{m - m'}")
-    st.latex(r"\ell' = c\,\ell + \mathrm{rowsum}\,e^{S - m'},\quad O' = c\,O + e^{S - m'} V")
+    for line in (r"m' = \max(m, \mathrm{rowmax}\,S)", r"c = e^{m - m'}",  # one a line: a phone
+                 r"\ell' = c\,\ell + \mathrm{rowsum}\,e^{S - m'}", r"O' = c\,O + e^{S - m'} V"):
+        st.latex(line)
     chosen = widgets.index("tile", trace.n_tile_steps, "tile", buttons=False, labels=[
         "query tile {}, key tile {}".format(*trace.tile_of(s)) for s in range(trace.n_tile_steps)])
     q_tile, k_tile = trace.tile_of(chosen)

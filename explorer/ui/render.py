@@ -10,6 +10,7 @@ from functools import partial
 import weakref
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from explorer.lessons import explain
@@ -204,6 +205,16 @@ def number_table(frame) -> None:
                for c, dtype in frame.dtypes.items() if dtype.kind == "f"}
     st.dataframe(figures.table_text(frame), width="stretch", height="content",
                  column_config=numbers)
+
+
+def fitted_table(frame) -> None:
+    """A labelled table that fits a phone's width: static (`st.table`, shown as
+    text), its cells wrap, and no toolbar covers the heading above it; numbers as
+    `number_table` writes them. A frame numbered 0, 1, 2 … is labelled by its first column."""
+    text = figures.table_text(frame)
+    if text.index.equals(pd.RangeIndex(len(text))):
+        text = text.set_index(text.columns[0])
+    st.table(text)
 
 
 def token_table(view: View) -> None:

@@ -11,8 +11,8 @@ from tests.conftest import RUN_COUNTER
 from tests.browser.test_browser import chart_count, page_url, settle
 from tests.browser.test_browser_clarity import CELL_TEXTS
 
-CHARTS = 14
-"""cos, sin, Q before/after, scores before/after, shared K, GQA weights, the two
+CHARTS = 15
+"""cos, sin, Q before/after, scores before/after, shared K, GQA weights, the three
 masks, windowed weights, the decoded row, the tile and its O."""
 
 

@@ -165,9 +165,9 @@ def test_simplified_query_picker_shows_that_tokens_row():
     assert not at.exception
     x = compute_trace(AttentionConfig())["embeddings"]
     scores = x @ x.T
-    table = at.dataframe[0].value  # numbers as the formulas write them: "−0.6150"
+    table = at.table[0].value  # numbers as the formulas write them: "−0.6150"
     np.testing.assert_allclose(read_numbers(table["score ω"]), scores[4].numpy(), atol=1e-4)
-    context = at.dataframe[1].value
+    context = at.dataframe[0].value
     np.testing.assert_allclose(read_numbers(context.iloc[-1]),
                                (torch.softmax(scores[4], -1) @ x).numpy(), atol=1e-4)
     shapes = charts(at)["attn_weights"]["layout"]["shapes"]

@@ -26,6 +26,7 @@ def test_home_lists_every_page_and_says_what_the_defaults_follow():
         if page != HOME_PAGE:
             assert f"**{page}**" in text, page
     assert "pick the sizes in the sidebar" not in text and "folded away" in text
+    assert "explorer.ui.navigation" not in text  # no module text printed by Streamlit's magic
     assert "book's code" not in text and "equal what" not in text
     assert "nn.Embedding(50000, 3)" in text and "torch.randn" in text
     defaults = AttentionConfig()

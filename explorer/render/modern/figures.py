@@ -208,20 +208,20 @@ def _kib(count: int) -> str:
 def cache_table(config: modern.ModernConfig) -> pd.DataFrame:
     """KV-cache bytes per token: the page's sizes (one layer, float32) with its
     K/V heads and with one per query head (multi-head), then named models
-    (bfloat16, every layer)."""
-    rows = []
-    for label, kv in ((f"this page, {config.n_kv_heads} K/V heads", config.n_kv_heads),
-                      (f"this page as multi-head ({config.n_heads} K/V heads)", config.n_heads)):
-        rows.append({"model": label, "layers": 1, "query heads": config.n_heads,
-                     "K/V heads": kv, "head_dim": config.head_dim, "bytes per value": 4,
-                     "cache per token": _kib(modern.kv_cache_bytes_per_token(
-                         1, kv, config.head_dim, 4))})
-    for m in modern.REAL_MODELS:
-        rows.append({"model": m.name, "layers": m.n_layers, "query heads": m.n_heads,
-                     "K/V heads": m.n_kv_heads, "head_dim": m.head_dim, "bytes per value": 2,
-                     "cache per token": _kib(modern.kv_cache_bytes_per_token(
-                         m.n_layers, m.n_kv_heads, m.head_dim, 2))})
-    return pd.DataFrame(rows)
+    (bfloat16, every layer); three columns, the product written out, so that
+    it fits a phone's width."""
+    sizes = [(f"this page, {config.n_kv_heads} K/V heads", 1, config.n_kv_heads,
+              config.head_dim, 4),
+             (f"this page as multi-head ({config.n_heads} K/V heads)", 1, config.n_heads,
+              config.head_dim, 4),
+             *((m.name, m.n_layers, m.n_kv_heads, m.head_dim, 2) for m in modern.REAL_MODELS)]
+    return pd.DataFrame({
+        "model": [name for name, *_ in sizes],
+        "2 (K and V) × layers × K/V heads × head_dim × bytes": [
+            f"2 × {layers} × {kv} × {dim} × {size} B" for _, layers, kv, dim, size in sizes],
+        "cache per token": [_kib(modern.kv_cache_bytes_per_token(layers, kv, dim, size))
+                            for _, layers, kv, dim, size in sizes],
+    })
 
 
 # ---------------------------------------------------------------------------
