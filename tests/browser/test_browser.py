@@ -239,7 +239,7 @@ def test_preset_by_url_then_edit_a_cell_of_x(fresh_server, page: Page):
     column_width = (box["width"] - index_width) / n_cols
     page.mouse.dblclick(box["x"] + index_width + 1.5 * column_width,
                         box["y"] + header_height + row_height / 2)
-    cell_editor = page.locator("input.gdg-input")  # the grid's editor overlay
+    cell_editor = page.locator("textarea.gdg-input")  # the grid's text editor overlay
     cell_editor.fill("3")
     cell_editor.press("Enter")
     settle(page)
