@@ -189,7 +189,7 @@ def test_the_report_holds_every_chart_table_and_check_of_the_view():
         assert f'id="chart-{key}"' in report, key
     payload = re.search(r'id="chart-decode-row" data-chart="([^"]+)"', report).group(1)
     header, matrices = decode(base64.b64decode(payload), {})
-    assert "head\u00a02: token 3's one row" in json.dumps(header, ensure_ascii=False)
+    assert "head 2: token 3's one row" in json.dumps(header, ensure_ascii=False)
     x = compute_trace(x_config)["embeddings"]
     trace = modern.modern_attention(x, modern.ModernConfig(), x_config.seed, (0, 0))
     assert np.array_equal(matrices[0], modern.decoded_weights(trace.decoding, 6)[2, 3:4, :4].numpy())
