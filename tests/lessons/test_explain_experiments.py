@@ -492,8 +492,8 @@ def test_keepdim_trap_on_non_symmetric_q_k_transpose(default_trace):
 # Permutation symmetry, frozen and permuted configs, positional encodings
 # ---------------------------------------------------------------------------
 @SETTINGS
-@given(configs(causal=False, dropout=0.0, normalization="softmax"), st.integers(1, ex.MAX_SHUFFLES),
-       st.sampled_from(["softmax", "naive_softmax"]))
+@given(configs(causal=False, dropout=0.0, normalization="softmax"),
+       st.integers(1, ex.MAX_SHUFFLES), st.sampled_from(["softmax", "naive_softmax"]))
 def test_permuting_tokens_permutes_the_context(config, order_seed, normalization):
     trace = compute_trace(config.replace(normalization=normalization))
     assume(bool(torch.isfinite(trace["context"]).all()))
