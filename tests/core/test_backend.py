@@ -53,12 +53,13 @@ def test_tokenize_strips_only_listed_punctuation_at_the_ends():
     assert tokenize(sentence) == ["Hello", "she", "said", "well", "ok", "no", "yes"]
 
 
-def test_tokenize_keeps_inner_punctuation_and_apostrophes():
+def test_tokenize_keeps_inner_punctuation_and_strips_the_ends_by_the_stated_rule():
     assert tokenize("can't e.g. don't!") == ["can't", "e.g", "don't"]
-    # A quote mark is not in the strip list, even at the ends.
-    assert tokenize("'tis rock'n'roll'") == ["'tis", "rock'n'roll'"]
-    # Other symbols are not stripped either.
-    assert tokenize("-dash- [x]") == ["-dash-", "[x]"]
+    # tokenizer.RULE: an apostrophe, a dash and brackets are punctuation (P*) at the ends.
+    assert tokenize("'tis rock'n'roll'") == ["tis", "rock'n'roll"]
+    assert tokenize("-dash- [x]") == ["dash", "x"]
+    # Symbols (S*) are not punctuation: they stay.
+    assert tokenize("$5 +x €") == ["$5", "+x", "€"]
 
 
 def test_tokenize_drops_empty_pieces():

@@ -68,7 +68,10 @@ def test_sdpa_route_agrees_and_catches_wrong_weights():
     assert result.compared == "output" and result.max_abs_diff < 1e-5
     weights = trace["attn_weights"].clone()
     weights[0, 2] = weights[0, 2].flip(-1)  # a row in the wrong order: still sums to 1
-    assert with_sdpa(perturbed(trace, attn_weights=weights)).max_abs_diff > 1e-3
+    context = att.combine_heads(att.context_vectors(weights, trace["values"]))
+    output = att.output_projection(context, trace["W_out"], trace["b_out"])  # what follows
+    wrong = perturbed(trace, attn_weights=weights, context=context, output=output)
+    assert with_sdpa(wrong).max_abs_diff > 1e-3
 
 
 def test_no_pytorch_check_for_a_normalisation_pytorch_does_not_have():
