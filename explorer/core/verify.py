@@ -18,18 +18,19 @@ import torch
 import torch.nn.functional as F
 
 from explorer.core import attention as att
+from explorer.core.agreement import Agreement
 from explorer.core.trace import Trace
 
 
-@dataclass(frozen=True)
-class Verification:
-    """``reference``: what PyTorch computed it with; ``compared``: which steps;
-    ``max_abs_diff``: the largest |ours − PyTorch's|; ``note``: caveats."""
+TOLERANCE = 1e-4
+"""Largest difference from PyTorch still shown as agreement (float32 rounding)."""
 
-    reference: str
-    compared: str
-    max_abs_diff: float
-    note: str = ""
+
+def _verified(reference: str, compared: str, max_abs_diff: float, note: str) -> Agreement:
+    """The check of the page's attention against PyTorch's ``reference``: which
+    steps were ``compared``, the largest |ours − PyTorch's|, and a caveat."""
+    return Agreement("The page's attention", compared, reference, max_abs_diff, TOLERANCE,
+                     note=note)
 
 
 def _per_head(trace: Trace, name: str) -> torch.Tensor:
@@ -67,7 +68,7 @@ def _compared(trace: Trace, what: str) -> str:
     return f"{what} (after dropout)" if trace.config.dropout else what
 
 
-def with_sdpa(trace: Trace) -> Verification:
+def with_sdpa(trace: Trace) -> Agreement:
     """Per head, ``scaled_dot_product_attention(q, k, v, is_causal=causal,
     scale=...)``, heads concatenated, then ``out_proj`` if it is on. With
     dropout, the weights are PyTorch's softmax of the scores, dropped by
@@ -92,7 +93,7 @@ def with_sdpa(trace: Trace) -> Verification:
     causal = ", is_causal=True" if c.causal else ""
     name = ("torch.nn.functional.softmax, then nn.Dropout" if c.dropout else
             f"torch.nn.functional.scaled_dot_product_attention(…{causal})")
-    return Verification(name, _compared(trace, compared), diff, _dropout_note(trace))
+    return _verified(name, _compared(trace, compared), diff, _dropout_note(trace))
 
 
 def mha_applies(trace: Trace) -> bool:
@@ -102,7 +103,7 @@ def mha_applies(trace: Trace) -> bool:
     return c.d_in == c.d_k == c.d_v and c.scale and c.has_out_proj
 
 
-def with_multihead_attention(trace: Trace) -> Verification:
+def with_multihead_attention(trace: Trace) -> Agreement:
     """``torch.nn.MultiheadAttention(d_in, n_heads, dropout=p, batch_first=True)``
     with our W_query, W_key, W_value as its in-projection (zero bias) and our
     out_proj; compares the output and the per-head attention weights. With
@@ -128,12 +129,12 @@ def with_multihead_attention(trace: Trace) -> Verification:
     ours = _per_head(trace, "dropped_weights" if c.dropout else "attn_weights")
     diff_out = (_ours(trace) - output[0]).abs().max()
     diff_weights = (ours - weights[0]).abs().max()
-    return Verification("torch.nn.MultiheadAttention(batch_first=True)",
-                        _compared(trace, "output and attention weights"),
-                        float(torch.maximum(diff_out, diff_weights)), _dropout_note(trace))
+    return _verified("torch.nn.MultiheadAttention(batch_first=True)",
+                     _compared(trace, "output and attention weights"),
+                     float(torch.maximum(diff_out, diff_weights)), _dropout_note(trace))
 
 
-def against_pytorch(trace: Trace) -> Verification | None:
+def against_pytorch(trace: Trace) -> Agreement | None:
     """The best available PyTorch reference for ``trace``; None when PyTorch has
     no equivalent (a normalisation other than softmax)."""
     if trace.config.normalization != "softmax":
@@ -149,20 +150,20 @@ class SecondRoute:
     ``weights``: shaped like the trace's ``attn_weights`` ((n_heads, n, n) or
     (n, n)); NaN in a row whose allowed weights all underflowed to 0 in the
     softmax over all keys (renormalising divides 0 by 0). ``lost_rows``: how
-    many such rows, over every head. ``max_abs_diff``: the largest |difference|
-    from the trace's weights on the other rows (NaN when none is left).
+    many such rows, over every head. ``agreement``: how far the other rows are
+    from the trace's weights (its largest difference NaN when none is left).
     """
 
     weights: torch.Tensor
     lost_rows: int
-    max_abs_diff: float
+    agreement: Agreement
 
     def explanation(self) -> str:
         """What the route does and how it compares, in words, for the page and the report."""
         text = ("The book first computes the softmax over all keys, then zeroes the future and "
                 "divides each row by its new sum. The masked terms just drop out of the "
                 "softmax's denominator, so both routes agree: largest difference "
-                f"{self.max_abs_diff:.1e}")
+                f"{self.agreement.max_abs_diff:.1e}")
         if not self.lost_rows:
             return text + " over all heads."
         return text + (
@@ -184,5 +185,8 @@ def second_causal_route(trace: Trace) -> SecondRoute | None:
     lost = torch.isnan(rerouted).any(dim=-1)  # rows whose allowed weights all underflowed
     kept = ~lost
     difference = (rerouted[kept] - trace["attn_weights"][kept]).abs()
-    return SecondRoute(rerouted, int(lost.sum()),
-                       float(difference.max()) if difference.numel() else math.nan)
+    largest = float(difference.max()) if difference.numel() else math.nan
+    return SecondRoute(rerouted, int(lost.sum()), Agreement(
+        "The book's second route", "the weights of the rows it keeps",
+        "masking with −∞ before the softmax (the page's weights)", largest, TOLERANCE,
+        n_values=difference.numel()))
