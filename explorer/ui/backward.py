@@ -302,7 +302,7 @@ def training_part(view: View, loss_config: LossConfig) -> None:
 # ---------------------------------------------------------------------------
 def scaling_part(view: View) -> None:
     """The softmax's gradient over d_k, with and without √d_k, and as it saturates."""
-    n_keys = view.trace.n_tokens
+    n_keys = data.SCALING_KEYS
     curves, saturation = data.scaling_of(view.config.seed, n_keys)
     st.markdown(
         "The Experiments page shows that q·k has variance d_k. Here is what that does to the "
