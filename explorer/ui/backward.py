@@ -30,7 +30,7 @@ from explorer.render import backward as bf
 from explorer.render import figures
 from explorer.ui import backward_data as data
 from explorer.ui import component, state, widgets
-from explorer.ui.render import explanation_box, head_picker, number_table, query_picker
+from explorer.ui.render import explanation_box, fitted_table, head_picker, query_picker
 from explorer.ui.state import View
 
 INTRO = (
@@ -234,7 +234,7 @@ def check_part(checks: tuple[GradientCheck, ...]) -> None:
                    f"{TOLERANCE:g}, relative above 1).")
     else:
         st.error(literal.markdown(f"✗ These differ from autograd: {', '.join(bad)}."))
-    number_table(bf.check_table(checks))
+    fitted_table(bf.check_table(checks))
 
 
 # ---------------------------------------------------------------------------
@@ -368,7 +368,7 @@ def flash_part(view: View, loss_config: LossConfig) -> None:
                 component.show(bf.flash_tile_chart(result, tokens, chosen, which, head,
                                                    columns=3), key=f"backward-flash-{which}")
     st.markdown("What the pass keeps per query row, besides Q, K, V, O and dO:")
-    number_table(bf.flash_rows_table(result, tokens, head))
+    fitted_table(bf.flash_rows_table(result, tokens, head))
     worst = max(part.sdpa.values())
     line = (f"FlashAttention's dQ, dK and dV equal `torch.autograd.grad` through "
             f"`F.scaled_dot_product_attention`: max |difference| = {worst:.1e}.")

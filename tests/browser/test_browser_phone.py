@@ -91,11 +91,7 @@ def _scroll_through(page: Page) -> None:
         .every((c) => c.querySelector(".main-svg") && !c.dataset.drawing)""")
 
 
-PAGES = [pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=(
-    "its tables (explorer.ui.backward: number_table, an st.dataframe) hide 69 px of "
-    "columns at 390 px with no sign they scroll; the page came during issue 40, from "
-    "another engineer"))) if name == "Backward_pass" else name
-    for name in PAGE_FILES if name not in ("Real_model",)]
+PAGES = [name for name in PAGE_FILES if name not in ("Real_model",)]
 """The pages with what they draw by default (the Real model page draws once a model loads)."""
 
 

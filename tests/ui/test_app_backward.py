@@ -80,9 +80,9 @@ def test_the_numbers_are_the_backends(opened):
                                       expected.reshape(-1, expected.shape[-1]), err_msg=name)
     assert any(f"= {loss.value:.6f}" in latex.value for latex in at.latex)
     # The check table: one row per gradient, the loss first, each difference autograd's
-    table = at.dataframe[0].value
+    table = at.table[0].value  # labelled by its first column, the gradient
     checks = check_gradients(trace, LossConfig(), grads)
-    assert list(table["gradient"]) == [SYMBOLS.get(c.name, "L") for c in checks]
+    assert list(table.index) == [SYMBOLS.get(c.name, "L") for c in checks]
     assert list(table["agree"]) == ["✓"] * len(checks)
     np.testing.assert_allclose(read_numbers(table["largest |value|"]),
                                [c.largest for c in checks], atol=5e-5)
