@@ -48,5 +48,7 @@ MODEL_FOLDERS = switch("EXPLORER_MODEL_FOLDERS")
 BERT checkpoint; off by default, so that a public server reads no path its
 visitors type."""
 RUN_CODE = switch("EXPLORER_RUN_CODE")
-"""Whether the "Check your code" page runs visitors' code (`explorer.checker.sandbox`);
-never on a public server (its limits are not a security boundary)."""
+"""Whether the "Check your code" page runs visitors' code (`explorer.checker.sandbox`),
+in bubblewrap's box (`explorer.checker.box`; the page stays off, saying why, where the
+box cannot be made). The box shares the server's kernel: on a public server, run the
+app itself in a container or VM as well."""
