@@ -44,6 +44,14 @@ LIMIT_FLAGS = {"api": ("timeout=…", "memory_mb=…"), "cli": ("--timeout S", "
 """How each interface changes the limits, for the messages."""
 
 
+def limit_hint(interface: str, limit: str) -> str:
+    """How ``interface`` (``"api"``, ``"cli"``, ``"app"``) changes ``limit``
+    (``"timeout"`` or ``"memory"``), as a message ends it: ``" (--timeout S changes
+    the limit)"``; empty where it has none (the app)."""
+    flag = LIMIT_FLAGS.get(interface, LIMIT_FLAGS["api"])[("timeout", "memory").index(limit)]
+    return f" ({flag} changes the limit)" if flag else ""
+
+
 def address_space() -> int:
     """This process's address space in bytes (Linux; 0 elsewhere)."""
     try:
@@ -88,7 +96,6 @@ def limits(timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
     if getattr(_limited, "active", False):
         yield
         return
-    time_flag, memory_flag = LIMIT_FLAGS.get(interface, LIMIT_FLAGS["api"])
     main = threading.current_thread() is threading.main_thread()
     timer = bool(timeout) and main
     previous_handler = None
@@ -105,12 +112,11 @@ def limits(timeout: float | None = TIMEOUT_S, memory_mb: int | None = MEMORY_MB,
         yield
     except _TimeUp:
         raise CheckError("timeout", f"your code ran for more than {timeout:g} s and was stopped: "
-                                    "does a loop never end?" +
-                         (f" ({time_flag} changes the limit)" if time_flag else "")) from None
+                                    "does a loop never end?" + limit_hint(interface, "timeout")
+                         ) from None
     except (MemoryError, ConfigError, RuntimeError) as error:
         if memory_mb and out_of_memory(error):
-            raise CheckError("memory", memory_message(memory_mb) +
-                             (f" ({memory_flag} changes the limit)" if memory_flag else ""),
+            raise CheckError("memory", memory_message(memory_mb) + limit_hint(interface, "memory"),
                              getattr(error, "details", "") or str(error)) from None
         raise
     finally:

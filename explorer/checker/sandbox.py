@@ -42,7 +42,8 @@ from explorer.checker.check import CheckFailure, CheckReport, check_module
 from explorer.core.config import ConfigError
 from explorer.checker.learner import MEMORY_MB, TIMEOUT_S, CheckError, build_module, load_class
 from explorer.checker.listings import CONTEXT_MARGIN, DEFAULT_SIZES
-from explorer.checker.limits import address_space, limits, memory_message, out_of_memory
+from explorer.checker.limits import (address_space, limit_hint, limits, memory_message,
+                                     out_of_memory)
 from explorer.lessons.presets import JOURNEY_SENTENCE
 from explorer.core.tokenizer import tokenize
 
@@ -185,8 +186,9 @@ def check_source(source: str, class_name: str, *, filename: str = FILENAME,
             _end(child, grace=0 if timed_out else 5)
         if timed_out:
             return results.failure("timeout", f"your code ran for more than {timeout:g} s and "
-                                              "was stopped, with every process it started",
-                                   _tail(printed))
+                                              "was stopped, with every process it started: "
+                                              "does a loop never end?"
+                                              + limit_hint(interface, "timeout"), _tail(printed))
         return _verified(data, secret, child.returncode, printed)
 
 
@@ -385,11 +387,13 @@ def _set_limits(timeout: float | None, memory_mb: int | None, nproc: int | None)
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it: a write past the limit kills
 
 
-def _failure(error: BaseException, memory_mb: int | None) -> CheckFailure:
-    """A `CheckFailure` for whatever stopped the check in the worker."""
+def _failure(error: BaseException, memory_mb: int | None, interface: str) -> CheckFailure:
+    """A `CheckFailure` for whatever stopped the check in the worker (``interface``:
+    how the message says to change a limit, `limit_hint`)."""
     text = str(error)
     if out_of_memory(error):
-        return results.failure("memory", memory_message(memory_mb or 0),
+        return results.failure("memory", memory_message(memory_mb or 0)
+                               + limit_hint(interface, "memory"),
                                getattr(error, "details", "") or text)
     if isinstance(error, CheckError):
         kind = error.field if error.field in results.FAILURES else "crash"
@@ -416,7 +420,7 @@ def _worker(request: dict, writer: int) -> None:
                                 filename=request["filename"], timeout=None, memory_mb=None,
                                 interface=request["interface"], **request["options"])
         except BaseException as error:  # noqa: BLE001 - everything becomes a failure
-            result = _failure(error, request["memory_mb"])
+            result = _failure(error, request["memory_mb"], request["interface"])
         message = results.bounded(result).to_json().encode("utf-8")
         with os.fdopen(writer, "wb") as out:
             out.write(message)
