@@ -39,11 +39,11 @@ from explorer import compute_trace
 from explorer.core import literal
 from explorer.core.config import shown
 from explorer.lessons.explain import explain_cell
-from explorer.lessons.pages import EXPERIMENTS_PAGE, SIMPLIFIED_PAGE
 from explorer.core.tokenizer import token_labels
 from explorer.core.trace import Trace
 from explorer.ui.navigation import PAGES
-from explorer.lessons.pages import CHECK_PAGE, HOME_PAGE, MODERN_PAGE
+from explorer.lessons.pages import (BACKWARD_PAGE, CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE,
+                                    MODERN_PAGE, SIMPLIFIED_PAGE)
 from explorer.ui.state import ENTRIES
 from tests.conftest import RUN_TIMEOUT_MS, url_path
 from tests.support.soak import Settings, finished_run
@@ -352,6 +352,17 @@ def expected_trace(path: str, sentence: str, model=None) -> Trace:
     return compute_trace(settings.config(PAGE_NAMES.get(path, "")))
 
 
+def explained_name(path: str, trace: Trace) -> str:
+    """The name the explanation of cell (1, 0) of the scores gives that cell: on the
+    Backward pass page, the cell of its gradient dL/dω (the default loss, head 0)."""
+    if PAGE_NAMES.get(path) == BACKWARD_PAGE:
+        from explorer.lessons.backward.gradients import backward
+        from explorer.lessons.backward.loss import compute_loss
+        from explorer.lessons.backward.terms import explain_gradient
+        return explain_gradient(backward(trace, compute_loss(trace)), "attn_scores", 1, 0).cell
+    return explain_cell(trace, "attn_scores", 1, 0).cell
+
+
 def check_tokens(watch: Watch, where: str, path: str, trace: Trace,
                  explained: bool = False) -> None:
     """Wherever ``path`` shows the tokens of ``trace``, they show literally
@@ -361,7 +372,7 @@ def check_tokens(watch: Watch, where: str, path: str, trace: Trace,
     if PAGE_NAMES.get(path) not in WITHOUT_EMBEDDINGS:
         check_chart_rows(watch, where, "chart-embeddings", labels)
     if explained:
-        name = explain_cell(trace, "attn_scores", 1, 0).cell
+        name = explained_name(path, trace)
         watch.wait_for(where, f"""(name) => [...document.querySelectorAll('strong')].some(
                            e => e.textContent{STRIP_ZERO_WIDTH_JS} === name)""", name)
     if PAGE_NAMES.get(path) == SIMPLIFIED_PAGE:  # the query token, written out
@@ -431,7 +442,7 @@ def test_link_values_csv_files_and_folders_are_inert(hostile_server, page: Page,
         where, name = f"CSV file ({', '.join(labels)})", f"{text}.csv"
         watch.rerun(lambda: upload.set_input_files(files=[
             {"name": name, "mimeType": "text/csv", "buffer": csv_file(text)}]))
-        check_errors(watch, where, [["row 1, column 1", shown(text.strip())]])
+        check_errors(watch, where, [["cell B2 (row 2, column 2)", shown(text.strip())]])
         titles = [c.get_attribute("title") for c in expander.get_by_test_id("stFileChipName").all()]
         if titles != [name]:
             watch.problem(where, f"the file {name!r} is shown as {titles!r}")

@@ -60,12 +60,12 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from explorer import AttentionConfig, compute_trace
 from explorer.server import budget
 from explorer.lessons.presets import SIMPLIFIED
-from explorer.lessons.pages import EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
+from explorer.lessons.pages import (BACKWARD_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, MULTI_HEAD_PAGE,
+                                    SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE)
 from explorer.core.steps import STEPS
 from explorer.core.tokenizer import token_labels
 from explorer.ui.state import ENTRIES
 from explorer.ui.navigation import PAGES
-from explorer.lessons.pages import HOME_PAGE
 from tests.support.server import Server, rss_mib
 
 CHROMIUM = "/usr/bin/chromium"
@@ -147,12 +147,12 @@ class Settings:
                   "d_k": self.d_k, "d_v": self.d_v}
         if page == SIMPLIFIED_PAGE:
             fields.update(SIMPLIFIED, d_k=self.d_in, d_v=self.d_in)
-        if page == MULTI_HEAD_PAGE:
+        if page in (MULTI_HEAD_PAGE, BACKWARD_PAGE):  # the same settings at the top
             fields.update(causal=self.causal, n_heads=self.n_heads)
         return AttentionConfig(**fields)
 
     def shown_head(self, page: str) -> int:
-        return self.head if page == MULTI_HEAD_PAGE else 0
+        return self.head if page in (MULTI_HEAD_PAGE, BACKWARD_PAGE) else 0
 
 
 def checksum(matrix: np.ndarray) -> dict[str, float]:
