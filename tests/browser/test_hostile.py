@@ -116,6 +116,9 @@ STRIP_ZERO_WIDTH_JS = ".replace(/[\\u200b-\\u200d\\u2060\\ufeff]/g, '')"
 PAGE_NAMES = {url_path(script): label for label, (script, _) in PAGES.items()}
 """URL path -> page label."""
 MODEL_PAGE = "Real_model"
+LIGHT = {"Backward_pass": [("train_steps", "1")]}
+"""Settings that keep a page's own work small while its text is attacked (the
+Backward pass page trains for 30 steps by default, at every typed sentence)."""
 WITHOUT_EMBEDDINGS = {HOME_PAGE, EXPERIMENTS_PAGE, CHECK_PAGE, MODERN_PAGE}
 """Pages with no embeddings chart. (The Check page, which has no "Your matrices"
 tables either, shows the sentence only in its box while this server runs no
@@ -417,7 +420,7 @@ def test_link_values_csv_files_and_folders_are_inert(hostile_server, page: Page,
     bad = (MODEL_BAD_VALUES + [(k, v) for k, v in BAD_VALUES if k != "preset"]
            if path == MODEL_PAGE else BAD_VALUES)
     params = ([] if path == MODEL_PAGE else [("embedding", "given")]) + bad + [
-        (name, "1") for name in UNKNOWN_NAMES]
+        (name, "1") for name in UNKNOWN_NAMES] + LIGHT.get(path, [])
     open_page(watch, hostile_server, path, params)
     check_errors(watch, "link values", [[key, shown(value)] for key, value in bad]
                  + [[shown(name)] for name in UNKNOWN_NAMES])
@@ -462,7 +465,7 @@ def test_sentences_and_the_explained_cell_are_inert(hostile_server, page: Page, 
         open_folder(watch, str(folder))
     else:
         first = URL_SENTENCE
-        open_page(watch, hostile_server, path, [("sentence", first)])
+        open_page(watch, hostile_server, path, [("sentence", first), *LIGHT.get(path, [])])
     trace = expected_trace(path, first, model)
     check_tokens(watch, "sentence by link", path, trace)
     watch.check_inert("sentence by link")
