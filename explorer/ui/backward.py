@@ -369,7 +369,6 @@ def flash_part(view: View, loss_config: LossConfig) -> None:
                                                    columns=3), key=f"backward-flash-{which}")
     st.markdown("What the pass keeps per query row, besides Q, K, V, O and dO:")
     rows = bf.flash_rows_table(result, tokens, head)
-    rows["query"] = [literal.markdown(label) for label in rows["query"]]  # st.table reads markdown
     fitted_table(rows)
     worst = max(part.sdpa.values())
     line = (f"FlashAttention's dQ, dK and dV equal `torch.autograd.grad` through "

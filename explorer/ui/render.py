@@ -4,6 +4,7 @@ picker, tables and the page header. Everything reads the page's
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -214,7 +215,22 @@ def fitted_table(frame) -> None:
     text = figures.table_text(frame)
     if text.index.equals(pd.RangeIndex(len(text))):
         text = text.set_index(text.columns[0])
+    # st.table renders its cells' Markdown: every label and text cell goes through
+    # `literal.markdown` (numbers written by `figures.table_text` need no escaping).
+    text = text.map(_table_cell)
+    text.index = text.index.map(_table_cell)
+    text.columns = text.columns.map(_table_cell)
     st.table(text)
+
+
+_PLAIN_NUMBER = re.compile(r"[−+-]?[0-9][0-9.,]*(e[−+-]?[0-9]+)?%?")
+"""A cell that is only a number as `figures.table_text` writes it: nothing to escape."""
+
+
+def _table_cell(cell) -> str:
+    """A table's cell or label as `st.table` shows it literally (`literal.markdown`)."""
+    text = str(cell)
+    return text if _PLAIN_NUMBER.fullmatch(text) else literal.markdown(text)
 
 
 def token_table(view: View) -> None:

@@ -22,6 +22,7 @@ from explorer.lessons.backward.settings import (DEFAULT_LEARNING_RATE, MAX_LEARN
                                                 LossConfig, TrainingConfig)
 from explorer.lessons.backward.terms import SYMBOLS, explain_gradient
 from explorer.lessons.backward.training import train
+from explorer.core import literal
 from explorer.core.trace import read_json
 from explorer.lessons.pages import BACKWARD_PAGE
 from explorer.ui import backward as page_parts
@@ -82,9 +83,9 @@ def test_the_numbers_are_the_backends(opened):
     # The check table: one row per gradient, the loss first, each difference autograd's
     table = at.table[0].value  # labelled by its first column, the gradient
     checks = check_gradients(trace, LossConfig(), grads)
-    assert list(table.index) == [SYMBOLS.get(c.name, "L") for c in checks]
+    assert list(table.index) == [literal.markdown(SYMBOLS.get(c.name, "L")) for c in checks]
     assert list(table["agree"]) == ["✓"] * len(checks)
-    np.testing.assert_allclose(read_numbers(table["largest |value|"]),
+    np.testing.assert_allclose(read_numbers(table[literal.markdown("largest |value|")]),
                                [c.largest for c in checks], atol=5e-5)
     # Training: the loss curve is train()'s, its loss falls, the weights are its last step's
     run = train(trace, LossConfig(), TrainingConfig())

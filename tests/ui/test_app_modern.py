@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pytest
 
+from explorer.core import literal
 from explorer.modern import attention as modern, explain as modern_explain
 from explorer.render.payload import decode
 from explorer.core.config import AttentionConfig
@@ -105,7 +106,8 @@ def test_the_tile_picked_is_outlined_and_its_stats_tabled():
     shapes = all_charts(at)["modern-tile"]["layout"]["shapes"]
     assert {"x0": 1.5, "x1": 3.5, "y0": 2.5, "y1": 5.5} == {k: shapes[-1][k] for k in
                                                              ("x0", "x1", "y0", "y1")}
-    table = next(t.value for t in at.table if "exp(m_old − m_new)" in t.value.columns)
+    table = next(t.value for t in at.table  # its labels as st.table shows them literally
+                 if literal.markdown("exp(m_old − m_new)") in t.value.columns)
     assert len(table) == 3
 
 
