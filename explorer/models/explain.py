@@ -32,6 +32,7 @@ from torch import Tensor
 
 from explorer.lessons.explain import (GIVEN, MASKED, PRODUCT, RATIO, SCALED, SUM, Explanation,
                                       Term, dot_product_terms, softmax_terms)
+from explorer.modern.explain import rotation_terms
 
 STEP_CHARTS = (
     "layer_input", "input_norm", "rms", "embeddings",
@@ -251,15 +252,9 @@ def _rotated(x: _Cell) -> Explanation:
     name = f"K_{x.kv}" if is_key else f"Q_{x.h}"
     i, partner, sign = _pair(x)
     cos, sin = float(x.trace["rope_cos"][x.row, x.col]), float(x.trace["rope_sin"][x.row, x.col])
-    at = f"[{x.token(x.row)}, "
-    terms = (Term(f"{name}{at}{x.col}]·cos(m·θ_{i})", (float(before[x.col]), cos),
-                  float(before[x.col]) * cos),
-             Term(f"{'−' if sign < 0 else ''}{name}{at}{partner}]·sin(m·θ_{i})",
-                  (sign * float(before[partner]), sin), sign * float(before[partner]) * sin))
-    op = "−" if sign < 0 else "+"
-    return x.at(f"{name}′{at}{x.col}]",
-                f"{name}{at}{x.col}] · cos(m·θ_{i}) {op} {name}{at}{partner}] · sin(m·θ_{i})",
-                SUM, terms, note=f"apply_rotary_pos_emb: q · cos + rotate_half(q) · sin; "
+    cell, formula, terms = rotation_terms(name, x.token(x.row), x.col, (i, partner, sign),
+                                          before, cos, sin)
+    return x.at(cell, formula, SUM, terms, note=f"apply_rotary_pos_emb: q · cos + rotate_half(q) · sin; "
                                  f"dimension {x.col} turns with dimension {partner}, m = {x.row}.")
 
 

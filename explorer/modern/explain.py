@@ -104,16 +104,28 @@ def _rotated(x: _Cell) -> Explanation:
     name = f"K_{x.kv}" if is_key else f"Q_{x.head}"
     i, partner, sign = _pair(x)
     cos, sin = float(x.trace.cos[x.row, x.col]), float(x.trace.sin[x.row, x.col])
-    at = f"[{x.token(x.row)}, "
-    terms = (Term(f"{name}{at}{x.col}]·cos(m·θ_{i})", (float(before[x.col]), cos),
-                  float(before[x.col]) * cos),
+    cell, formula, terms = rotation_terms(name, x.token(x.row), x.col, (i, partner, sign),
+                                          before, cos, sin)
+    return x.at(cell, formula, SUM, terms,
+                note=f"Dimension {x.col} turns with dimension {partner} (pair {i}); {_angle(x, i)}.")
+
+
+def rotation_terms(name: str, token: str, col: int, pair: tuple[int, int, int], before: Tensor,
+                   cos: float, sin: float) -> tuple[str, str, tuple[Term, Term]]:
+    """The cell, formula and two terms of one number after RoPE: ``name[token, col]``
+    of ``before`` (one row, (head_dim,)) times ``cos``, plus its partner's, signed by
+    the rotation, times ``sin``. ``pair``: (pair index i, partner dimension, sign ±1).
+    RoFormer's eq. 34, as transformers' ``q · cos + rotate_half(q) · sin``; also the
+    Real model page's (`explorer.models.explain`)."""
+    i, partner, sign = pair
+    at = f"[{token}, "
+    terms = (Term(f"{name}{at}{col}]·cos(m·θ_{i})", (float(before[col]), cos),
+                  float(before[col]) * cos),
              Term(f"{'−' if sign < 0 else ''}{name}{at}{partner}]·sin(m·θ_{i})",
                   (sign * float(before[partner]), sin), sign * float(before[partner]) * sin))
     op = "−" if sign < 0 else "+"
-    return x.at(f"{name}′{at}{x.col}]",
-                f"{name}{at}{x.col}] · cos(m·θ_{i}) {op} {name}{at}{partner}] · sin(m·θ_{i})",
-                SUM, terms,
-                note=f"Dimension {x.col} turns with dimension {partner} (pair {i}); {_angle(x, i)}.")
+    return (f"{name}′{at}{col}]",
+            f"{name}{at}{col}] · cos(m·θ_{i}) {op} {name}{at}{partner}] · sin(m·θ_{i})", terms)
 
 
 def _score(x: _Cell) -> Explanation:
