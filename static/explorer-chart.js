@@ -521,10 +521,10 @@ function traceWithMatrix(spec, matrices, area, nCharts, measure,
     trace.hovertemplate = `${m.hover}value: %{z:.4f}<extra></extra>`;
   }
   if (spec.showscale) {
-    const room = Math.max(2, Math.floor((0.9 * area.height) / (lineHeight(12) + 6)));
+    const room = colorbarRoom(spec.colorbar, area.height, lineHeight);
     const ticks = colorbarTicks(spec.zmin, spec.zmax, room);
     trace.colorbar = { ...spec.colorbar, ...(ticks ? { tickmode: "array", ...ticks }
-                                                   : { nticks: room }) };
+                                                   : { nticks: Math.floor(room) }) };
   }
   if (text && decimals !== null) {
     trace.text = m.words ? trace.customdata
@@ -537,13 +537,33 @@ function traceWithMatrix(spec, matrices, area, nCharts, measure,
   return { trace, decimals };
 }
 
+const COLORBAR_AIR_PX = 6; // between two numbers on a colour bar
+
 /**
- * The numbers on a colour bar from `zmin` to `zmax` with room for `room` of them
- * (a 12-px line and 6 px of air each, on 0.9 of the plot's height): the multiples
- * of the smallest step of 1, 2 or 5 × 10^k of which at most `room` fall in the
- * range; where that leaves fewer than two (a short bar), the two ends. A scale
- * needs two numbers to be read, and numbers that touch cannot be read: Plotly's
- * own `nticks` is only an upper bound, and left a short bar one number.
+ * How many numbers' pitches (a line of its tick font, 12 px by default, and
+ * COLORBAR_AIR_PX) fit along the colour bar of a plot `height` px tall, at
+ * least 2. Plotly draws the bar `len` of the plot's height (lenmode
+ * "fraction") and places its numbers on that less `ypad` (10 px) at each end.
+ * (A grid of heads passes one head's height, less than its bar's plot: fewer.)
+ * @param {any} colorbar the trace's @param {number} height
+ * @param {(size: number) => number} [lineHeight] px of a line of text at `size` px
+ */
+function colorbarRoom(colorbar, height, lineHeight = lineHeightOf) {
+  const len = colorbar?.len ?? 1;
+  const length = (colorbar?.lenmode === "pixels" ? len : Math.round(len * height))
+    - 2 * (colorbar?.ypad ?? 10);
+  return Math.max(2, length / (lineHeight(colorbar?.tickfont?.size ?? 12) + COLORBAR_AIR_PX));
+}
+
+/**
+ * The numbers on a colour bar from `zmin` to `zmax` with room for `room` of
+ * them (`colorbarRoom`): the multiples of the smallest step of 1, 2 or 5 × 10^k
+ * that lie at least a pitch (1 / `room` of the bar) apart, at most `room` of
+ * them in the range; where that leaves fewer than two (a short bar), the two
+ * ends. A scale needs two numbers to be read, and numbers that touch cannot be
+ * read: Plotly's own `nticks` is only an upper bound, and left a short bar one
+ * number. A count alone is not enough: three numbers 2 apart fit a room of 3,
+ * but on −3.8 to 3.8 they lie 2 / 7.6 of the bar apart, closer than 1 / 3.
  * Null when the range is empty or not finite (Plotly's default then).
  * @param {number} zmin @param {number} zmax @param {number} room at least 2
  * @returns {{tickvals: number[], ticktext: string[]} | null}
@@ -557,7 +577,7 @@ function colorbarTicks(zmin, zmax, room) {
       const step = m * power;
       const first = Math.ceil(zmin / step - 1e-9);
       const count = Math.floor(zmax / step + 1e-9) - first + 1;
-      if (count > room) continue;
+      if (count > room || span / step > room) continue;
       if (count < 2) {
         const decimals = Math.max(0, Math.min(4, 2 - Math.floor(Math.log10(
           Math.max(Math.abs(zmin), Math.abs(zmax))))));
@@ -580,6 +600,19 @@ function colorbarTicks(zmin, zmax, room) {
 function tracesFor(data, matrices, area, nCharts, measure, lineHeight = lineHeightOf) {
   return data.map((spec) => (spec.matrix
     ? traceWithMatrix(spec, matrices, area, nCharts, measure, lineHeight).trace : spec));
+}
+
+/**
+ * What the text of a picture depends on: each trace's cell text (its template,
+ * size and first number, which shows the decimals) and colour bar's numbers,
+ * and each axis's ticks. Numbers chosen for a guessed plot area and drawn
+ * without this key changing would stay on a bar shorter than they were chosen for.
+ * @param {{traces: any[], layout: any}} picture
+ */
+function textKey({ traces, layout }) {
+  return JSON.stringify([traces.map((t) => [t.texttemplate, t.textfont?.size, t.text?.[0]?.[0],
+                                            t.colorbar?.tickvals ?? t.colorbar?.nticks]),
+                         [layout.xaxis, layout.yaxis].map((a) => [a?.dtick, a?.tickfont?.size])]);
 }
 
 /**
@@ -1568,7 +1601,8 @@ async function drawChart(gd, state) {
     if (superseded()) return;
   }
   // A drawing fixes the real plot area: draw again while the cell text or the
-  // ticks chosen for it change (twice at most: new ticks can move the margins).
+  // ticks chosen for it, the colour bar's too, change (twice at most: new ticks
+  // can move the margins).
   for (let i = 0; i < 2; i++) {
     const again = build(plotArea(gd, picture.layout));
     if (textKey(again) === textKey(picture)) break;
@@ -1588,16 +1622,6 @@ async function drawChart(gd, state) {
     await followLines(gd, state);
     predrawHeads(state);
   }
-}
-
-/**
- * What the text of a picture depends on: each trace's cell text (its template,
- * size and first number, which shows the decimals) and each axis's ticks.
- * @param {{traces: any[], layout: any}} picture
- */
-function textKey({ traces, layout }) {
-  return JSON.stringify([traces.map((t) => [t.texttemplate, t.textfont?.size, t.text?.[0]?.[0]]),
-                         [layout.xaxis, layout.yaxis].map((a) => [a?.dtick, a?.tickfont?.size])]);
 }
 
 // ---- page.js ----

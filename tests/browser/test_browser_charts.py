@@ -15,9 +15,8 @@ from playwright.sync_api import Browser, Page
 
 from explorer.core.tokenizer import token_labels
 from explorer.ui.experiments import EXPERIMENTS
-from tests.conftest import RUN_COUNTER
 from tests.browser.test_browser import chart_count, page_url, settle
-
+from tests.conftest import RUN_COUNTER
 
 WIDTHS = (1400, 390)
 LONG_TOKENS = "we saw extraordinarily unbelievable cats today"
@@ -38,10 +37,7 @@ VIEWS = [("Home", {}), ("Simplified_attention", {}), ("Self_attention", {}),
          ("Simplified_attention", {"sentence": LONG_TOKENS}),
          ("Causal_and_multi_head", {}),
          ("Causal_and_multi_head", {"d_k": "4", "d_v": "4", "n_heads": "4"}),
-         pytest.param("Causal_and_multi_head", {"d_k": "32", "d_v": "32"}, marks=pytest.mark.xfail(
-             reason="Q = X·W_query (6×32), 2 heads: ticks '−2' and '0' drawn overlapping; seen at "
-                    "the end of the session that made hover and tick minus signs U+2212, not yet "
-                    "mended (closing note)", strict=False)),
+         ("Causal_and_multi_head", {"d_k": "32", "d_v": "32"}),
          ("Causal_and_multi_head", {"sentence": LONG_TOKENS}),
          *(("Experiments", {"experiment": label}) for label in EXPERIMENTS)]
 """Each page with its default settings (the Self-attention page also with 10

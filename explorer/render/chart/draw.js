@@ -4,7 +4,7 @@
 // and its spare heads follow.
 
 import { listenForClicks } from "./clicks.js";
-import { chartConfig, fittedTitle, layoutFor, layoutWithTicks, TOOLBAR_PX, tracesFor }
+import { chartConfig, fittedTitle, layoutFor, layoutWithTicks, textKey, TOOLBAR_PX, tracesFor }
   from "./figure.js";
 import { followLines } from "./line-view.js";
 import { loadPlotly } from "./loader.js";
@@ -96,7 +96,8 @@ export async function drawChart(gd, state) {
     if (superseded()) return;
   }
   // A drawing fixes the real plot area: draw again while the cell text or the
-  // ticks chosen for it change (twice at most: new ticks can move the margins).
+  // ticks chosen for it, the colour bar's too, change (twice at most: new ticks
+  // can move the margins).
   for (let i = 0; i < 2; i++) {
     const again = build(plotArea(gd, picture.layout));
     if (textKey(again) === textKey(picture)) break;
@@ -116,14 +117,4 @@ export async function drawChart(gd, state) {
     await followLines(gd, state);
     predrawHeads(state);
   }
-}
-
-/**
- * What the text of a picture depends on: each trace's cell text (its template,
- * size and first number, which shows the decimals) and each axis's ticks.
- * @param {{traces: any[], layout: any}} picture
- */
-function textKey({ traces, layout }) {
-  return JSON.stringify([traces.map((t) => [t.texttemplate, t.textfont?.size, t.text?.[0]?.[0]]),
-                         [layout.xaxis, layout.yaxis].map((a) => [a?.dtick, a?.tickfont?.size])]);
 }

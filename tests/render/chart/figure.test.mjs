@@ -2,8 +2,8 @@
 // for a width, titles that fit.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { colorbarTicks, fittedTitle, heightFor, layoutFor, layoutWithTicks, traceWithMatrix, wrapWords }
-  from "../../../explorer/render/chart/figure.js";
+import { colorbarRoom, colorbarTicks, fittedTitle, heightFor, layoutFor, layoutWithTicks, textKey,
+  traceWithMatrix, wrapWords } from "../../../explorer/render/chart/figure.js";
 
 const measure = (text, size) => text.length * size * 0.6;
 const SPEC = { type: "heatmap", matrix: { block: 0, rows: 2, cols: 2, hover: "q: %{y}<br>" } };
@@ -89,11 +89,54 @@ test("a colour bar's numbers: nice steps within its room, else its two ends", ()
   // Room for 2 on 0.05-0.32: a step of 0.2 leaves one number (0.2), so the two ends.
   assert.deepEqual(colorbarTicks(0.05, 0.32, 2), { tickvals: [0.05, 0.32],
                                                    ticktext: ["0.050", "0.320"] });
-  for (const [zmin, zmax, room] of [[0.05, 0.32, 2], [-23, 34, 3], [0, 1e-3, 5], [7, 7.5, 9]]) {
+  for (const [zmin, zmax, room] of [[0.05, 0.32, 2], [-23, 34, 3], [0, 1e-3, 5], [7, 7.5, 9],
+                                    [-3.8, 3.8, 3], [-3.8, 3.8, 2.35], [-1, 9, 4.5]]) {
     const { tickvals } = /** @type {{tickvals: number[]}} */ (colorbarTicks(zmin, zmax, room));
     assert.ok(tickvals.length >= 2 && tickvals.length <= room, `${zmin}-${zmax}: ${tickvals}`);
     assert.ok(tickvals.every((v) => v >= zmin - 1e-12 && v <= zmax + 1e-12));
+    // Neighbours at least a pitch apart: 1 / room of the bar.
+    assert.ok((tickvals[1] - tickvals[0]) * room >= zmax - zmin - 1e-9,
+              `${zmin}-${zmax}: ${tickvals}`);
   }
   assert.equal(colorbarTicks(1, 1, 4), null);
   assert.equal(colorbarTicks(0, Infinity, 4), null);
+});
+
+test("a short colour bar's numbers lie a line and 6 px apart on the bar Plotly draws", () => {
+  // The multi-head page's Q (6×32) in two heads: a plot 74 px tall, numbers from −3.8 to
+  // 3.8. Its bar is 0.9 of 74 px less 10 px of padding at each end, 47 px: room for
+  // 47 / (14 + 6) = 2.35 numbers. −2, 0 and 2 lay 12.3 px apart, 14-px lines overlapping.
+  const lineHeight = () => 14;
+  const colorbar = { thickness: 10, len: 0.9, y: 0, yanchor: "bottom", outlinewidth: 0 };
+  assert.equal(colorbarRoom(colorbar, 74, lineHeight), 47 / 20);
+  assert.equal(colorbarRoom({ ...colorbar, ypad: 0 }, 74, lineHeight), 67 / 20);
+  assert.equal(colorbarRoom({ lenmode: "pixels", len: 30 }, 74, lineHeight), 2); // at least 2
+  const spec = { ...SPEC, showscale: true, zmin: -3.8, zmax: 3.8, colorbar,
+                 matrix: { ...SPEC.matrix, rows: 6, cols: 32 } };
+  const values = [Float32Array.from({ length: 6 * 32 }, (_, i) => 3.8 * Math.sin(i))];
+  const { trace } = traceWithMatrix(spec, values, { width: 178, height: 74 }, 1, measure,
+                                    lineHeight);
+  assert.deepEqual(trace.colorbar.ticktext, ["−3.80", "3.80"]);
+  assert.equal(trace.colorbar.len, 0.9); // the figure's own colour bar, with its numbers
+  // Twice as tall (113 px of bar, room for 5.65): 2 apart is 113 × 2 / 7.6 = 29.7 px.
+  const tall = traceWithMatrix(spec, values, { width: 178, height: 148 }, 1, measure, lineHeight);
+  assert.deepEqual(tall.trace.colorbar.ticktext, ["−2", "0", "2"]);
+});
+
+test("numbers chosen for a guessed plot area are drawn again for the real one", () => {
+  // The multi-head page's W_value (3×32): first drawn for a guess of its plot, 100 px
+  // tall, then measured at 74. No cell text, the same axes; only the colour bar's
+  // numbers change (−2, 0, 2 to its two ends), and that alone must draw it again.
+  const lineHeight = () => 14;
+  const spec = { ...SPEC, showscale: true, zmin: -2.61, zmax: 2.61, colorbar: { len: 0.9 },
+                 matrix: { ...SPEC.matrix, rows: 3, cols: 32 } };
+  const values = [Float32Array.from({ length: 3 * 32 }, (_, i) => 2.61 * Math.cos(i))];
+  const picture = (/** @type {number} */ height) => ({ layout: {}, traces: [traceWithMatrix(
+    spec, values, { width: 178, height }, 1, measure, lineHeight).trace] });
+  const [guessed, drawn] = [picture(100), picture(74)];
+  assert.deepEqual(guessed.traces[0].colorbar.tickvals, [-2, 0, 2]);
+  assert.deepEqual(drawn.traces[0].colorbar.tickvals, [-2.61, 2.61]);
+  assert.equal(guessed.traces[0].texttemplate, drawn.traces[0].texttemplate);
+  assert.notEqual(textKey(guessed), textKey(drawn));
+  assert.equal(textKey(picture(74)), textKey(drawn));
 });
