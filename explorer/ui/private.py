@@ -20,15 +20,22 @@ after an upgrade (docs/contributing.md, "Upgrading Streamlit or Plotly").
   (`tests/ui/test_state.py`), read from AppTest's session internals (its key-id
   map, widget metadata and old state). AppTest's public API may do (its element
   tree's widget keys, ``at.session_state.keys()``); not yet tried.
+- `install`, `forged_widget_values`: the guard on the widget values a browser
+  sends (`WStates.__getitem__`, below), installed once by every page's first
+  call (`explorer.ui.sidebar.Frame`), and the widgets whose forged values it
+  dropped, for the page's message.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from streamlit import config
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.state.session_state import Serialized, WStates
 
 POST_SCRIPT_GC_OPTION = "runner.postScriptGC"
 """The hidden option that ``.streamlit/config.toml`` turns off."""
@@ -75,3 +82,88 @@ def session_keys(at: Any) -> set[str]:
     run): its old state without the widgets' values, which Streamlit keeps by
     their ``$$ID`` ids (`widget_keys` has the widgets' keys)."""
     return {k for k in _session(at)._old_state if not k.startswith("$$")}
+
+
+_READ_WIDGET_VALUE = WStates.__getitem__
+"""Streamlit's own `WStates.__getitem__`, which `install` wraps."""
+MAX_SESSIONS_NOTED = 1000
+"""Sessions whose dropped widget values wait for their page's message, at most
+(the oldest are forgotten: a session that closed before its page finished)."""
+_dropped: OrderedDict[str, list[str]] = OrderedDict()  # session id -> widget ids dropped
+_dropped_lock = threading.Lock()
+_FIELD_FAMILY = {"int_value": "number", "double_value": "number"}
+"""Fields that stand for each other: a number input's metadata says ``double_value``
+and its browser sends ``int_value`` for whole numbers. (None: a value cleared in the
+browser, also the widget's own.)"""
+
+
+def _read_widget_value(states: WStates, widget_id: str) -> Any:
+    """`WStates.__getitem__` (Streamlit 1.67) that survives a forged value.
+
+    What it guards: the one place Streamlit turns a widget value sent on the
+    websocket (a ``WidgetState`` in a ``rerun_script`` BackMsg) into a Python
+    value, by the widget's deserializer. Streamlit trusts the browser there: a
+    value of another type than the widget's (text for a number input or a slider,
+    an ``int_array_value`` for a drop-down, an index past its options, an
+    infinite or NaN number, JSON that does not parse for a table) raises
+    TypeError, ValueError, OverflowError, IndexError or JSONDecodeError from the
+    deserializer, reached from ``SessionState.on_script_will_rerun`` (its
+    ``_compact_state`` and ``_widget_changed``) before the page's script runs,
+    or from ``register_widget`` while it runs. The session then shows an
+    exception box, and keeps the bad value, so every later run fails the same
+    way: the visitor's session is dead.
+
+    A value in another field than the widget's own (``metadata.value_type``) is
+    forged too, even where the deserializer reads it: Streamlit then records that
+    field as the widget's, and its serializer raises in the next
+    ``register_widget`` (a select slider sent ``string_value``).
+
+    Here a value that cannot be read, or is in another field, is dropped: the widget keeps the value it
+    had before (the session's old state) or, without one, is read as absent
+    (Streamlit's own answer for a value whose widget it does not know yet,
+    which then starts from its default). The widget's id is noted for
+    `forged_widget_values`, which the page turns into its message. A value
+    Streamlit cannot read only because it does not know the widget yet (no
+    metadata) is left as Streamlit leaves it."""
+    sent, metadata = states.states.get(widget_id), states.widget_metadata.get(widget_id)
+    if not isinstance(sent, Serialized) or metadata is None:
+        return _READ_WIDGET_VALUE(states, widget_id)  # read before, or a widget not known yet
+    field = _FIELD_FAMILY.get(f := sent.value.WhichOneof("value"), f)
+    if field is None or field == _FIELD_FAMILY.get(metadata.value_type, metadata.value_type):
+        try:
+            return _READ_WIDGET_VALUE(states, widget_id)
+        except Exception:  # any: the deserializer met a value it cannot read
+            pass
+    ctx = get_script_run_ctx()
+    old = ctx.session_state._state._old_state if ctx is not None else {}
+    if ctx is not None:
+        with _dropped_lock:
+            _dropped.setdefault(ctx.session_id, []).append(widget_id)
+            _dropped.move_to_end(ctx.session_id)
+            while len(_dropped) > MAX_SESSIONS_NOTED:
+                _dropped.popitem(last=False)
+    if widget_id in old:
+        states.set_from_value(widget_id, old[widget_id])
+        return old[widget_id]
+    del states[widget_id]
+    raise KeyError(widget_id)
+
+
+def install() -> None:
+    """Install the guard on the widget values a browser sends
+    (`_read_widget_value`) in this process, once; every page's first call
+    (`explorer.ui.sidebar.Frame`) calls it, before any widget is drawn."""
+    WStates.__getitem__ = _read_widget_value
+
+
+def forged_widget_values() -> list[str | None]:
+    """The keys of this session's widgets whose values the guard dropped since
+    the last call (None for a widget without a key), and forget them; [] outside
+    a script run."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return []
+    with _dropped_lock:
+        dropped = _dropped.pop(ctx.session_id, [])
+    keys = ctx.session_state._state._key_id_mapper.id_key_mapping
+    return list(dict.fromkeys(keys.get(widget_id) for widget_id in dropped))

@@ -11,7 +11,9 @@ import tomllib
 import pytest
 from playwright.sync_api import Page, expect
 from streamlit import config
+from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
+from streamlit.runtime.state.session_state import SessionState, WStates
 from streamlit.testing.v1 import AppTest
 
 from explorer.ui import private
@@ -75,3 +77,44 @@ def test_widget_and_session_keys_are_read_from_an_app_test():
     at.run()  # the first run's values are the second run's old state
     assert private.widget_keys(at) == ({"keyed"}, 1)
     assert private.session_keys(at) == {"set_by_the_app"}  # widgets' values go by their ids
+
+
+def _number_and_what_was_dropped():
+    import streamlit as st
+
+    from explorer.ui import private
+
+    private.install()
+    st.number_input("n", 0, 10, 3, key="n")
+    st.write(f"n={st.session_state.n} dropped={private.forged_widget_values()}")
+
+
+def test_the_guard_wraps_where_streamlit_reads_a_sent_widget_value():
+    # Streamlit 1.67 turns a sent WidgetState into a value in WStates.__getitem__, by the
+    # widget's deserializer, and its rerun reads the new values through it (the compaction
+    # of the last run's state, the changed-widget check). If an upgrade reads them
+    # elsewhere, the guard (`private.install`) no longer stands in the way.
+    read = inspect.getsource(private._READ_WIDGET_VALUE)
+    assert "isinstance(wstate, Value)" in read and "metadata.deserializer(" in read, read
+    assert re.search(r"self\._old_state\[key_or_wid\] = self\[key_or_wid\]",
+                     inspect.getsource(SessionState._compact_state))
+    assert "self._new_widget_state.get(widget_id)" in inspect.getsource(
+        SessionState._widget_changed)
+    private.install()
+    assert WStates.__getitem__ is private._read_widget_value
+
+
+def test_a_sent_value_of_another_type_is_dropped_and_the_widget_keeps_its_value(monkeypatch):
+    at = AppTest.from_function(_number_and_what_was_dropped, default_timeout=60).run()
+    number = at.number_input(key="n").set_value(5)
+    at.run()
+    assert [m.value for m in at.markdown] == ["n=5 dropped=[]"]
+    # The next run's message carries text for the number, as a forged BackMsg would.
+    forged = WidgetState(id=at.number_input(key="n").id, string_value="abc")
+    monkeypatch.setattr(type(number), "_widget_state", property(lambda _: forged))
+    at.run()  # before the guard: ValueError from number_input's deserializer
+    assert not at.exception
+    assert [m.value for m in at.markdown] == ["n=5 dropped=['n']"]
+    monkeypatch.undo()
+    at.run()
+    assert [m.value for m in at.markdown] == ["n=5 dropped=[]"]
