@@ -46,9 +46,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
-from explorer.server import settings
 from explorer.core.config import AttentionConfig, ConfigError
+from explorer.server import settings
 
 MIB = 2**20
 MEMORY_BUDGET_BYTES = int(settings.MEMORY_BUDGET_MB * MIB)
@@ -90,6 +91,11 @@ class BudgetError(ConfigError):
 
     def __init__(self, message: str):
         super().__init__("budget", message)
+
+
+class TabBudgetError(BudgetError):
+    """A page too large for the visitor's browser tab (`check_tab_drawn`): shown
+    as an error, like a bad setting, where the server's own limit is a warning."""
 
 
 def trace_bytes(config: AttentionConfig) -> int:
@@ -216,45 +222,83 @@ def drawing_bytes(config: AttentionConfig, checks: bool = False) -> int:
 
 BROWSER_BUDGET_MB = 1536
 """The most memory a page may take in a visitor's browser tab, in MiB (2**20
-bytes), estimated by `tab_bytes` before anything is computed or drawn: a
+bytes), estimated by `tab_bytes_drawn` before anything is computed or drawn (the
+lesson pages' `tab_bytes`, the Real model page's count of what it draws): a
 phone's browser or a 4-8 GB laptop keeps a tab this size, where
 ``Causal_and_multi_head?n_heads=1000&d_k=1000&d_v=1000`` took one to 5.7-6.8 GiB."""
 BROWSER_BUDGET_BYTES = BROWSER_BUDGET_MB * MIB
-TAB_BASE_BYTES = 576 * MIB
-TAB_CELL_BYTES = 24
-TAB_HEAD_BYTES = int(1.3 * MIB)
-TAB_HEAD_PAIR_BYTES = int(0.0042 * MIB)
-"""`tab_bytes`'s figures, measured in Chromium 2 cores, software rendering (the
+
+
+@dataclass(frozen=True)
+class TabCosts:
+    """What a page costs in a browser tab, measured: ``base`` bytes for the page
+    itself, ``cell`` per number drawn, ``panel`` per small chart of a grid
+    (a head's panel, a thumbnail) and ``pair`` per pair of them (Plotly lays
+    out every panel of a figure against the others)."""
+
+    base: int
+    cell: int
+    panel: int
+    pair: int
+
+
+LESSON_TAB = TabCosts(base=576 * MIB, cell=24, panel=int(1.3 * MIB), pair=int(0.0042 * MIB))
+"""The lesson pages' costs, measured in Chromium 2 cores, software rendering (the
 renderer processes' resident memory, peak, page drawn; tests/server/test_tab_budget.py
 holds the measurements): a default page 573 MiB; the cells drawn 16-29 bytes each
 (512 tokens × 16 heads: 853 MiB; the Self-attention page at 512 tokens × d = 1024:
 746 MiB); each head's panel in the heads grid and colour in the head splits about
-1.3 MiB, plus 4.3 kB per pair of heads (Plotly lays out every panel against the
-others: 100 heads 746 MiB, 300 heads 1,251 MiB, 600 heads 2,856 MiB)."""
+1.3 MiB, plus 4.3 kB per pair of heads (100 heads 746 MiB, 300 heads 1,251 MiB,
+600 heads 2,856 MiB)."""
+MODEL_TAB = TabCosts(base=808 * MIB, cell=24, panel=int(0.314 * MIB),
+                     pair=int(0.00252 * MIB))
+"""The Real model page's costs, its panels the overview's layers × heads
+thumbnails, measured as `LESSON_TAB` with tiny random GPT-2 models at 6 tokens
+(144, 448 and 720 thumbnails: 906, 1,455 and 2,341 MiB, the three fitted
+exactly) and checked on a fourth (32 thumbnails at 216 tokens: 821 MiB
+measured, 828 estimated). A thumbnail costs far less than a lesson page's head
+panel; the page's own charts, about 230 MiB more than a lesson page's. So GPT-2
+medium (384 thumbnails, 1,300 MiB) and Qwen3-0.6B (448, 1,454 MiB) fit, GPT-2
+large (720, 2,340 MiB) does not."""
+
+
+def tab_bytes_drawn(cells: int, panels: int, costs: TabCosts = LESSON_TAB) -> int:
+    """The memory a page takes in the visitor's browser tab, an estimate, from
+    what it draws: ``costs.base``, plus ``costs.cell`` per number drawn
+    (``cells``), plus ``costs.panel`` per panel of a grid and ``costs.pair``
+    per pair of them (``panels``). Every page's estimate (`tab_bytes`, the
+    Real model page's with `MODEL_TAB`) is this one."""
+    return costs.base + costs.cell * cells + costs.panel * panels + costs.pair * panels * panels
 
 
 def tab_bytes(config: AttentionConfig) -> int:
     """The memory a page of ``config``'s charts takes in the visitor's browser
-    tab, an estimate: `TAB_BASE_BYTES`, plus `TAB_CELL_BYTES` per number drawn
-    (every matrix of the trace, `trace_bytes` / 4), plus `TAB_HEAD_BYTES` per
-    head and `TAB_HEAD_PAIR_BYTES` per pair of heads (the heads grid)."""
-    heads = config.n_heads
-    cells = trace_bytes(config) // 4
-    return (TAB_BASE_BYTES + TAB_CELL_BYTES * cells + TAB_HEAD_BYTES * heads
-            + TAB_HEAD_PAIR_BYTES * heads * heads)
+    tab (`tab_bytes_drawn`): every matrix of the trace (`trace_bytes` / 4
+    numbers) and a panel per head (the heads grid)."""
+    return tab_bytes_drawn(trace_bytes(config) // 4, config.n_heads)
+
+
+def check_tab_drawn(cells: int, panels: int, counted: str, advice: str,
+                    costs: TabCosts = LESSON_TAB) -> None:
+    """Raise `TabBudgetError` when a page drawing ``cells`` numbers and ``panels``
+    panels would take a browser tab past `BROWSER_BUDGET_BYTES`
+    (`tab_bytes_drawn` with ``costs``), with both figures, like the server's own
+    budget: ``counted`` says what was counted ("1,000 heads"), ``advice`` what to do."""
+    nbytes = tab_bytes_drawn(cells, panels, costs)
+    if nbytes > BROWSER_BUDGET_BYTES:
+        raise TabBudgetError(
+            f"This page would take about {_mb(nbytes)} of your browser's memory to draw "
+            f"({counted}, {cells:,} numbers); the explorer draws at most "
+            f"{_mb(BROWSER_BUDGET_BYTES)} in a tab, so that a phone or a laptop keeps it. "
+            + advice)
 
 
 def check_tab(config: AttentionConfig) -> None:
-    """Raise `BudgetError` when drawing ``config`` would take a browser tab past
-    `BROWSER_BUDGET_BYTES` (`tab_bytes`), with both figures, like the server's
-    own budget: nothing is computed or sent then."""
-    nbytes = tab_bytes(config)
-    if nbytes > BROWSER_BUDGET_BYTES:
-        raise BudgetError(
-            f"This page would take about {_mb(nbytes)} of your browser's memory to draw "
-            f"({config.n_heads:,} heads, {trace_bytes(config) // 4:,} numbers); the explorer "
-            f"draws at most {_mb(BROWSER_BUDGET_BYTES)} in a tab, so that a phone or a "
-            "laptop keeps it. Use fewer heads, tokens or dimensions.")
+    """Raise `TabBudgetError` when drawing ``config`` would take a browser tab past
+    `BROWSER_BUDGET_BYTES` (`tab_bytes`), with both figures: nothing is
+    computed or sent then."""
+    check_tab_drawn(trace_bytes(config) // 4, config.n_heads, f"{config.n_heads:,} heads",
+                    "Use fewer heads, tokens or dimensions.")
 
 
 _M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8  # glibc's mallopt parameters (malloc.h)

@@ -11,7 +11,16 @@ import pytest
 from explorer import AttentionConfig
 from explorer.core.config import MAX_ATTENTION_CELLS, MAX_DIM
 from explorer.lessons.pages import MULTI_HEAD_PAGE
-from explorer.server.budget import BROWSER_BUDGET_BYTES, BudgetError, MIB, check_tab, tab_bytes
+from explorer.server.budget import (
+    BROWSER_BUDGET_BYTES,
+    MIB,
+    MODEL_TAB,
+    BudgetError,
+    check_tab,
+    tab_bytes,
+    tab_bytes_drawn,
+    trace_bytes,
+)
 from explorer.ui.navigation import PAGES
 from tests.ui.test_app import charts, errors, open_link
 
@@ -36,6 +45,7 @@ def test_the_estimate_follows_the_measured_tabs(page, fields, renderer_mib, heap
     estimate = tab_bytes(AttentionConfig(**fields)) / MIB
     # Within 20% of the measured tab, and never far below it (the budget must hold).
     assert 0.95 * renderer_mib <= estimate <= 1.2 * renderer_mib, (estimate, renderer_mib)
+
 
 
 def test_the_link_that_took_a_tab_to_six_gib_is_refused_with_the_figures():
@@ -76,3 +86,52 @@ def test_the_page_refuses_the_link_before_computing_anything(monkeypatch):
     shown = errors(at)
     assert len(shown) == 1 and "of your browser's memory to draw (1,000 heads" in shown[0], shown
     assert charts(at) == {} and computed == []
+
+
+def test_every_page_estimates_with_one_formula():
+    config = AttentionConfig(n_heads=7, d_k=14, d_v=21, sentence=W512, causal=True)
+    assert tab_bytes(config) == tab_bytes_drawn(trace_bytes(config) // 4, 7)
+
+
+# The Real model page with tiny random GPT-2 models (tests.support.tiny_models), measured
+# as above (2026-11-26): (layers, heads, d_model), tokens, renderer MiB, JS heap MiB.
+MODEL_PAGE_MEASURED_MIB = [
+    ((12, 12, 48), 6, 906, 79),     # GPT-2 small's 144 heads in the overview
+    ((28, 16, 32), 6, 1455, 100),   # Qwen3-0.6B's 448
+    ((36, 20, 40), 6, 2341, 196),   # GPT-2 large's 720
+    ((2, 16, 32), 216, 821, 64),    # a long text, 32 heads
+]
+
+
+def _model_page_estimate(shape: tuple[int, int, int], n_tokens: int) -> float:
+    from types import SimpleNamespace
+
+    from explorer.ui.real_model import drawn
+
+    layers, heads, d = shape
+    model = SimpleNamespace(n_layers=layers, n_heads=heads, d_model=d, head_dim=d // heads,
+                            causal=True, family="classic")
+    return tab_bytes_drawn(*drawn(model, n_tokens), MODEL_TAB)
+
+
+@pytest.mark.parametrize("shape, n_tokens, renderer_mib, heap_mib", MODEL_PAGE_MEASURED_MIB)
+def test_a_model_page_measured_past_the_budget_is_refused(shape, n_tokens, renderer_mib,
+                                                          heap_mib):
+    if renderer_mib * MIB > BROWSER_BUDGET_BYTES:
+        assert _model_page_estimate(shape, n_tokens) > BROWSER_BUDGET_BYTES
+
+
+@pytest.mark.parametrize("shape, n_tokens, renderer_mib, heap_mib", MODEL_PAGE_MEASURED_MIB)
+def test_the_model_page_estimate_follows_the_measured_tabs(shape, n_tokens, renderer_mib,
+                                                           heap_mib):
+    estimate = _model_page_estimate(shape, n_tokens) / MIB
+    assert 0.95 * renderer_mib <= estimate <= 1.2 * renderer_mib, (estimate, renderer_mib)
+
+
+def test_the_catalogues_models_fit_and_gpt2_large_does_not():
+    """With the page's own costs, GPT-2 medium and Qwen3-0.6B draw at 512 tokens
+    (a tab of Qwen3-0.6B's 448 thumbnails measured 1,455 MiB); a model the size of
+    GPT-2 large is refused (its 720 measured 2,341 MiB)."""
+    assert _model_page_estimate((24, 16, 64), 512) < BROWSER_BUDGET_BYTES
+    assert _model_page_estimate((28, 16, 64), 512) < BROWSER_BUDGET_BYTES
+    assert _model_page_estimate((36, 20, 40), 6) > BROWSER_BUDGET_BYTES
