@@ -107,3 +107,12 @@ server's memory budget is listed with why (`ModelChoice.fits`), not loaded."""
 DEFAULT_MODEL = _default_model()
 """The model the Real model page opens on."""
 
+
+MAX_NEW_TOKENS = 32
+"""The most tokens one generation may add (`explorer.models.generation.generate`;
+the page's "Tokens to generate")."""
+DEFAULT_NEW_TOKENS = 8
+"""The tokens `explorer.models.generation.generate`, the downloaded script and
+the page's "Tokens to generate" add unless told."""
+GENERATION_SECONDS = 20.0
+"""The longest one generation may run; it stops after the token that passes it."""

@@ -32,22 +32,24 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from explorer.core.agreement import Agreement, of_all
 from explorer.core.config import shown
 from explorer.core.trace import json_safe
 from explorer.models import anatomy
+from explorer.models.catalogue import DEFAULT_NEW_TOKENS, GENERATION_SECONDS, MAX_NEW_TOKENS
 from explorer.models.check import TOLERANCE, _largest_difference
-from explorer.models.errors import ModelError, ModelMismatch
+from explorer.models.errors import ModelError
 from explorer.models.forward import _hooked, decoder_layer_call
-from explorer.models.llama import (DecoderConfig, attention_mask, decoder_config, scores_of,
-                                   token_steps)
+from explorer.models.llama import (
+    DecoderConfig,
+    attention_mask,
+    decoder_config,
+    scores_of,
+    token_steps,
+)
 from explorer.models.loading import LoadedModel
 from explorer.models.tokens import model_input, readable_tokens
 from explorer.modern import attention as modern
-
-MAX_NEW_TOKENS = 32
-"""The most tokens one generation may add."""
-GENERATION_SECONDS = 20.0
-"""The longest one generation may run; it stops after the token that passes it."""
 
 ROW_TOLERANCE = {"float32": TOLERANCE, "bfloat16": 2e-2, "float16": 5e-3}
 """The bound a generated row keeps from the full pass's row, by the weights'
@@ -144,14 +146,20 @@ class Generation:
         return out
 
 
+def checked_new_tokens(value: Any, name: str = "max_new_tokens") -> int:
+    """``value`` when it is a whole number from 1 to `MAX_NEW_TOKENS` (not a
+    bool); else `ModelError` naming it ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_NEW_TOKENS:
+        raise ModelError(name, f"{name} must be a whole number from 1 to {MAX_NEW_TOKENS} "
+                               f"(got {shown(value)})")
+    return value
+
+
 def _check_request(model: LoadedModel, n_prompt: int, max_new_tokens: Any,
                    time_limit: Any) -> int:
     """``max_new_tokens`` as a whole number from 1 to `MAX_NEW_TOKENS`, within the
     model's positions after ``n_prompt`` tokens; a positive time limit. Else `ModelError`."""
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or not (
-            1 <= max_new_tokens <= MAX_NEW_TOKENS):
-        raise ModelError("max_new_tokens", f"max_new_tokens must be a whole number from 1 to "
-                                           f"{MAX_NEW_TOKENS} (got {shown(max_new_tokens)})")
+    max_new_tokens = checked_new_tokens(max_new_tokens)
     if not isinstance(time_limit, (int, float)) or not 0 < time_limit <= GENERATION_SECONDS:
         raise ModelError("time_limit", f"time_limit must be more than 0 and at most "
                                        f"{GENERATION_SECONDS:g} seconds (got {shown(time_limit)})")
@@ -217,7 +225,7 @@ def _step(model: LoadedModel, block: torch.nn.Module, ids: Sequence[int], cache:
 
 
 def generate(model: LoadedModel, text: str | None = None, *, input_ids: Any = None,
-             max_new_tokens: int = 8, layer: int = 0, seed: int = 0,
+             max_new_tokens: int = DEFAULT_NEW_TOKENS, layer: int = 0, seed: int = 0,
              time_limit: float = GENERATION_SECONDS) -> Generation:
     """Generate up to ``max_new_tokens`` tokens greedily after ``text`` (or
     ``input_ids``), keeping each new token's row of attention in layer ``layer``
@@ -274,60 +282,41 @@ def generate(model: LoadedModel, text: str | None = None, *, input_ids: Any = No
                       prompt_bytes)
 
 
-@dataclass(frozen=True)
-class RowsCheck:
-    """Every generated row against the row of one full forward pass (no cache).
-
-    ``rows_diff``: max |ours − full pass's| over every generated token's weights
-    (n_heads, position + 1), math.inf when a row's length differs;
-    ``beyond``: the full pass's largest weight right of a row's end (0 in a
-    causal model); ``tolerance``: `ROW_TOLERANCE` of the weights' dtype.
-    """
-
-    reference: str
-    n_rows: int
-    rows_diff: float
-    beyond: float
-    tolerance: float
-
-    @property
-    def ok(self) -> bool:
-        """Whether every row is within the tolerance (False for NaN)."""
-        return self.rows_diff <= self.tolerance and self.beyond <= self.tolerance
-
-    def summary(self) -> str:
-        """One line, e.g. ``"the 8 generated rows match …: max |difference| 6.0e-08
-        (tolerance 1e-04)"``."""
-        verdict = "match" if self.ok else "DO NOT match"
-        return (f"the {self.n_rows} generated rows {verdict} {self.reference}: max "
-                f"|difference| {self.rows_diff:.1e} (tolerance {self.tolerance:.0e})")
-
-    def raise_if_failed(self) -> None:
-        """Raise `ModelMismatch` unless `ok`."""
-        if not self.ok:
-            raise ModelMismatch(f"Our decoding: {self.summary()}. This is a bug in the "
-                                "explorer: please report it with the model and prompt.")
+ROWS, BEYOND = "generated rows", "beyond each row's end"
+"""The names of `against_full_pass`'s two parts."""
 
 
-def against_full_pass(generation: Generation, model: LoadedModel) -> RowsCheck:
+def against_full_pass(generation: Generation, model: LoadedModel) -> Agreement:
     """Compare every generated row of ``generation`` with row ``position`` of
     the model's attention weights in one full forward pass over the whole
     sequence (prompt and generated tokens), without a KV cache
-    (`explorer.models.forward.decoder_layer_call`: ``output_attentions``)."""
+    (`explorer.models.forward.decoder_layer_call`: ``output_attentions``).
+
+    Two parts, each within `ROW_TOLERANCE` of the weights' dtype: `ROWS`, the
+    largest |ours − full pass's| over every generated token's weights
+    (n_heads, position + 1), ``inf`` when a row's length differs; `BEYOND`, the
+    full pass's largest weight right of a row's end (0 in a causal model).
+    Raises `ModelError` when the generation comes from another model.
+    """
     c = generation.config
     if (c.architecture, c.n_layers, c.n_heads) != (model.architecture, model.n_layers,
                                                   model.n_heads):
         raise ModelError("check", f"the generation comes from {c.model!r}, not {model.name!r}")
     full = decoder_layer_call(model, list(generation.ids), c.layer).attn_weights  # (h, N, N)
-    diffs, beyond = [], 0.0
+    diffs, beyond, n_values = [], 0.0, 0
     for token in generation.generated:
         p = token.position
         diffs.append(_largest_difference(token.attn_weights, full[:, p, :p + 1]))
+        n_values += full[:, p, :p + 1].numel()
         if p + 1 < full.shape[-1]:
             beyond = max(beyond, float(full[:, p, p + 1:].abs().max()))
     diff = math.nan if any(math.isnan(d) for d in diffs) else max(diffs, default=0.0)
-    return RowsCheck(
-        reference=f"the rows of one full forward pass of {type(model.module).__name__} "
-                  f"{model.name!r}, layer {c.layer}, without a cache (output_attentions)",
-        n_rows=len(generation.generated), rows_diff=diff, beyond=beyond,
-        tolerance=ROW_TOLERANCE.get(model.dtype, TOLERANCE))
+    tolerance = ROW_TOLERANCE.get(model.dtype, TOLERANCE)
+    n_rows = len(generation.generated)
+    reference = (f"the rows of one full forward pass of {type(model.module).__name__} "
+                 f"{model.name!r}, layer {c.layer}, without a cache (output_attentions)")
+    return of_all(f"The {n_rows} generated rows", "attention weights, row by row", reference,
+                  [Agreement(ROWS, f"{n_rows} rows of every head", reference, diff, tolerance,
+                             n_values=n_values),
+                   Agreement(BEYOND, "weights right of each row's end", "0 (causal)", beyond,
+                             tolerance)])

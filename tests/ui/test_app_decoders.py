@@ -17,16 +17,26 @@ import numpy as np
 import pytest
 
 from explorer.core.literal import format_value
-from explorer.models import (EVERY_ARCHITECTURE, compute_decoder_trace, generate, head_slice,
-                             load_folder)
+from explorer.lessons.pages import MODEL_PAGE
+from explorer.models import (
+    EVERY_ARCHITECTURE,
+    against_full_pass,
+    against_model,
+    compute_decoder_trace,
+    generate,
+    head_overview,
+    head_slice,
+    load_folder,
+)
 from explorer.models.explain import CHARTS, GENERATION_CHARTS, chart_matrix
 from explorer.models.llama import DECODER_STEPS
+from explorer.render.decoder_script import decoder_script
 from explorer.server import budget
 from explorer.ui import real_model
 from tests.support.tiny_decoders import save_tiny_decoder
 from tests.ui.test_app import all_charts, errors, page_link, pick, picked, z_values
+from tests.ui.test_app_downloads import offered, sidebar_downloads  # noqa: F401
 from tests.ui.test_app_models import clicked, handlers, offline, open_model  # noqa: F401
-from explorer.lessons.pages import MODEL_PAGE
 from tests.ui.test_state import _differences, query_of, undeclared, view_of
 
 SENTENCE = "the cat sat on the mat"
@@ -86,10 +96,11 @@ def test_a_llama_folder_draws_every_step_equal_to_the_backend_and_checks_it(llam
     captions = " ".join(c.value for c in at.caption)
     for step in ("queries_rope", "attn_scores", "causal_mask", "W_out"):
         assert DECODER_STEPS[step] in captions.replace("\\", ""), step
-    passed = " ".join(s.value.replace("\\", "") for s in at.success)
+    passed = " ".join(s.value.replace("\\", "").replace("\u2060", "") for s in at.success)
     assert "✓ Verified against the model" in passed
-    assert f"the {NEW_TOKENS} generated rows match the rows of one full forward pass" in passed
-    steps_lines = next(c.value for c in at.code if "vs output_attentions" in c.value)
+    assert (f"✓ The {NEW_TOKENS} generated rows: verified against the rows of one full forward "
+            "pass") in passed
+    steps_lines = next(c.value for c in at.code if "against output_attentions" in c.value)
     assert steps_lines.count("✓") == len(steps_lines.splitlines()) >= 10
     # K/V sharing: 4 query heads over 2 K/V heads, head 0 reads K/V head 0 with head 1.
     table = at.dataframe[1].value
@@ -159,7 +170,7 @@ def test_generation_shows_each_tokens_row_over_the_cache(llama_dir):
     at.number_input(key="new_tokens").set_value(3).run()
     assert not at.exception
     assert len(at.select_slider(key="generated").options) == 3
-    assert "the 3 generated rows match" in " ".join(s.value for s in at.success)
+    assert "✓ The 3 generated rows" in " ".join(s.value for s in at.success)
 
 
 def test_the_link_carries_layer_head_cell_tokens_and_the_generated_token(llama_dir):
@@ -186,13 +197,41 @@ def test_the_link_carries_layer_head_cell_tokens_and_the_generated_token(llama_d
     assert first == second
 
 
-def test_the_json_holds_the_trace_and_the_generation(llama_dir):
+def test_the_sidebar_offers_the_layers_script_for_the_head_shown(llama_dir, offered):
+    at = open_model(llama_dir, {"layer": "1", "new_tokens": "5"})
+    pick(at, "head", 3)
+    assert not at.exception and picked(at, "head") == 3
+    found = sidebar_downloads(at, offered)
+    assert {label: (d.file_name, d.mime) for label, d in found.items()} == {
+        "decoder_layer.py": ("decoder_layer.py", "text/x-python"),
+        "Every matrix and the generation (JSON)": ("decoder_trace.json", "application/json")}
+    model = load_folder(llama_dir, architectures=EVERY_ARCHITECTURE)
+    trace = compute_decoder_trace(model, SENTENCE, layer=1)
+    link = page_link(at)
+    assert "layer=1" in link and "head=3" in link and "new_tokens=5" in link
+    assert found["decoder_layer.py"].make() == decoder_script(
+        trace.config, model.location, 3, text=SENTENCE, link=link, new_tokens=5)
+    data = json.loads(found["Every matrix and the generation (JSON)"].make())  # as clicked
+    assert len(data["generation"]["generated"]) == 5 and len(data["head_shares"]["to_self"]) == 2
+    assert [check["ok"] for check in data["checks"]] == [True, True, True]
+
+
+def test_the_json_holds_the_trace_the_generation_the_heads_and_the_checks(llama_dir):
     trace, hs, run = expected(llama_dir)
-    data = json.loads(real_model._decoder_json(trace, run))
+    model = load_folder(llama_dir, architectures=EVERY_ARCHITECTURE)
+    overview = head_overview(model, input_ids=list(trace.config.input_ids))
+    checks = (against_model(trace, model), against_full_pass(run, model))
+    data = json.loads(real_model._decoder_json(trace, run, overview, checks))
     np.testing.assert_allclose(data["trace"]["steps"]["attn_weights"],
                                trace["attn_weights"].numpy(), atol=1e-7)
     assert [t["token_id"] for t in data["generation"]["generated"]] == [
         t.token_id for t in run.generated]
+    for name in ("to_first", "to_previous", "to_self"):  # (n_layers, n_heads)
+        np.testing.assert_array_equal(data["head_shares"][name], getattr(overview, name).numpy())
+    assert [c["ok"] for c in data["checks"]] == [True, True]
+    layer = data["checks"][0]
+    assert [p["name"] for p in layer["parts"]] == ["attention weights", "output"]
+    assert layer["max_abs_diff"] == checks[0].max_abs_diff < 1e-4
 
 
 def _copy_with_config(source, folder, config: dict):
