@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8501
 REPLICAS ?= 2
 
-.PHONY: run test test-fast test-browser docs bench fuzz soak replicas download-models plotly-bundle clean
+.PHONY: run test test-fast test-browser docs bench fuzz probe soak replicas download-models plotly-bundle clean
 
 # requirements.txt takes torch's CPU build from PyTorch's CPU wheel index (CPU_INDEX). Where
 # that index cannot be reached (a machine whose own package mirror serves the CPU wheel), pip
@@ -92,6 +92,11 @@ bench: $(VENV)/.dev-installed
 ## make fuzz: ten times the fuzzing in make test (20,000 backend configs, 3,000 URLs); prints counts
 fuzz: $(VENV)/.dev-installed
 	$(BIN)/python -m tests.support.fuzzing --examples 20000 --urls 3000
+
+## make probe: issue 41's attacks again (link code, the box, the CLI, bounds, typed input,
+## messages, server settings, markup; random links and configs), a table of tried and failed
+probe: $(VENV)/.dev-installed
+	$(BIN)/python -m benchmarks.probe
 
 ## make soak: 8 visitors at once in Chromium for 3 minutes, each checking its own numbers
 soak: $(VENV)/.dev-installed

@@ -135,13 +135,13 @@ from playwright.sync_api import Error as PlaywrightError
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from explorer import AttentionConfig, compute_trace
-from explorer.render import figures
 from explorer.core import verify
-from explorer.render.payload import CHART_JS, Chart, encode, matrix_hash
-from explorer.lessons.explain import explain_cell
 from explorer.core.steps import STEPS, layout_rows, scale_group, split_after, stages, visible_steps
 from explorer.core.tokenizer import token_labels
 from explorer.core.trace import Trace
+from explorer.lessons.explain import explain_cell
+from explorer.render import figures
+from explorer.render.payload import CHART_JS, Chart, encode, matrix_hash
 from explorer.ui import component as app_component
 from tests.support.server import Server, rss_mib
 

@@ -70,8 +70,8 @@ from pathlib import Path
 
 from benchmarks.browser import RESULTS, write_results
 from benchmarks.protocol import WORKED_EXAMPLE, Visitor
-from explorer.server import budget
 from explorer.lessons.pages import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
+from explorer.server import budget
 from tests.support import soak
 from tests.support.server import Replicas, Server
 

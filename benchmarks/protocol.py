@@ -37,9 +37,9 @@ from streamlit.proto.NumberInput_pb2 import NumberInput
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from explorer import AttentionConfig, compute_trace
+from explorer.core.steps import STEPS
 from explorer.render.payload import decode
 from explorer.ui.cache import WAITING_ICON
-from explorer.core.steps import STEPS
 from tests.support.soak import step_numbers, url_path
 
 WORKED_EXAMPLE = "preset=life-is-short"

@@ -20,11 +20,11 @@ from pathlib import Path
 import torch
 
 from explorer import AttentionConfig, compute_trace
-from explorer.lessons import experiments
-from explorer.render import figures
 from explorer.core import recipes
-from explorer.render.payload import encode, matrix_hash
+from explorer.lessons import experiments
 from explorer.lessons.explain import explain_cell
+from explorer.render import figures
+from explorer.render.payload import encode, matrix_hash
 
 RESULTS = Path(__file__).parent / "results"
 LONG_SENTENCE = " ".join(f"w{i}" for i in range(512))
