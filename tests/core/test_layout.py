@@ -159,3 +159,11 @@ def test_the_explorer_package_has_no_import_cycle():
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError as error:
         pytest.fail(f"an import cycle: {' -> '.join(error.args[1])}")
+
+
+def test_imports_are_sorted():
+    """Every import block in the standard library, third-party, then our own order
+    (ruff's isort rule, pyproject.toml's [tool.ruff]); `ruff check --fix .` mends it."""
+    result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."],
+                            cwd=ROOT, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-3000:]
