@@ -5,9 +5,17 @@ import streamlit as st
 from explorer.core import literal
 from explorer.core.config import AttentionConfig
 from explorer.core.tokenizer import RULE
-from explorer.lessons.pages import (BACKWARD_PAGE, CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE,
-                                    MODEL_PAGE, MODERN_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE,
-                                    SIMPLIFIED_PAGE)
+from explorer.lessons.pages import (
+    BACKWARD_PAGE,
+    CHECK_PAGE,
+    EXPERIMENTS_PAGE,
+    HOME_PAGE,
+    MODEL_PAGE,
+    MODERN_PAGE,
+    MULTI_HEAD_PAGE,
+    SELF_ATTENTION_PAGE,
+    SIMPLIFIED_PAGE,
+)
 from explorer.ui.navigation import PAGES
 from explorer.ui.presets import gallery
 from explorer.ui.render import page_header, token_table

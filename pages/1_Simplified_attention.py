@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from explorer.render import figures
 from explorer.core import literal
-from explorer.lessons.pages import SIMPLIFIED_PAGE
 from explorer.core.steps import visible_steps
 from explorer.core.tokenizer import token_labels
+from explorer.lessons.pages import SIMPLIFIED_PAGE
+from explorer.render import figures
 from explorer.ui.lessons import normalization_comparison, softmax_overflow
 from explorer.ui.render import fitted_table, number_table, query_picker, step_charts, step_page
 from explorer.ui.state import View

@@ -1,7 +1,7 @@
 """Self-attention with trainable weights (seeds 002 and 004, book §3.4)."""
 
-from explorer.lessons.pages import SELF_ATTENTION_PAGE
 from explorer.core.steps import visible_steps
+from explorer.lessons.pages import SELF_ATTENTION_PAGE
 from explorer.ui.lessons import softmax_overflow
 from explorer.ui.render import query_picker, step_charts, step_page
 from explorer.ui.state import View

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from explorer.lessons.pages import MULTI_HEAD_PAGE
 from explorer.core.steps import split_after, stages, visible_steps
+from explorer.lessons.pages import MULTI_HEAD_PAGE
 from explorer.ui.multihead import (
     causal_second_route,
     dropout_note,

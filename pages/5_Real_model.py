@@ -3,8 +3,8 @@
 import streamlit as st
 
 from explorer.core.steps import stages, visible_steps
-from explorer.ui import real_model
 from explorer.lessons.pages import MODEL_PAGE
+from explorer.ui import real_model
 from explorer.ui.render import head_picker, page_header, query_picker, step_charts, token_table
 
 page_header(

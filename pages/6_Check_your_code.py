@@ -1,7 +1,7 @@
 """Check your code: a learner's own attention class against the reference, step by step."""
 
-from explorer.ui import checking
 from explorer.lessons.pages import CHECK_PAGE
+from explorer.ui import checking
 from explorer.ui.render import page_header
 
 page_header(

@@ -1,8 +1,8 @@
 """Attention as today's open LLMs compute it: RoPE, grouped-query attention,
 the sliding window, the KV cache and FlashAttention's online softmax."""
 
-from explorer.ui import modern
 from explorer.lessons.pages import MODERN_PAGE
+from explorer.ui import modern
 from explorer.ui.render import page_header
 
 page_header(

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from explorer.ui.navigation import PAGES
 from explorer.lessons.pages import HOME_PAGE
+from explorer.ui.navigation import PAGES
 from tests.support.server import ROOT, Server  # noqa: F401 (ROOT: the tests' import of the app's root)
 
 CHROMIUM = "/usr/bin/chromium"

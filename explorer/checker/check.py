@@ -77,20 +77,36 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor, nn
 
+from explorer.checker.learner import (
+    MEMORY_MB,
+    TIMEOUT_S,
+    CheckError,
+    LearnerWeights,
+    Recording,
+    read_weights,
+    run_forward,
+    triangle,
+    unread_parameters,
+)
+from explorer.checker.limits import limits
+from explorer.checker.mistakes import (
+    DROPOUT_ACTIVE,
+    MISTAKES,
+    Sizes,
+    dropout_diagnosis,
+    dropout_keep_mask,
+    mistaken_steps,
+    pipeline_steps,
+)
+from explorer.checker.verdicts import DIFFERS, MATCH, NOT_SEEN, SYMBOLS, UNSURE
 from explorer.core import attention as att
 from explorer.core import recipes
 from explorer.core.config import MAX_ATTENTION_CELLS, AttentionConfig
-from explorer.checker.learner import (MEMORY_MB, TIMEOUT_S, CheckError, LearnerWeights, Recording,
-                              read_weights, run_forward, triangle, unread_parameters)
-from explorer.checker.limits import limits
 from explorer.core.literal import format_value
-from explorer.checker.mistakes import (DROPOUT_ACTIVE, MISTAKES, Sizes, dropout_diagnosis,
-                               dropout_keep_mask, mistaken_steps, pipeline_steps)
-from explorer.lessons.presets import JOURNEY_INPUTS, JOURNEY_SENTENCE
 from explorer.core.steps import STEPS, TOKENS
 from explorer.core.tokenizer import token_labels, tokenize
 from explorer.core.trace import attention_steps, embed, json_safe
-from explorer.checker.verdicts import DIFFERS, MATCH, NOT_SEEN, SYMBOLS, UNSURE
+from explorer.lessons.presets import JOURNEY_INPUTS, JOURNEY_SENTENCE
 
 __all__ = ["COMPARED", "TOLERANCE", "CheckError", "CheckFailure", "CheckReport", "Difference",
            "StepResult", "check_module", "reference_steps", "result_from_json"]

@@ -14,9 +14,8 @@ import signal
 import threading
 from contextlib import contextmanager
 
-from explorer.core.config import ConfigError
 from explorer.checker.learner import MEMORY_MB, TIMEOUT_S, CheckError
-
+from explorer.core.config import ConfigError
 
 _OUT_OF_MEMORY = ("can't allocate memory", "cannot allocate memory", "out of memory")
 """Texts of the errors a refused allocation raises (torch's, numpy's, the OS's)."""

@@ -36,16 +36,15 @@ import time
 import traceback
 from pathlib import Path
 
-from explorer.server import settings
 from explorer.checker import box, results
 from explorer.checker.check import CheckFailure, CheckReport, check_module
-from explorer.core.config import ConfigError
 from explorer.checker.learner import MEMORY_MB, TIMEOUT_S, CheckError, build_module, load_class
+from explorer.checker.limits import address_space, limit_hint, limits, memory_message, out_of_memory
 from explorer.checker.listings import CONTEXT_MARGIN, DEFAULT_SIZES
-from explorer.checker.limits import (address_space, limit_hint, limits, memory_message,
-                                     out_of_memory)
-from explorer.lessons.presets import JOURNEY_SENTENCE
+from explorer.core.config import ConfigError
 from explorer.core.tokenizer import tokenize
+from explorer.lessons.presets import JOURNEY_SENTENCE
+from explorer.server import settings
 
 ENABLED = settings.RUN_CODE
 """Whether this server is asked to run visitors' code (the "Check your code" page):

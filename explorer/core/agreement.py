@@ -25,7 +25,8 @@ class Agreement:
     are equal bit for bit (``torch.equal``); ``where``: where the largest
     difference lies; ``n_values``: how many numbers were compared; ``note``: a
     caveat; ``parts``: the agreements this one sums up (`of_all`), each with
-    its own tolerance.
+    its own tolerance; ``scale``: the reference's largest |value| (0 when not
+    measured), which a relative tolerance is a fraction of.
     """
 
     name: str
@@ -38,6 +39,7 @@ class Agreement:
     n_values: int = 0
     note: str = ""
     parts: tuple[Agreement, ...] = ()
+    scale: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -46,6 +48,30 @@ class Agreement:
         if self.parts:
             return all(part.ok for part in self.parts)
         return self.exact or self.max_abs_diff <= self.tolerance
+
+    @property
+    def failed(self) -> list[str]:
+        """The names of the parts that do not agree, in their order (``[]`` when
+        every part agrees; without parts, ``[name]`` when this one does not)."""
+        if not self.parts:
+            return [] if self.ok else [self.name]
+        return [part.name for part in self.parts if not part.ok]
+
+    def part(self, name: str) -> Agreement:
+        """The part called ``name``. Raises KeyError when there is none."""
+        for part in self.parts:
+            if part.name == name:
+                return part
+        raise KeyError(name)
+
+    def to_dict(self) -> dict:
+        """Every field, its parts as dicts too, and ``ok``: for a JSON export
+        (non-finite differences stay floats; see `explorer.core.trace.json_safe`)."""
+        return {"name": self.name, "compared": self.compared, "reference": self.reference,
+                "max_abs_diff": self.max_abs_diff, "tolerance": self.tolerance,
+                "exact": self.exact, "where": self.where, "n_values": self.n_values,
+                "note": self.note, "scale": self.scale, "ok": self.ok,
+                "parts": [part.to_dict() for part in self.parts]}
 
     @property
     def symbol(self) -> str:
@@ -59,7 +85,14 @@ class Agreement:
         exact = " (bit for bit)" if self.exact else ""
         return (f"{self.symbol} {self.name}: verified against {code}{self.reference}{code}, "
                 f"same {self.compared}{exact}, max |difference| = {self.max_abs_diff:.1e} "
-                f"(agreement: below {self.tolerance:.0e}, float32 rounding).")
+                f"(agreement: below {tolerance_text(self.tolerance)}, float32 rounding).")
+
+
+def tolerance_text(tolerance: float) -> str:
+    """``1e-04`` for a round tolerance, ``1.1e-04`` for one with a relative
+    part added (`1e-4 + 1e-5 × 7`), so that what is shown is what is used."""
+    round_ = f"{tolerance:.0e}"
+    return round_ if float(round_) == tolerance else f"{tolerance:.1e}"
 
 
 def _worst_first(agreement: Agreement) -> float:
@@ -77,4 +110,5 @@ def of_all(name: str, compared: str, reference: str, parts: Sequence[Agreement],
     worst = max(parts, key=_worst_first)
     return Agreement(name, compared, reference, worst.max_abs_diff, worst.tolerance,
                      exact=all(p.exact for p in parts), where=worst.where or worst.name,
-                     n_values=sum(p.n_values for p in parts), note=note, parts=tuple(parts))
+                     n_values=sum(p.n_values for p in parts), note=note, parts=tuple(parts),
+                     scale=max(p.scale for p in parts))

@@ -8,7 +8,8 @@ read it as markup:
   Markdown, ``:red[...]`` directives, ``:material/...:`` icons, ``$math$``;
 - Plotly text (titles, tick labels, hover, cell text): pseudo-HTML such as
   ``<b>``, ``<a href>``, ``<br>`` and entities;
-- HTML (the standalone report).
+- HTML (the standalone report);
+- a generated script's ``#`` comments (the page's link, labels): `comment`.
 
 Each function returns text that renders as exactly the characters given (for
 HTML, lone surrogates, which no page can hold, as their escapes: `encodable`).
@@ -62,6 +63,18 @@ def encodable(text: str) -> str:
     ``\\ud800``, as the generated script's comments write it; other text unchanged."""
     return _SURROGATES.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"),
                            str(text))
+
+
+def comment(text: str, limit: int | None = None) -> str:
+    """``text`` made safe for a one-line ``#`` comment of a generated script:
+    every character that is not printable (newlines, form feeds, U+2028, lone
+    surrogates ...) is written as its backslash escape, so the comment cannot
+    end early. ``limit`` cuts it to that many characters, marked with ``...``."""
+    safe = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in str(text))
+    if limit is not None and len(safe) > limit:
+        safe = safe[:limit] + "..."
+    return safe
 
 
 def html(text: str) -> str:

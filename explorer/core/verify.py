@@ -21,7 +21,6 @@ from explorer.core import attention as att
 from explorer.core.agreement import Agreement
 from explorer.core.trace import Trace
 
-
 TOLERANCE = 1e-4
 """Largest difference from PyTorch still shown as agreement (float32 rounding)."""
 

@@ -40,7 +40,7 @@ not import transformers, which only the Real model page needs.
 from importlib import import_module
 
 _HOMES = {
-    **dict.fromkeys(("TOLERANCE", "ModelCheck", "against_model", "assert_matches_model"),
+    **dict.fromkeys(("TOLERANCE", "against_model", "assert_matches_model", "summary"),
                     "explorer.models.check"),
     **dict.fromkeys(("DOWNLOAD_COMMAND", "FolderUnusable", "ModelError", "ModelMismatch",
                      "ModelUnavailable", "download_command", "folder_message"),
@@ -55,14 +55,15 @@ _HOMES = {
     **dict.fromkeys(("ModelSizes", "model_sizes"), "explorer.models.sizes"),
     **dict.fromkeys(("find_token", "model_input", "readable_piece", "readable_tokens"),
                     "explorer.models.tokens"),
-    **dict.fromkeys(("DECODER_CHOICES", "DEFAULT_MODEL", "MODEL_CHOICES", "ModelChoice"),
+    **dict.fromkeys(("DECODER_CHOICES", "DEFAULT_MODEL", "DEFAULT_NEW_TOKENS", "GENERATION_SECONDS",
+                     "MAX_NEW_TOKENS", "MODEL_CHOICES", "ModelChoice"),
                     "explorer.models.catalogue"),
     **dict.fromkeys(("CLASSIC", "DECODERS", "EVERY_ARCHITECTURE"), "explorer.models.anatomy"),
     **dict.fromkeys(("DecoderConfig", "HeadSlice", "compute_decoder_trace", "decoder_trace_bytes",
                      "head_slice"), "explorer.models.llama"),
-    **dict.fromkeys(("GENERATION_SECONDS", "MAX_NEW_TOKENS", "GeneratedToken", "Generation",
-                     "RowsCheck", "against_full_pass", "generate"), "explorer.models.generation"),
-    **dict.fromkeys(("StepsCheck", "against_model_steps"), "explorer.models.check"),
+    **dict.fromkeys(("GeneratedToken", "Generation",
+                     "against_full_pass", "generate"), "explorer.models.generation"),
+    **dict.fromkeys(("against_model_steps",), "explorer.models.check"),
     **dict.fromkeys(("DecoderSizes",), "explorer.models.sizes"),
 }
 __all__ = sorted(_HOMES)

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from explorer.core.agreement import Agreement, of_all
+from explorer.core.trace import Trace
 from explorer.models.errors import ModelError, ModelMismatch
 from explorer.models.forward import LayerCall, attention_outputs, decoder_layer_call
 from explorer.models.layer_trace import ModelConfig
 from explorer.models.llama import DecoderConfig
 from explorer.models.loading import LoadedModel
-from explorer.core.trace import Trace
 
 TOLERANCE = 1e-4
 """Largest |ours − model's| still counted as agreement (float32 rounding), for
@@ -37,62 +37,51 @@ rounding of large products (a GPT-2-small-sized layer whose output reaches 300
 differs by 5e-4, 2e-6 of that, at elements far below 300)."""
 
 
-@dataclass(frozen=True)
-class ModelCheck:
-    """The largest differences between a trace and the model it came from.
+WEIGHTS, OUTPUT = "attention weights", "output"
+"""The names of `against_model`'s two parts."""
 
-    ``weights_diff``: max |ours − model's| over the layer's attention weights,
-    all heads, (n_heads, n, n), against ``output_attentions``. ``output_diff``:
-    the same for the attention output (n, d_model), against the hooked module
-    (GPT-2 ``attn.c_proj``, BERT ``attention.output.dense``). ``output_scale``:
-    the largest |model output|, to judge ``output_diff`` by (`output_tolerance`).
-    ``reference``: what was compared with, for display. NaN counts as a failure.
-    """
 
-    reference: str
-    weights_diff: float
-    output_diff: float
-    output_scale: float
-    tolerance: float = TOLERANCE
-    relative_tolerance: float = RELATIVE_TOLERANCE
+def allowance(scale: float) -> float:
+    """The largest difference allowed for numbers whose largest |value| is
+    ``scale``: ``TOLERANCE + RELATIVE_TOLERANCE · scale``."""
+    return TOLERANCE + RELATIVE_TOLERANCE * scale
 
-    @property
-    def output_tolerance(self) -> float:
-        """The output's allowance: ``tolerance + relative_tolerance · output_scale``."""
-        return self.tolerance + self.relative_tolerance * self.output_scale
 
-    @property
-    def max_abs_diff(self) -> float:
-        """The larger of the two differences (NaN if either is NaN)."""
-        if math.isnan(self.weights_diff) or math.isnan(self.output_diff):
-            return math.nan
-        return max(self.weights_diff, self.output_diff)
+def _part(name: str, reference: str, ours: torch.Tensor, theirs: torch.Tensor,
+          relative: bool = True) -> Agreement:
+    """``ours`` against ``theirs`` (the model's) as one part: within `allowance`
+    of the model's largest |value| (``relative``), else within `TOLERANCE`."""
+    scale = float(theirs.abs().max()) if theirs.numel() else 0.0
+    return Agreement(name, f"{theirs.numel()} numbers", reference,
+                     _largest_difference(ours, theirs),
+                     allowance(scale) if relative else TOLERANCE,
+                     n_values=theirs.numel(), scale=scale)
 
-    @property
-    def ok(self) -> bool:
-        """Whether weights_diff <= tolerance and output_diff <= `output_tolerance`
-        (False for NaN)."""
-        return (self.weights_diff <= self.tolerance
-                and self.output_diff <= self.output_tolerance)
 
-    def summary(self) -> str:
-        """One line for the page, e.g. ``"matches GPT2Model 'gpt2' layer 5 (…):
-        attention weights differ by at most 3.0e-06, the output by at most 4.3e-04
-        (tolerance 1e-04; for the output, whose largest |value| is 700,
-        1e-04 + 1e-05 × 700 = 7.1e-03)"``."""
-        verdict = "matches" if self.ok else "DOES NOT match"
-        return (f"{verdict} {self.reference}: attention weights differ by at most "
-                f"{self.weights_diff:.1e}, the output by at most {self.output_diff:.1e} "
-                f"(tolerance {self.tolerance:.0e}; for the output, whose largest |value| is "
-                f"{self.output_scale:.3g}, {self.tolerance:.0e} + "
-                f"{self.relative_tolerance:.0e} × {self.output_scale:.3g} = "
-                f"{self.output_tolerance:.1e})")
+def summary(check: Agreement) -> str:
+    """`against_model`'s agreement in one line for the page, e.g. ``"matches
+    GPT2Model 'gpt2' layer 5 (…): attention weights differ by at most 3.0e-06,
+    the output by at most 4.3e-04 (tolerance 1e-04; for the output, whose largest
+    |value| is 700, 1e-04 + 1e-05 × 700 = 7.1e-03)"``."""
+    weights, output = check.part(WEIGHTS), check.part(OUTPUT)
+    verdict = "matches" if check.ok else "DOES NOT match"
+    return (f"{verdict} {check.reference}: attention weights differ by at most "
+            f"{weights.max_abs_diff:.1e}, the output by at most {output.max_abs_diff:.1e} "
+            f"(tolerance {TOLERANCE:.0e}; for the output, whose largest |value| is "
+            f"{output.scale:.3g}, {TOLERANCE:.0e} + {RELATIVE_TOLERANCE:.0e} × "
+            f"{output.scale:.3g} = {output.tolerance:.1e})")
 
-    def raise_if_failed(self) -> None:
-        """Raise `ModelMismatch` (a `ModelError`) unless `ok`."""
-        if not self.ok:
-            raise ModelMismatch(f"Our computation {self.summary()}. This is a bug in the "
-                                "explorer: please report it with the model, layer and text.")
+
+def require(check: Agreement, advice: str) -> Agreement:
+    """``check`` when it agrees; else raise `ModelMismatch` (a `ModelError`)
+    naming the parts that differ and their lines, with ``advice`` (what to
+    report)."""
+    if not check.ok:
+        lines = "; ".join(check.part(name).line() for name in check.failed) if check.parts \
+            else check.line()
+        raise ModelMismatch(f"Our computation does not match {check.reference}: {lines} "
+                            f"This is a bug in the explorer: please report it with {advice}.")
+    return check
 
 
 def _largest_difference(ours: torch.Tensor, theirs: torch.Tensor) -> float:
@@ -114,12 +103,16 @@ def _config_of(trace: Trace, model: LoadedModel, kind: type, check: str, maker: 
     return c
 
 
-def against_model(trace: Trace, model: LoadedModel) -> ModelCheck:
+def against_model(trace: Trace, model: LoadedModel) -> Agreement:
     """Compare a trace from `compute_model_trace` with ``model``'s own forward pass.
 
     Runs the model once on the trace's token ids with ``output_attentions=True``
-    and a forward hook on the layer's output projection, then reports the
-    largest |difference| of the attention weights (all heads) and of the output.
+    and a forward hook on the layer's output projection. Two parts: `WEIGHTS`,
+    the attention weights of every head, (n_heads, n, n), against
+    ``output_attentions``, within `TOLERANCE` (all are in [0, 1]); `OUTPUT`,
+    the attention output (n, d_model) against the hooked module (GPT-2
+    ``attn.c_proj``, BERT ``attention.output.dense``, a decoder's ``o_proj``),
+    within `allowance` of its largest |value| (its ``scale``). NaN never agrees.
     Raises `ModelError` when the trace is not a real-model trace of this model.
     """
     c = _config_of(trace, model, ModelConfig, "against_model", "compute_model_trace")
@@ -132,73 +125,20 @@ def against_model(trace: Trace, model: LoadedModel) -> ModelCheck:
         reference = (f"{type(model.module).__name__} {model.name!r} layer {c.layer} (its "
                      f"attention module in float32, the {model.dtype} weights upcast: "
                      f"attention weights and the output of {model.anatomy.output_name})")
-    return ModelCheck(
-        reference=reference,
-        weights_diff=_largest_difference(ours, weights),
-        output_diff=_largest_difference(trace["output"], output),
-        output_scale=float(output.abs().max()))
+    return of_all(f"Layer {c.layer}", "attention weights and output", reference,
+                  [_part(WEIGHTS, "output_attentions", ours, weights, relative=False),
+                   _part(OUTPUT, model.anatomy.output_name, trace["output"], output)])
 
 
-def assert_matches_model(trace: Trace, model: LoadedModel) -> ModelCheck:
-    """`against_model`, raising `ModelMismatch` unless `ModelCheck.ok` (the
-    weights within `TOLERANCE`, the output within `ModelCheck.output_tolerance`)."""
-    check = against_model(trace, model)
-    check.raise_if_failed()
-    return check
+def assert_matches_model(trace: Trace, model: LoadedModel) -> Agreement:
+    """`against_model`, raising `ModelMismatch` unless it agrees (the weights
+    within `TOLERANCE`, the output within `allowance` of its scale)."""
+    return require(against_model(trace, model), "the model, layer and text")
 
 
 # ---------------------------------------------------------------------------
 # The Llama family, step by step
 # ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class StepsCheck:
-    """Every step of a decoder trace against the model's module that computes it.
-
-    ``diffs``: step name -> max |ours − model's| (`STEP_REFERENCES` says what
-    each is compared with); ``scales``: step name -> the model's largest
-    |value|, since a step is judged like `ModelCheck`'s output: within
-    ``tolerance + relative_tolerance · scale``. ``reference``: the model's
-    layer and how its numbers were obtained.
-    """
-
-    reference: str
-    diffs: dict[str, float]
-    scales: dict[str, float]
-    tolerance: float = TOLERANCE
-    relative_tolerance: float = RELATIVE_TOLERANCE
-
-    def allowed(self, step: str) -> float:
-        """The allowance of ``step``: tolerance + relative_tolerance · its scale."""
-        return self.tolerance + self.relative_tolerance * self.scales[step]
-
-    def passed(self, step: str) -> bool:
-        """Whether ``step`` is within its allowance (False for NaN)."""
-        return self.diffs[step] <= self.allowed(step)
-
-    @property
-    def failed(self) -> list[str]:
-        """The steps outside their allowance, in pipeline order."""
-        return [step for step in self.diffs if not self.passed(step)]
-
-    @property
-    def ok(self) -> bool:
-        """Whether every step agrees."""
-        return not self.failed
-
-    def lines(self) -> list[str]:
-        """One line per step, e.g. ``"✓ queries_rope: vs apply_rotary_pos_emb of
-        the model's Q, max |difference| 0.0e+00 (allowed 1.0e-04)"``."""
-        return [f"{'✓' if self.passed(step) else '✗'} {step}: vs {STEP_REFERENCES[step]}, "
-                f"max |difference| {self.diffs[step]:.1e} (allowed {self.allowed(step):.1e})"
-                for step in self.diffs]
-
-    def raise_if_failed(self) -> None:
-        """Raise `ModelMismatch` unless `ok`, naming the steps that differ."""
-        if not self.ok:
-            raise ModelMismatch(f"Our computation of {', '.join(self.failed)} does not match "
-                                f"{self.reference}: a bug in the explorer, please report it.")
-
-
 STEP_REFERENCES = {
     "embeddings": "input_layernorm's output",
     "queries": "q_proj's output, cut into heads",
@@ -237,10 +177,13 @@ def _heads(flat: torch.Tensor, n_heads: int) -> torch.Tensor:
     return flat.reshape(n, n_heads, -1).transpose(0, 1)
 
 
-def against_model_steps(trace: Trace, model: LoadedModel) -> StepsCheck:
+def against_model_steps(trace: Trace, model: LoadedModel) -> Agreement:
     """Compare every step of a trace from `explorer.models.llama.compute_decoder_trace`
     with what ``model``'s own modules computed on the same tokens (one forward
-    pass, `explorer.models.forward.decoder_layer_call`); see `STEP_REFERENCES`.
+    pass, `explorer.models.forward.decoder_layer_call`): a part per step, in
+    pipeline order, named by the step and compared with `STEP_REFERENCES`'s
+    module, within `allowance` of the model's largest |value| of that step;
+    ``failed`` names the steps that differ.
 
     Raises `ModelError` when the trace is not a decoder trace of this model.
     """
@@ -257,7 +200,6 @@ def against_model_steps(trace: Trace, model: LoadedModel) -> StepsCheck:
                   causal_mask=(call.mask == 0).to(torch.float32),
                   attn_weights=call.attn_weights, context=call.context, output=call.output)
     ours = {name: trace[name].to(torch.float32) for name in theirs}
-    return StepsCheck(
-        reference=call.reference,
-        diffs={name: _largest_difference(ours[name], theirs[name]) for name in theirs},
-        scales={name: float(t.abs().max()) if t.numel() else 0.0 for name, t in theirs.items()})
+    return of_all(f"Layer {c.layer}, step by step", "every step", call.reference,
+                  [_part(name, STEP_REFERENCES[name], ours[name], theirs[name])
+                   for name in theirs])

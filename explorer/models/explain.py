@@ -30,8 +30,18 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from explorer.lessons.explain import (GIVEN, MASKED, PRODUCT, RATIO, SCALED, SUM, Explanation,
-                                      Term, dot_product_terms, softmax_terms)
+from explorer.lessons.explain import (
+    GIVEN,
+    MASKED,
+    PRODUCT,
+    RATIO,
+    SCALED,
+    SUM,
+    Explanation,
+    Term,
+    dot_product_terms,
+    softmax_terms,
+)
 from explorer.modern.explain import rotation_terms
 
 STEP_CHARTS = (

@@ -20,12 +20,12 @@ from torch import Tensor
 
 from explorer.core import attention as att
 from explorer.core.config import shown
+from explorer.core.trace import Trace
 from explorer.models.anatomy import ARCHITECTURES
 from explorer.models.errors import ModelError
 from explorer.models.forward import attention_input
 from explorer.models.loading import LoadedModel
 from explorer.models.tokens import model_input
-from explorer.core.trace import Trace
 
 
 @dataclass(frozen=True)

@@ -43,13 +43,18 @@ import torch
 import transformers
 from huggingface_hub import constants as hub_constants
 
-from explorer.server import budget
 from explorer.core.config import MAX_TOKENS, shown
-from explorer.models.catalogue import DECODER_CHOICES
 from explorer.models.anatomy import CLASSIC, EVERY_ARCHITECTURE, Architecture
-from explorer.models.errors import (DOWNLOAD_COMMAND, FolderUnusable, ModelError,
-                                    ModelUnavailable, download_command)
+from explorer.models.catalogue import DECODER_CHOICES
+from explorer.models.errors import (
+    DOWNLOAD_COMMAND,
+    FolderUnusable,
+    ModelError,
+    ModelUnavailable,
+    download_command,
+)
 from explorer.models.sizes import model_sizes, shipped_dtype
+from explorer.server import budget
 
 HUB_TIMEOUT = 2.0
 """Seconds to wait for a TCP connection to the Hub before calling it unreachable."""

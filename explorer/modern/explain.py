@@ -28,9 +28,18 @@ from functools import partial
 import torch
 from torch import Tensor
 
+from explorer.lessons.explain import (
+    GIVEN,
+    MASKED,
+    RATIO,
+    SCALED,
+    SUM,
+    Explanation,
+    Term,
+    dot_product_terms,
+    softmax_terms,
+)
 from explorer.modern import attention as modern
-from explorer.lessons.explain import (GIVEN, MASKED, RATIO, SCALED, SUM, Explanation, Term,
-                              dot_product_terms, softmax_terms)
 from explorer.modern.attention import ModernTrace
 
 

@@ -32,8 +32,12 @@ from torch import Tensor
 from explorer.core import attention as att
 from explorer.core.config import ConfigError
 from explorer.lessons.backward.gradients import Gradients
-from explorer.modern.attention import (attention_scores, check_tiles, online_softmax_attention,
-                                      tile_steps)
+from explorer.modern.attention import (
+    attention_scores,
+    check_tiles,
+    online_softmax_attention,
+    tile_steps,
+)
 
 
 def row_statistics(queries: Tensor, keys: Tensor, values: Tensor, block_q: int, block_k: int,

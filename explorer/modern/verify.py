@@ -9,13 +9,11 @@ tests import this module, so the other pages never load transformers' Llama.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from explorer.core.agreement import Agreement
+from explorer.core.agreement import Agreement, of_all
 from explorer.modern import attention as modern
 from explorer.modern.attention import ModernTrace
 
@@ -56,8 +54,7 @@ def transformers_rope(queries: Tensor, keys: Tensor, base: float, offset: int,
     `deinterleave` (and put back), so the reference stays transformers' own
     rotate-half. queries (n_heads, n, head_dim), keys (n_kv_heads, n, head_dim)."""
     from transformers import LlamaConfig
-    from transformers.models.llama.modeling_llama import (LlamaRotaryEmbedding,
-                                                          apply_rotary_pos_emb)
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb
     head_dim, n = queries.shape[-1], queries.shape[-2]
     config = LlamaConfig(hidden_size=head_dim, num_attention_heads=1, head_dim=head_dim,
                          rope_parameters={"rope_type": "default", "rope_theta": base},
@@ -133,27 +130,6 @@ def checks(trace: ModernTrace) -> dict[str, Agreement]:
 # ---------------------------------------------------------------------------
 # A Llama-style layer
 # ---------------------------------------------------------------------------
-@dataclass
-class LlamaLayerCheck:
-    """A tiny random Llama model's layer-0 attention and the explorer's: both
-    (n_heads, n, n) weights, both (n, hidden) outputs of the attention module,
-    and their largest differences."""
-
-    config: object
-    model_weights: Tensor
-    explorer_weights: Tensor
-    model_output: Tensor
-    explorer_output: Tensor
-
-    @property
-    def weights_diff(self) -> float:
-        return _diff(self.model_weights, self.explorer_weights)
-
-    @property
-    def output_diff(self) -> float:
-        return _diff(self.model_output, self.explorer_output)
-
-
 def tiny_llama(hidden_size: int, n_heads: int, n_kv_heads: int, head_dim: int, base: float,
                seed: int, n_layers: int = 2):
     """A randomly initialised ``LlamaModel`` (no download): eager attention,
@@ -173,13 +149,16 @@ def tiny_llama(hidden_size: int, n_heads: int, n_kv_heads: int, head_dim: int, b
     return model
 
 
-def llama_layer_check(model, embeddings: Tensor) -> LlamaLayerCheck:
+def llama_layer_check(model, embeddings: Tensor) -> Agreement:
     """Run ``model`` on ``embeddings`` (n, hidden) as ``inputs_embeds`` with
     ``output_attentions=True``, catch what its layer-0 attention reads (the
     RMS-normed hidden states), and recompute that attention with the
     explorer's steps: X·W_qᵀ split into heads, `explorer.modern.attention.apply_rope`
     (rotate-half, positions 0 …), `explorer.modern.attention.grouped_query_attention`
-    with the causal mask, concatenated heads through o_proj."""
+    with the causal mask, concatenated heads through o_proj. Two parts, each
+    within `TOLERANCE`: every head's (n_heads, n, n) weights against
+    ``output_attentions``, and the (n, hidden) output against the attention
+    module's."""
     attention = model.layers[0].self_attn
     seen = {}
     hook = attention.register_forward_pre_hook(
@@ -205,4 +184,9 @@ def llama_layer_check(model, embeddings: Tensor) -> LlamaLayerCheck:
                                               modern.apply_rope(keys, cos, sin), values,
                                               modern.causal_mask(n))
         output = mine.context.transpose(0, 1).reshape(n, -1) @ attention.o_proj.weight.T
-    return LlamaLayerCheck(c, result.attentions[0][0], mine.attn_weights, out["o"][0], output)
+    return of_all("A Llama layer", "attention weights and output", "transformers' LlamaModel",
+                  [part_check("attention weights", "every head's attention weights",
+                              "output_attentions=True", _diff(result.attentions[0][0],
+                                                               mine.attn_weights)),
+                   part_check("output", "attention output", "the attention module's output",
+                              _diff(out["o"][0], output))])

@@ -1,7 +1,8 @@
 """What is drawn and downloaded: `payload` (a chart as data, its matrices as
 float32 bytes), `figures` (the Plotly figures of every step), `export` (the
 PyTorch script, CSV, the HTML report), `check_view` (a check's report drawn),
-`modern/` (the Modern page's figures and downloads), and `chart/`, the browser
+`decoder_script` (a Llama-family layer as a PyTorch script), `modern/` (the Modern
+page's figures and downloads), and `chart/`, the browser
 modules that draw a payload with Plotly.js (served as ``static/explorer-chart.js``).
 Plotly, pandas and numpy; no Streamlit.
 """

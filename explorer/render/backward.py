@@ -23,11 +23,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from explorer.core.steps import (SIGNED, STEPS, TOKEN_ROWS, TOKENS, WEIGHTS, Axis, Step,
-                                  scale_group)
+from explorer.core.agreement import Agreement
+from explorer.core.steps import SIGNED, STEPS, TOKEN_ROWS, TOKENS, WEIGHTS, Axis, Step, scale_group
 from explorer.core.tokenizer import token_labels
 from explorer.core.trace import Trace
-from explorer.lessons.backward.check import GradientCheck
 from explorer.lessons.backward.gradients import Gradients, row_jacobian
 from explorer.lessons.backward.loss import IGNORE_INDEX, Loss
 from explorer.lessons.backward.saturation import GradientPoint, GradientScaling, Saturation
@@ -149,15 +148,15 @@ def logits_chart(trace: Trace, loss: Loss, gradient: bool = False, columns: int 
                                     trace, "grad_logits" if gradient else "logits"))
 
 
-def check_table(checks: tuple[GradientCheck, ...]) -> pd.DataFrame:
-    """One row per gradient (the loss first): its symbol, the largest
-    |hand-derived − autograd|, the largest |autograd value| and whether they
-    agree (`GradientCheck.ok`)."""
+def check_table(check: Agreement) -> pd.DataFrame:
+    """One row per part of `explorer.lessons.backward.check.check_gradients`
+    (the loss first): its symbol, the largest |hand-derived − autograd|, the
+    largest |autograd value| and whether they agree."""
     return pd.DataFrame(
-        {"gradient": [SYMBOLS.get(c.name, "L") for c in checks],
-         "max |hand − autograd|": [c.max_abs_diff for c in checks],
-         "largest |value|": [c.largest for c in checks],
-         "agree": ["✓" if c.ok else "✗" for c in checks]})
+        {"gradient": [SYMBOLS.get(part.name, "L") for part in check.parts],
+         "max |hand − autograd|": [part.max_abs_diff for part in check.parts],
+         "largest |value|": [part.scale for part in check.parts],
+         "agree": [part.symbol for part in check.parts]})
 
 
 def loss_curve_figure(run: TrainingRun) -> go.Figure:

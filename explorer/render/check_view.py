@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from explorer.checker.verdicts import DIFFERS, MATCH, UNSURE
 from explorer.core import literal
-from explorer.render.payload import Chart
+from explorer.core.steps import STEPS
 from explorer.render.export import chart_div, mount_script, plotly_script
 from explorer.render.figures import matrix_chart, shared_range
-from explorer.core.steps import STEPS
-from explorer.checker.verdicts import DIFFERS, MATCH, UNSURE
+from explorer.render.payload import Chart
 
 if TYPE_CHECKING:  # the checker imports this module when a notebook shows a report
     from explorer.checker.check import CheckReport

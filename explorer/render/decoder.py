@@ -13,8 +13,18 @@ import numpy as np
 import pandas as pd
 import torch
 
-from explorer.core.steps import (DIMS, KEY_COLS, MASK, QUERY_ROWS, SIGNED, TOKEN_ROWS, TOKENS,
-                                 WEIGHTS, Axis, Step)
+from explorer.core.steps import (
+    DIMS,
+    KEY_COLS,
+    MASK,
+    QUERY_ROWS,
+    SIGNED,
+    TOKEN_ROWS,
+    TOKENS,
+    WEIGHTS,
+    Axis,
+    Step,
+)
 from explorer.models import explain as decoder_explain
 from explorer.render import figures
 

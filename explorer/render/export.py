@@ -27,7 +27,7 @@ size, colours, head outlines, sizing). It carries three things once each:
 Nothing is fetched, so it works from ``file://``.
 
 Visitor text (the sentence, its tokens, the link) never becomes code or markup:
-in the script it is a ``repr()`` literal or a one-line comment (`_comment_text`),
+in the script it is a ``repr()`` literal or a one-line comment (`explorer.core.literal.comment`),
 in HTML it passes through `explorer.core.literal.html`, and in CSV it is a
 cell (quoted where needed) that a spreadsheet will not run as a formula
 (`_csv_label`).
@@ -46,9 +46,7 @@ from urllib.parse import urlsplit
 from torch import Tensor
 
 from explorer.core import literal
-from explorer.render.payload import CHART_JS, Chart, encode
 from explorer.core.config import OPTION_HELP, AttentionConfig
-from explorer.lessons.presets import NOTEBOOKS
 from explorer.core.steps import (
     STEPS,
     TOKENS,
@@ -59,6 +57,8 @@ from explorer.core.steps import (
 )
 from explorer.core.tokenizer import PUNCTUATION, build_vocab, token_labels
 from explorer.core.trace import Trace
+from explorer.lessons.presets import NOTEBOOKS
+from explorer.render.payload import CHART_JS, Chart, encode
 
 HEADING = "--- {name} {shape} ---"
 """How the generated script heads each printed step, e.g. ``--- attn_scores (6, 6) ---``
@@ -99,18 +99,6 @@ def settings_table(config: AttentionConfig) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------------------
 # 1. The PyTorch script
 # ---------------------------------------------------------------------------
-def _comment_text(text: str, limit: int | None = None) -> str:
-    """``text`` made safe for a one-line ``#`` comment: every character that is
-    not printable (newlines, form feeds, U+2028, lone surrogates ...) is written
-    as its backslash escape, so the comment cannot end early. ``limit`` cuts it to
-    that many characters, marked with ``...``."""
-    safe = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
-                   for ch in text)
-    if limit is not None and len(safe) > limit:
-        safe = safe[:limit] + "..."
-    return safe
-
-
 def _shape(*dims: int) -> str:
     """A shape as the script's comments write it: ``(6, 2)``, ``(6,)``."""
     return str(tuple(dims))
@@ -122,7 +110,7 @@ def _tensor_literal(matrix: Sequence[Sequence[float]], labels: Sequence[str]) ->
     lines = ["torch.tensor(["]
     for row, label in zip(matrix, labels):
         numbers = ", ".join(literal.float32_text(v) for v in row)
-        lines.append(f"    [{numbers}],  # {_comment_text(label, 40)}")
+        lines.append(f"    [{numbers}],  # {literal.comment(label, 40)}")
     lines.append("])")
     return lines
 
@@ -153,9 +141,9 @@ def _script_header(config: AttentionConfig, link: str | None) -> list[str]:
     ]
     width = max(len(name) for name, _ in settings_table(config))
     for name, value in settings_table(config):
-        lines.append(f"#   {name:<{width}}  {_comment_text(value, _MAX_COMMENT_CHARS)}")
+        lines.append(f"#   {name:<{width}}  {literal.comment(value, _MAX_COMMENT_CHARS)}")
     if link:
-        lines.append(f"#   {'view':<{width}}  {_comment_text(link, 2000)}")
+        lines.append(f"#   {'view':<{width}}  {literal.comment(link, 2000)}")
     return lines
 
 
@@ -682,8 +670,8 @@ def _head_charts(trace: Trace, names: list[str], heads: Sequence[int] | None
     ``"split"``, how Q, K and V are cut into heads; ``"route <head>"``, that
     head's weights by the book's second causal route; ``"grid"``, every head's
     weights at a glance. Each only where the page draws it."""
-    from explorer.render import figures
     from explorer.core import verify
+    from explorer.render import figures
 
     c = trace.config
     rows: dict[str, list[str]] = {}
@@ -826,7 +814,7 @@ def html_page(title: str, heading: str, sentence: str, link: str | None,
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{literal.html(title)}: {literal.html(_comment_text(sentence, 60))}</title>",
+        f"<title>{literal.html(title)}: {literal.html(literal.comment(sentence, 60))}</title>",
         f"<style>{_STYLE}</style>",
         plotly_script(),
         "</head><body>",

@@ -39,13 +39,13 @@ import plotly.express as px
 import plotly.graph_objects as go
 import torch
 
-from explorer.lessons import explain
 from explorer.core import literal
-from explorer.render.payload import Chart
 from explorer.core.literal import format_value
 from explorer.core.steps import DIMS, MASK, STEPS, TOKENS, WEIGHTS, Axis, Step, scale_group
 from explorer.core.tokenizer import token_labels
 from explorer.core.trace import Trace
+from explorer.lessons import explain
+from explorer.render.payload import Chart
 
 PLOTLY_MIN_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 """The installed ``plotly`` package's full Plotly.js, which the report and notebooks

@@ -17,10 +17,11 @@ from functools import partial
 import streamlit as st
 
 from explorer.core import literal
+from explorer.core.agreement import Agreement
 from explorer.core.config import ConfigError
 from explorer.core.steps import STEPS, TOKENS
 from explorer.core.tokenizer import token_labels
-from explorer.lessons.backward.check import TOLERANCE, GradientCheck
+from explorer.lessons.backward.check import TOLERANCE
 from explorer.lessons.backward.gradients import Gradients
 from explorer.lessons.backward.loss import IGNORE_INDEX
 from explorer.lessons.backward.saturation import gradient_point
@@ -224,17 +225,16 @@ def _jacobian(view: View, query: int | None, head: int) -> None:
 # ---------------------------------------------------------------------------
 # 3. The check against autograd
 # ---------------------------------------------------------------------------
-def check_part(checks: tuple[GradientCheck, ...]) -> None:
+def check_part(check: Agreement) -> None:
     """Every gradient's largest difference from ``torch.autograd.grad``."""
-    bad = [SYMBOLS.get(c.name, "L") for c in checks if not c.ok]
-    worst = max(c.max_abs_diff for c in checks)
-    if not bad:
+    if check.ok:
         st.success(f"✓ Every gradient equals `torch.autograd.grad` on the same forward pass: "
-                   f"largest |difference| = {worst:.1e} (float32 rounding; tolerance "
-                   f"{TOLERANCE:g}, relative above 1).")
+                   f"largest |difference| = {check.max_abs_diff:.1e} (float32 rounding; "
+                   f"tolerance {TOLERANCE:g}, relative above 1).")
     else:
+        bad = [SYMBOLS.get(name, "L") for name in check.failed]
         st.error(literal.markdown(f"✗ These differ from autograd: {', '.join(bad)}."))
-    fitted_table(bf.check_table(checks))
+    fitted_table(bf.check_table(check))
 
 
 # ---------------------------------------------------------------------------

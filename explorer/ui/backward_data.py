@@ -26,18 +26,27 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from explorer.core import attention as att
+from explorer.core.agreement import Agreement
 from explorer.core.config import AttentionConfig
-from explorer.lessons.backward.check import GradientCheck, check_gradients, max_abs_diff
+from explorer.lessons.backward.check import check_gradients, max_abs_diff
 from explorer.lessons.backward.gradients import Gradients, backward
 from explorer.lessons.backward.loss import compute_loss
-from explorer.lessons.backward.saturation import (GradientScaling, Saturation,
-                                                  gradient_scaling_curves, saturation_curve)
-from explorer.lessons.backward.settings import (DEFAULT_LEARNING_RATE, LossConfig,
-                                                TrainingConfig, parse_setting)
+from explorer.lessons.backward.saturation import (
+    GradientScaling,
+    Saturation,
+    gradient_scaling_curves,
+    saturation_curve,
+)
+from explorer.lessons.backward.settings import (
+    DEFAULT_LEARNING_RATE,
+    LossConfig,
+    TrainingConfig,
+    parse_setting,
+)
 from explorer.lessons.backward.training import TrainingRun, train
 from explorer.lessons.experiments import SCALING_DIMS, SCALING_SAMPLES
-from explorer.modern.flash_backward import FlashBackward, backward_tile_steps, flash_backward_of
 from explorer.modern.attention import check_tiles
+from explorer.modern.flash_backward import FlashBackward, backward_tile_steps, flash_backward_of
 from explorer.server import budget
 from explorer.ui.cache import cached_model_result, cached_trace
 
@@ -88,9 +97,9 @@ def gradients_json(config: AttentionConfig, loss_config: LossConfig) -> str:
     return backward(trace, compute_loss(trace, loss_config)).to_json()
 
 
-def checks_of(config: AttentionConfig, loss_config: LossConfig) -> tuple[GradientCheck, ...]:
+def checks_of(config: AttentionConfig, loss_config: LossConfig) -> Agreement:
     """`check_gradients` of the page's gradients against ``torch.autograd.grad``."""
-    def compute() -> tuple[GradientCheck, ...]:
+    def compute() -> Agreement:
         return check_gradients(cached_trace(config), loss_config, gradients_of(config, loss_config))
     return cached_model_result(("backward-check", config, loss_config), compute,
                                CHECK_WORK_FACTOR * budget.trace_bytes(config),

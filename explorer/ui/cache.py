@@ -26,11 +26,11 @@ from typing import Any, TypeVar
 import cachetools
 import streamlit as st
 
-from explorer.server import budget
 from explorer.core import literal, recipes
 from explorer.core.config import AttentionConfig
-from explorer.lessons.pages import BACKWARD_PAGE, MULTI_HEAD_PAGE
 from explorer.core.trace import Trace, compute_trace
+from explorer.lessons.pages import BACKWARD_PAGE, MULTI_HEAD_PAGE
+from explorer.server import budget
 from explorer.ui import private
 
 budget.tune_malloc()  # once per server process: freed tensors go back to the system

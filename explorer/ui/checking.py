@@ -23,15 +23,15 @@ import cachetools
 import pandas as pd
 import streamlit as st
 
-from explorer.core import literal
 from explorer.checker import box, results, sandbox
 from explorer.checker.check import CheckFailure, CheckReport
-from explorer.core.config import ConfigError, parse_field
 from explorer.checker.learner import class_name_problem
 from explorer.checker.listings import CONTEXT_MARGIN, MULTI_HEAD_ATTENTION_CLASS
+from explorer.core import literal
+from explorer.core.config import ConfigError, parse_field
 from explorer.core.tokenizer import tokenize
-from explorer.ui import component, widgets
 from explorer.lessons.pages import CHECK_PAGE
+from explorer.ui import component, widgets
 from explorer.ui.sidebar import Frame
 
 RESULT_CACHE_BYTES = 32 * 2**20

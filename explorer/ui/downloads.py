@@ -37,12 +37,12 @@ from typing import Any
 import streamlit as st
 
 from explorer.core.config import AttentionConfig, ConfigError
+from explorer.core.steps import STEPS, visible_steps
+from explorer.core.trace import Trace
 from explorer.lessons.pages import BACKWARD_PAGE
 from explorer.render import backward_script
 from explorer.render.export import html_report, matrix_csv, pytorch_script
 from explorer.render.figures import chart_filename
-from explorer.core.steps import STEPS, visible_steps
-from explorer.core.trace import Trace
 from explorer.ui import backward_data, widgets
 from explorer.ui.cache import cached_trace
 from explorer.ui.state import View

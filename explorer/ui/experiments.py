@@ -7,11 +7,11 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from explorer.lessons import experiments as ex
-from explorer.render import figures
 from explorer.core import literal
 from explorer.core.config import AttentionConfig, ConfigError
 from explorer.core.tokenizer import token_labels
+from explorer.lessons import experiments as ex
+from explorer.render import figures
 from explorer.ui import component, state, widgets
 from explorer.ui.cache import cached_trace
 from explorer.ui.render import number_table

@@ -6,12 +6,12 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from explorer.render import figures
 from explorer.core import literal
 from explorer.core.config import OPTION_HELP, ConfigError
+from explorer.core.trace import with_embeddings
+from explorer.render import figures
 from explorer.ui import component, widgets
 from explorer.ui.cache import cached_trace
-from explorer.core.trace import with_embeddings
 from explorer.ui.render import number_table
 from explorer.ui.state import View
 

@@ -27,10 +27,9 @@ import pandas as pd
 import streamlit as st
 
 from explorer.core import literal
-from explorer.core.config import (GIVEN_MATRICES, AttentionConfig, ConfigError, matrix_cell,
-                                  shown)
-from explorer.lessons.presets import Preset
+from explorer.core.config import GIVEN_MATRICES, AttentionConfig, ConfigError, matrix_cell, shown
 from explorer.core.tokenizer import token_labels, tokenize
+from explorer.lessons.presets import Preset
 from explorer.ui import state
 from explorer.ui.cache import cached_trace
 

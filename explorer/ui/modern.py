@@ -19,17 +19,21 @@ import streamlit as st
 import torch
 
 from explorer.core import literal
-from explorer.modern import attention as modern, explain as modern_explain, verify as modern_verify
+from explorer.core.agreement import Agreement
+from explorer.core.config import AttentionConfig, ConfigError
+from explorer.core.tokenizer import token_labels
+from explorer.lessons.explain import Explanation
+from explorer.lessons.pages import MODERN_PAGE
+from explorer.modern import attention as modern
+from explorer.modern import explain as modern_explain
+from explorer.modern import verify as modern_verify
+from explorer.modern.attention import ModernConfig, ModernTrace
 from explorer.render.modern import export as modern_export
 from explorer.render.modern import figures as mf
 from explorer.server.budget import BudgetError
-from explorer.core.config import AttentionConfig, ConfigError
-from explorer.lessons.explain import Explanation
-from explorer.modern.attention import ModernConfig, ModernTrace
-from explorer.core.tokenizer import token_labels
 from explorer.ui import cache, component, state, widgets
-from explorer.lessons.pages import MODERN_PAGE
-from explorer.ui.render import explanation_box, fitted_table as table
+from explorer.ui.render import explanation_box
+from explorer.ui.render import fitted_table as table
 from explorer.ui.sidebar import Frame
 from explorer.ui.state import Context, View
 
@@ -212,17 +216,17 @@ def take_it_with_you(view: ModernView, x_config: AttentionConfig, tile: tuple[in
 # ---------------------------------------------------------------------------
 # The check line each part shows
 # ---------------------------------------------------------------------------
-def check_line(check: modern_verify.Check) -> None:
+def check_line(check: Agreement) -> None:
     """"✓ Verified against <reference>: max |difference| = …", as the multi-head page."""
     (st.success if check.ok else st.error)(check.line(code="`"))
 
 
-def _checks(view: ModernView) -> dict[str, modern_verify.Check]:
+def _checks(view: ModernView) -> dict[str, Agreement]:
     """Every part's check of the view's trace, computed once (cached beside it)."""
     return _checks_of(view.key, view.trace)
 
 
-def _checks_of(key: tuple, trace: ModernTrace) -> dict[str, modern_verify.Check]:
+def _checks_of(key: tuple, trace: ModernTrace) -> dict[str, Agreement]:
     """The checks of ``trace`` (cache key ``key``), computed once for the page and
     its report."""
     return cache.cached_model_result(("modern-checks", *key), partial(modern_verify.checks, trace),
@@ -488,8 +492,9 @@ def llama_layer(view: ModernView) -> None:
     except BudgetError as error:
         st.error(literal.markdown(str(error)))
         return
-    ok = max(result.weights_diff, result.output_diff) < modern_verify.TOLERANCE
-    (st.success if ok else st.error)(
-        f"{'✓' if ok else '✗'} Every head of the Llama layer's attention weights "
+    weights, output = result.parts
+    (st.success if result.ok else st.error)(
+        f"{result.symbol} Every head of the Llama layer's attention weights "
         "(`output_attentions=True`) and its attention output: max |difference| = "
-        f"{result.weights_diff:.1e} and {result.output_diff:.1e}.")
+        f"{weights.max_abs_diff:.1e} and {output.max_abs_diff:.1e} (agreement: below "
+        f"{modern_verify.TOLERANCE:.0e}).")

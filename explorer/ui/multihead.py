@@ -8,9 +8,9 @@ import weakref
 
 import streamlit as st
 
-from explorer.render import figures
 from explorer.core import literal, verify
 from explorer.core.trace import Trace
+from explorer.render import figures
 from explorer.ui import component, state
 
 

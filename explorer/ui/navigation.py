@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.lessons.pages import (BACKWARD_PAGE, CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE,
-                                    MODEL_PAGE, MODERN_PAGE, MULTI_HEAD_PAGE,
-                                    SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE)
+from explorer.lessons.pages import (
+    BACKWARD_PAGE,
+    CHECK_PAGE,
+    EXPERIMENTS_PAGE,
+    HOME_PAGE,
+    MODEL_PAGE,
+    MODERN_PAGE,
+    MULTI_HEAD_PAGE,
+    SELF_ATTENTION_PAGE,
+    SIMPLIFIED_PAGE,
+)
 
 PAGES: dict[str, tuple[str, str]] = {
     HOME_PAGE: ("streamlit_app.py", ":material/home:"),

@@ -29,23 +29,31 @@ from typing import Any
 import streamlit as st
 
 from explorer import models
-from explorer.server import budget
-from explorer.render import figures
 from explorer.core import literal
-from explorer.server.budget import BudgetError
+from explorer.core.agreement import Agreement
 from explorer.core.config import ConfigError, shown
-from explorer.models import (EVERY_ARCHITECTURE, EXAMPLES, LoadedModel, ModelUnavailable,
-                             download_command)
-from explorer.models import explain as decoder_explain
-from explorer.models.llama import DECODER_STEPS
-from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
 from explorer.core.steps import visible_steps
 from explorer.core.tokenizer import token_labels
-from explorer.core.trace import Trace
-from explorer.render import decoder as decoder_figures
-from explorer.ui import cache, component, state, widgets
-from explorer.ui.render import BIG_MATRIX_CELLS, explanation_box, head_picker, number_table
+from explorer.core.trace import Trace, json_safe
 from explorer.lessons.pages import MODEL_PAGE
+from explorer.models import (
+    EVERY_ARCHITECTURE,
+    EXAMPLES,
+    LoadedModel,
+    ModelUnavailable,
+    download_command,
+)
+from explorer.models import explain as decoder_explain
+from explorer.models.catalogue import DEFAULT_MODEL, MAX_NEW_TOKENS, MODEL_CHOICES
+from explorer.models.heads import THUMBNAIL_SIZE
+from explorer.models.llama import DECODER_STEPS, decoder_config
+from explorer.render import decoder as decoder_figures
+from explorer.render import decoder_script, figures
+from explorer.render.figures import HEADS_IN_BROWSER_BYTES
+from explorer.server import budget
+from explorer.server.budget import BudgetError
+from explorer.ui import cache, component, downloads, state, widgets
+from explorer.ui.render import BIG_MATRIX_CELLS, explanation_box, head_picker, number_table
 from explorer.ui.sidebar import Frame
 from explorer.ui.state import FOLDER, Context, View
 
@@ -124,8 +132,10 @@ def settings() -> ModelView | None:
             _about(model, label)
             state.resolve(MODEL_PAGE, Context(n_layers=model.n_layers), ["layer"])
             layer = widgets.index("layer", model.n_layers, "layer")
+            ids = models.model_input(model, values["sentence"]).ids
+            check_tab(model, len(ids), layer)  # before anything is computed or sent
             if model.family == "decoder":
-                trace = _decoder_trace(model, key, label, values["sentence"], layer)
+                trace = _decoder_trace(model, key, label, ids, layer)
                 context = Context(trace, trace.config, model.n_layers)
                 shown_values = {**values, **state.resolve(MODEL_PAGE, context, DECODER_VALUES)}
                 last = shown_values["new_tokens"] - 1  # the link says the token shown
@@ -133,7 +143,7 @@ def settings() -> ModelView | None:
                     state.put("generated", last)
                     shown_values["generated"] = last
             else:
-                trace = _trace(model, key, label, values["sentence"], layer)
+                trace = _trace(model, key, label, ids, layer)
                 context = Context(trace, trace.config, model.n_layers,
                                   tuple(visible_steps(trace)))
                 shown_values = {**values, **state.resolve(MODEL_PAGE, context)}
@@ -148,6 +158,8 @@ def settings() -> ModelView | None:
         if budget.MODEL_FOLDERS:
             st.caption("Or choose “a local folder” in the sidebar and give the path of a "
                        "folder saved with save_pretrained().")
+    except budget.TabBudgetError as error:  # the visitor's tab: too large a page to draw
+        st.error(literal.markdown(str(error)))
     except BudgetError as error:  # this server's limit, with the setting that lifts it
         st.warning(literal.markdown(str(error)))
     except ConfigError as error:  # ModelError: the message says what to do
@@ -155,7 +167,7 @@ def settings() -> ModelView | None:
     note = ("A folder is not part of the link: whoever opens it chooses their own."
             if values["model"] == FOLDER else "")
     if view is not None and view.decoder:  # its own downloads (no chapter-3 steps)
-        frame.finish(None, shown_values, context, note=note)
+        view = frame.finish(view, shown_values, context, note=note, offer_downloads=False)
         with st.sidebar:
             decoder_downloads(view)
         return view
@@ -217,10 +229,9 @@ def _about(model: LoadedModel, label: str) -> None:
         f"{source}."))
 
 
-def _trace(model: LoadedModel, key: str, label: str, sentence: str, layer: int) -> Trace:
-    """Layer ``layer`` on the sentence (`explorer.models.compute_model_trace`),
+def _trace(model: LoadedModel, key: str, label: str, ids: list[int], layer: int) -> Trace:
+    """Layer ``layer`` on the sentence's ``ids`` (`explorer.models.compute_model_trace`),
     cached per model, token ids and layer."""
-    ids = models.model_input(model, sentence).ids
     n = len(ids)
     work = budget.WORK_FACTOR * models.model_trace_bytes(model, n) + budget.model_pass_bytes(
         1, model.n_heads, model.d_model, n)
@@ -228,6 +239,66 @@ def _trace(model: LoadedModel, key: str, label: str, sentence: str, layer: int) 
         ("trace", key, ids, layer),
         lambda: models.compute_model_trace(model, input_ids=ids, layer=layer),
         work, what=f"layer {layer} of {label} on {n} tokens")
+
+
+# ---------------------------------------------------------------------------
+# The browser tab's share: what the page draws, counted before it is computed
+# ---------------------------------------------------------------------------
+def drawn(model: LoadedModel, n_tokens: int, layer: int = 0,
+          new_tokens: int | None = None) -> tuple[int, int]:
+    """The numbers the page sends the browser for layer ``layer`` on ``n_tokens``
+    tokens, and its head panels: ``(cells, panels)``, for
+    `explorer.server.budget.tab_bytes_drawn` (n tokens, d = d_model, h heads of
+    e, L layers).
+
+    GPT-2 and BERT: X (n, d); head h's slices of W_query, W_key, W_value (d, e),
+    of their biases (e) and of the context (n, e); its Q, K, V (n, e); its
+    scores, scaled scores, masked scores and weights (n, n) and the causal mask
+    (n, n); the whole context (n, d), W_out (d, d), b_out (d) and output (n, d).
+    A per-head chart carries every head's variant while they fit in
+    `explorer.render.figures.HEADS_IN_BROWSER_BYTES` (h times its numbers).
+    A Llama-family model: one query head's every step (`decoder_steps`, one
+    head each, those drawn twice counted twice) and its generation's rows, at
+    most ``new_tokens`` (None: `explorer.models.catalogue.MAX_NEW_TOKENS`) of them. Both: the overview's L × h thumbnails of
+    at most `explorer.models.heads.THUMBNAIL_SIZE` tokens a side, the panels."""
+    n, d, h, layers = n_tokens, model.d_model, model.n_heads, model.n_layers
+    t = min(n, THUMBNAIL_SIZE)
+    overview = layers * h * t * t
+    if model.family == "decoder":
+        c = decoder_config(model, layer)
+        e = c.head_dim
+        g = MAX_NEW_TOKENS if new_tokens is None else new_tokens
+        cells = (2 * n * d + n + d                       # layer_input, rms, norm, embeddings
+                 + 3 * d * e + (3 * e if c.qkv_bias else 0)  # W_query, W_key, W_value, b
+                 + 3 * n * e                             # Q, K, V
+                 + ((2 * e + 4 * n * e) if c.qk_norm else 0)  # q_norm, k_norm; beside normed
+                 + e // 2 + 2 * n * e                    # frequencies, cos, sin
+                 + 4 * n * e                             # Q and K beside their rotations
+                 + 5 * n * n                             # scores, scaled, mask, masked, weights
+                 + n * e + e * d + 2 * n * d + (d if c.out_bias else 0)  # context .. output
+                 + 2 * (n + g) + g * (n + g))            # a token's rows (the last's at most)
+        return cells + overview, layers * h
+
+    def sent(size: int) -> int:  # a per-head chart, with its heads' variants if they fit
+        return size * (h if 4 * h * size <= HEADS_IN_BROWSER_BYTES else 1)
+
+    e = model.head_dim
+    per_head_steps = 3 + (1 if model.causal else 0)
+    cells = (n * d + 3 * sent(d * e) + 3 * sent(e) + 3 * sent(n * e)
+             + per_head_steps * sent(n * n) + (n * n if model.causal else 0)
+             + sent(n * e) + 2 * n * d + d * d + d)
+    return cells + overview, layers * h
+
+
+def check_tab(model: LoadedModel, n_tokens: int, layer: int = 0) -> None:
+    """Raise `explorer.server.budget.BudgetError` when the page of layer
+    ``layer`` on ``n_tokens`` tokens (`drawn`) would take a browser tab past its
+    budget, with the figures: the same estimate as every other page's, with the
+    costs measured on this page (`explorer.server.budget.MODEL_TAB`)."""
+    cells, panels = drawn(model, n_tokens, layer)
+    budget.check_tab_drawn(
+        cells, panels, f"{n_tokens:,} tokens, {model.n_layers} layers × {model.n_heads} heads",
+        "Use a shorter text, or a model with fewer layers and heads.", budget.MODEL_TAB)
 
 
 def _pass_work(view: ModelView, n_tokens: int) -> int:
@@ -238,22 +309,38 @@ def _pass_work(view: ModelView, n_tokens: int) -> int:
 # ---------------------------------------------------------------------------
 # Checked against the model
 # ---------------------------------------------------------------------------
+def _layer_check(view: ModelView, steps: bool = False) -> Agreement:
+    """The page's layer against the model, cached: `explorer.models.against_model`,
+    or with ``steps`` every step of a decoder layer (`against_model_steps`)."""
+    trace, against = view.trace, (models.against_model_steps if steps else models.against_model)
+    return cache.cached_model_result(
+        ("check-steps" if steps else "check", view.key, trace.config.input_ids, view.layer),
+        lambda: against(trace, view.model), _pass_work(view, trace.n_tokens),
+        what=f"checking {view.label} on {trace.n_tokens} tokens")
+
+
+def _rows_check(view: ModelView, gen: Any) -> Agreement:
+    """`explorer.models.against_full_pass` of the page's generation, cached."""
+    return cache.cached_model_result(
+        ("generation-check", view.key, gen.ids, view.layer),
+        lambda: models.against_full_pass(gen, view.model),
+        _pass_work(view, len(gen.ids)), what=f"checking the generation of {view.label}")
+
+
 def verification(view: ModelView) -> None:
     """Our step-by-step layer against the model's own forward pass: the
     attention weights against ``output_attentions`` and the output against the
-    hooked output projection. ✓ when `ModelCheck.ok`, else a loud error."""
-    trace = view.trace
-    check = cache.cached_model_result(
-        ("check", view.key, trace.config.input_ids, view.layer),
-        lambda: models.against_model(trace, view.model), _pass_work(view, trace.n_tokens),
-        what=f"checking {view.label} on {trace.n_tokens} tokens")
-    line = literal.markdown(f"our step-by-step computation {check.summary()}.")
+    hooked output projection. ✓ when it agrees, else a loud error."""
+    check = _layer_check(view)
+    line = literal.markdown(f"our step-by-step computation {models.summary(check)}.")
     if check.ok:
         st.success("✓ Verified against the model: " + line)
     else:
-        scale = (f" The model's largest |output| is {check.output_scale:.3g}: a relative "
-                 f"difference of {check.output_diff / check.output_scale:.1e}."
-                 if check.output_scale > 0 else "")
+        from explorer.models.check import OUTPUT  # with transformers, as `models.summary`
+        output = check.part(OUTPUT)
+        scale = (f" The model's largest |output| is {output.scale:.3g}: a relative "
+                 f"difference of {output.max_abs_diff / output.scale:.1e}."
+                 if output.scale > 0 else "")
         st.error("✗ Checked against the model: " + line + literal.markdown(scale) + " This is "
                  "a bug in the explorer: please report it with the model, the layer and the "
                  "sentence.")
@@ -318,15 +405,20 @@ def _open_head(layer: int, head: int) -> None:
 # ---------------------------------------------------------------------------
 # Every head at a glance
 # ---------------------------------------------------------------------------
-def every_head(view: ModelView, head: int) -> None:
-    """The layers × heads grid of attention patterns (click one to open it) and
-    each head's measured habits on this sentence, in a sortable table."""
+def _overview(view: ModelView) -> Any:
+    """`explorer.models.head_overview` of every head on the page's tokens, cached."""
     trace = view.trace
-    overview = cache.cached_model_result(
+    return cache.cached_model_result(
         ("overview", view.key, trace.config.input_ids),
         partial(models.head_overview, view.model, input_ids=list(trace.config.input_ids)),
         _pass_work(view, trace.n_tokens),
         what=f"every head of {view.label} on {trace.n_tokens} tokens")
+
+
+def every_head(view: ModelView, head: int) -> None:
+    """The layers × heads grid of attention patterns (click one to open it) and
+    each head's measured habits on this sentence, in a sortable table."""
+    overview = _overview(view)
     grid, table = st.columns([3, 2])
     with grid:
         component.show(figures.head_overview_chart(overview, view.layer, head), key="head-overview",
@@ -354,12 +446,12 @@ def _clicked_head(n_heads: int, cell: dict[str, int]) -> None:
 # ---------------------------------------------------------------------------
 # A Llama-family model: one layer and one query head, every step
 # ---------------------------------------------------------------------------
-def _decoder_trace(model: LoadedModel, key: str, label: str, sentence: str, layer: int) -> Trace:
-    """Layer ``layer`` of a Llama-family model on the sentence
+def _decoder_trace(model: LoadedModel, key: str, label: str, ids: list[int],
+                   layer: int) -> Trace:
+    """Layer ``layer`` of a Llama-family model on the sentence's ``ids``
     (`explorer.models.compute_decoder_trace`, float32), cached per model, token ids
     and layer; the work reserved: its exact bytes (`decoder_trace_bytes`) while
     computed, and the forward pass that catches the layer's input."""
-    ids = models.model_input(model, sentence).ids
     n = len(ids)
     work = budget.WORK_FACTOR * models.decoder_trace_bytes(model, n, layer) + \
         budget.model_pass_bytes(1, model.n_heads, model.d_model, n)
@@ -387,22 +479,16 @@ def decoder_verification(view: ModelView) -> None:
     """The layer against the model: every head's weights vs ``output_attentions``
     and the output vs the attention module's (`explorer.models.against_model`),
     then every step against the model's own modules (`against_model_steps`)."""
-    trace = view.trace
-    work = _pass_work(view, trace.n_tokens)
-    what = f"checking {view.label} on {trace.n_tokens} tokens"
-    check = cache.cached_model_result(("check", view.key, trace.config.input_ids, view.layer),
-                                      lambda: models.against_model(trace, view.model), work, what)
-    steps = cache.cached_model_result(
-        ("check-steps", view.key, trace.config.input_ids, view.layer),
-        lambda: models.against_model_steps(trace, view.model), work, what)
-    line = literal.markdown(f"our step-by-step computation {check.summary()}.")
+    check, steps = _layer_check(view), _layer_check(view, steps=True)
+    line = literal.markdown(f"our step-by-step computation {models.summary(check)}.")
     if check.ok and steps.ok:
         st.success("✓ Verified against the model: " + line)
     else:
         st.error("✗ Checked against the model: " + line + " This is a bug in the explorer: "
                  "please report it with the model, the layer and the sentence.")
     with st.expander("Every step against the model's own modules"):
-        st.code("\n".join(steps.lines()), language=None, wrap_lines=True)
+        st.code("\n".join(step.line() for step in steps.parts), language=None,
+                wrap_lines=True)
 
 
 def _decoder_clicked(chart: str, cell: dict[str, int]) -> None:
@@ -582,31 +668,55 @@ def generation(view: ModelView, head: int) -> None:
         f"without grouped-query sharing each of the {c.n_heads} query heads would keep its "
         f"own keys and values: × {c.n_heads // c.n_kv_heads}."))
     number_table(decoder_figures.cache_table(gen))
-    rows = cache.cached_model_result(
-        ("generation-check", view.key, gen.ids, view.layer),
-        lambda: models.against_full_pass(gen, view.model),
-        _pass_work(view, len(gen.ids)), what=f"checking the generation of {view.label}")
-    (st.success if rows.ok else st.error)(
-        f"{'✓' if rows.ok else '✗'} " + literal.markdown(rows.summary() + "."))
+    rows = _rows_check(view, gen)
+    (st.success if rows.ok else st.error)(literal.markdown(rows.line()))
 
 
-def _decoder_json(trace: Trace, gen: Any) -> str:
-    """The page's JSON: the layer's trace and the generation, strict JSON."""
+def _decoder_json(trace: Trace, gen: Any, overview: Any = None,
+                  checks: tuple[Agreement, ...] = ()) -> str:
+    """The page's JSON, strict: the layer's trace, the generation, where every
+    head's weight goes (``head_shares``: `explorer.models.HeadOverview`'s
+    ``to_first``, ``to_previous`` and ``to_self``, each (n_layers, n_heads)) and
+    the checks against the model (`explorer.core.agreement.Agreement.to_dict`)."""
+    shares = None if overview is None else {
+        name: getattr(overview, name).tolist() for name in ("to_first", "to_previous", "to_self")}
     return json.dumps({"trace": json.loads(trace.to_json()),
-                       "generation": json.loads(gen.to_json()) if gen is not None else None},
+                       "generation": json.loads(gen.to_json()) if gen is not None else None,
+                       "head_shares": json_safe(shares),
+                       "checks": json_safe([check.to_dict() for check in checks])},
                       allow_nan=False)
 
 
 def decoder_downloads(view: ModelView) -> None:
-    """The sidebar's downloads of a Llama-family layer: every matrix of the trace
-    and the generation, as JSON (built when clicked)."""
+    """The sidebar's downloads of a Llama-family layer, built when clicked: the
+    layer and the head shown as a PyTorch script that recomputes them by hand
+    and checks them against the model, generates the page's ``new_tokens``
+    with the KV cache and measures every head (`explorer.render.decoder_script`), and
+    every matrix of the trace and the generation, as JSON."""
     def build() -> str:
         try:
             gen = _generation(view, int(view["new_tokens"]))
         except ConfigError:
             gen = None
-        return _decoder_json(view.trace, gen)
+        checks = [_layer_check(view), _layer_check(view, steps=True)]
+        if gen is not None:
+            checks.append(_rows_check(view, gen))
+        return _decoder_json(view.trace, gen, _overview(view), tuple(checks))
     with st.expander("Take it with you", icon=":material/download:"):
+        st.download_button(decoder_script.SCRIPT_FILE,
+                           data=partial(decoder_script.decoder_script, view.trace.config,
+                                        view.model.location, view.head,
+                                        text=view["sentence"], link=view.link,
+                                        new_tokens=int(view["new_tokens"]),
+                                        seed=GENERATION_SEED),
+                           file_name=decoder_script.SCRIPT_FILE, mime=downloads.MIME["py"],
+                           on_click="ignore", icon=":material/download:",
+                           key="download-decoder-script",
+                           help="A standalone script (torch and transformers): it loads the "
+                                "model, recomputes this layer and head by hand and checks "
+                                "them against the model's own numbers, generates token by "
+                                "token with the KV cache, each row checked against a full "
+                                "pass, and tabulates where every head's weight goes.")
         st.download_button("Every matrix and the generation (JSON)", data=build,
                            file_name="decoder_trace.json", mime="application/json",
                            on_click="ignore", icon=":material/download:",

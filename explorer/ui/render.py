@@ -5,21 +5,21 @@ picker, tables and the page header. Everything reads the page's
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-import weakref
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from explorer.lessons import explain
-from explorer.render import figures
 from explorer.core import literal
 from explorer.core.config import AttentionConfig, ConfigError
 from explorer.core.steps import STEPS, TOKENS, Step, chart_caption, layout_rows, shows_colour_bar
 from explorer.core.tokenizer import token_labels
+from explorer.lessons import explain
+from explorer.render import figures
 from explorer.ui import component, sidebar, state, widgets
 from explorer.ui.cache import cached_trace, drawing
 from explorer.ui.state import View

@@ -17,10 +17,10 @@ import streamlit as st
 
 from explorer.core import literal
 from explorer.core.config import AttentionConfig, ConfigError
+from explorer.core.steps import visible_steps
 from explorer.lessons.pages import SIMPLIFIED_PAGE
 from explorer.server import budget
-from explorer.core.steps import visible_steps
-from explorer.ui import downloads, matrices, presets, state, widgets
+from explorer.ui import downloads, matrices, presets, private, state, widgets
 from explorer.ui.cache import cached_trace
 from explorer.ui.navigation import page_menu
 
@@ -38,6 +38,7 @@ class Frame:
     """
 
     def __init__(self, page: str) -> None:
+        private.install()  # before any widget value is read
         state.begin(page)
         self.page = page
         self.preset = state.active_preset()
@@ -50,22 +51,25 @@ class Frame:
 
     def finish(self, view: state.View | None, values: dict[str, Any],
                context: state.Context | None = None, starts: dict[str, Any] | None = None,
-               note: str = "") -> state.View | None:
+               note: str = "", offer_downloads: bool = True) -> state.View | None:
         """Write the link of ``values`` (every entry shown; ``starts``: where a
-        link's tables start), show the messages, and offer ``view``'s downloads.
+        link's tables start), show the messages, and offer ``view``'s downloads
+        (not with ``offer_downloads=False``: a page with downloads of its own).
         Returns ``view`` with its link (None stays None)."""
         params, too_long = state.link_params(self.page, values,
                                              state.baseline(self.page, self.preset),
                                              self.preset, context, starts)
         with self._link:
             link = state.publish(params, note or too_long)
+        state.dropped(private.forged_widget_values())
         with self.messages:
             state.show_problems()
         if view is None:
             return None
         view = dataclasses.replace(view, link=link)
-        with self._downloads:
-            downloads.take_it_with_you(view)
+        if offer_downloads:
+            with self._downloads:
+                downloads.take_it_with_you(view)
         return view
 
 

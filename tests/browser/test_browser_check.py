@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.test_browser import chart_count, page_url, settle
 from tests.conftest import _serve
 from tests.ui.test_app_check import SOFTMAX_OVER_QUERIES
-from tests.browser.test_browser import chart_count, page_url, settle
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +37,8 @@ def test_two_notebook_reports_on_one_page_load_plotly_once_and_both_draw(
         page: Page, tmp_path, monkeypatch):
     import torch
 
-    from explorer.render import check_view
     from explorer.checker.check import check_module
+    from explorer.render import check_view
     from explorer.render.figures import PLOTLY_MIN_JS
     from tests.support import learner_modules as L
 

@@ -15,7 +15,6 @@ from explorer import AttentionConfig, compute_trace
 from explorer.render.export import html_report
 from tests.browser.test_browser import chart_count, page_url, settle
 
-
 DOWNLOADS = {"attention.py": ".py", "Report (HTML)": ".html", "Every matrix (JSON)": ".json",
              "CSV": ".csv"}
 """Each button of "Take it with you" and the file type it delivers."""
@@ -177,10 +176,10 @@ def test_the_modern_attention_report_draws_every_chart_from_disk(browser: Browse
     """The Modern attention page's report (`modern_report`): every chart of the
     page drawn from disk with no request, each part's check line, a hostile
     sentence as text."""
+    from explorer.core.tokenizer import token_labels
     from explorer.modern import attention as modern
     from explorer.modern.explain import CHARTS
     from explorer.render.modern.export import modern_report
-    from explorer.core.tokenizer import token_labels
 
     config = AttentionConfig(sentence="<b>bold</b> & <script>x</script> go")
     x = compute_trace(config)

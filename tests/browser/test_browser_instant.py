@@ -19,9 +19,9 @@ import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
 from explorer import AttentionConfig, compute_trace
-from explorer.render import figures
-from explorer.lessons.explain import explain_cell
 from explorer.core.steps import STEPS
+from explorer.lessons.explain import explain_cell
+from explorer.render import figures
 from tests.browser.test_browser import chart_count, page_url, settle, sidebar_link
 
 

@@ -14,7 +14,6 @@ from explorer.ui.real_model import DEFAULT_MODEL
 from tests.browser.test_browser import chart_count, choose_option, page_url, settle
 from tests.support.tiny_models import save_tiny_gpt2
 
-
 SENTENCE = "the cat sat on the mat"
 N_CHARTS = 21  # 20 steps (GPT-2: causal mask and masked scores; W, b, context sliced) + the grid
 

@@ -38,17 +38,22 @@ from playwright.sync_api import Page
 from explorer import compute_trace
 from explorer.core import literal
 from explorer.core.config import shown
-from explorer.lessons.explain import explain_cell
 from explorer.core.tokenizer import token_labels
 from explorer.core.trace import Trace
+from explorer.lessons.explain import explain_cell
+from explorer.lessons.pages import (
+    BACKWARD_PAGE,
+    CHECK_PAGE,
+    EXPERIMENTS_PAGE,
+    HOME_PAGE,
+    MODERN_PAGE,
+    SIMPLIFIED_PAGE,
+)
 from explorer.ui.navigation import PAGES
-from explorer.lessons.pages import (BACKWARD_PAGE, CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE,
-                                    MODERN_PAGE, SIMPLIFIED_PAGE)
 from explorer.ui.state import ENTRIES
+from tests.browser.test_browser import choose_option
 from tests.conftest import RUN_TIMEOUT_MS, url_path
 from tests.support.soak import Settings, finished_run
-from tests.browser.test_browser import choose_option
-
 
 BATTERY = {
     "image": "a ![PWNIMG](http://127.0.0.1:9/pwn.png)",

@@ -27,7 +27,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer.checker import check
-from explorer.render.payload import decode, encode
 from explorer.checker.check import (
     COMPARED,
     MATCH,
@@ -41,10 +40,11 @@ from explorer.checker.check import (
     reference_steps,
     result_from_json,
 )
-from explorer.render.check_view import difference_charts, report_html
 from explorer.checker.listings import MULTI_HEAD_ATTENTION
-from explorer.lessons.presets import JOURNEY_INPUTS
 from explorer.checker.sandbox import check_source
+from explorer.lessons.presets import JOURNEY_INPUTS
+from explorer.render.check_view import difference_charts, report_html
+from explorer.render.payload import decode, encode
 from tests.support import learner_modules as L
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,8 +25,8 @@ from explorer.__main__ import DIFFERS, OK, main
 from explorer.checker.check import check_module
 from explorer.checker.learner import build_module, inputs_of
 from explorer.checker.listings import CONTEXT_MARGIN
-from explorer.lessons.presets import JOURNEY_SENTENCE
 from explorer.core.tokenizer import tokenize
+from explorer.lessons.presets import JOURNEY_SENTENCE
 from tests.checker.corpus_cases import BY_NAME, CASES, FILE, Case
 from tests.support.learner_modules import MultiHeadAttention
 

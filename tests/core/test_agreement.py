@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from explorer.core.agreement import Agreement, of_all
+from explorer.core.agreement import Agreement, of_all, tolerance_text
 
 
 def agreement(diff: float, tolerance: float = 1e-4, **more) -> Agreement:
@@ -41,3 +41,28 @@ def test_of_all_reports_a_nan_as_the_worst_part():
     assert math.isnan(whole.max_abs_diff) and whole.where == "here" and not whole.ok
     with pytest.raises(ValueError):
         of_all("x", "y", "z", [])
+
+
+def test_failed_and_part_name_the_parts_and_the_scale_is_the_largest():
+    fine = Agreement("weights", "w", "ref", 1e-9, 1e-4, scale=3.0)
+    off = Agreement("output", "o", "ref", 1.0, 1e-4, scale=700.0)
+    whole = of_all("layer", "both", "model", [fine, off])
+    assert whole.failed == ["output"] and whole.part("weights") is fine
+    assert whole.scale == 700.0
+    with pytest.raises(KeyError):
+        whole.part("queries")
+    assert agreement(1.0).failed == ["RoPE"] and agreement(0.0).failed == []
+
+
+def test_a_tolerance_is_shown_as_it_is_used():
+    assert tolerance_text(1e-4) == "1e-04"
+    assert tolerance_text(1e-4 + 1e-5 * 7) == "1.7e-04"  # not rounded to "2e-04"
+    assert "below 1.7e-04" in agreement(0.0, tolerance=1.7e-4).line()
+
+
+def test_to_dict_holds_every_field_and_the_parts():
+    whole = of_all("layer", "both", "model", [agreement(1e-9), agreement(math.inf, where="x")])
+    data = whole.to_dict()
+    assert (data["ok"], data["max_abs_diff"], data["where"]) == (False, math.inf, "x")
+    assert [p["max_abs_diff"] for p in data["parts"]] == [1e-9, math.inf]
+    assert data["parts"][0]["parts"] == [] and data["parts"][0]["ok"]

@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from explorer import AttentionConfig, compute_trace
+from explorer.core.steps import STEPS, chart_caption, visible_steps
 from explorer.lessons.explain import explain_cell
 from explorer.render.export import html_report
-from explorer.core.steps import STEPS, chart_caption, visible_steps
 from tests.conftest import PAGE_FILES
 from tests.ui.test_app import open_page
 

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from explorer import AttentionConfig, compute_trace
 from explorer.core import attention as att
-from explorer.lessons.presets import PRESETS, check
 from explorer.core.trace import Trace
 from explorer.core.verify import against_pytorch, mha_applies, with_multihead_attention, with_sdpa
+from explorer.lessons.presets import PRESETS, check
 
 
 def perturbed(trace: Trace, **changes: torch.Tensor) -> Trace:

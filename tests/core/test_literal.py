@@ -51,3 +51,10 @@ def test_bare_addresses_get_a_word_joiner_where_markdown_would_start_a_link(addr
 def test_plotly_and_html_escape_tags_and_entities():
     assert literal.plotly("<b>x</b> & <a href='y'>") == "&lt;b&gt;x&lt;/b&gt; &amp; &lt;a href='y'&gt;"
     assert literal.html('"><script>') == "&quot;&gt;&lt;script&gt;"
+
+
+def test_a_comment_cannot_end_early_and_is_cut_where_asked():
+    text = "a\nimport os\r\x0c\u2028b\ud800"
+    assert literal.comment(text) == "a\\nimport os\\r\\x0c\\u2028b\\ud800"
+    assert "\n" not in literal.comment(text) and literal.comment(text).isprintable()
+    assert literal.comment("x" * 10, 4) == "xxxx..." and literal.comment("xyz", 4) == "xyz"

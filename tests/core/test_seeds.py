@@ -19,7 +19,6 @@ note "Left off 3.4".
 
 from __future__ import annotations
 
-
 import pytest
 import torch
 

@@ -21,16 +21,32 @@ from hypothesis import strategies as st
 
 from explorer import AttentionConfig, ConfigError, compute_trace
 from explorer.core import attention as att
+from explorer.core.agreement import Agreement
 from explorer.lessons.backward import gradients as grad_module
-from explorer.lessons.backward.check import GradientCheck, check_gradients, max_abs_diff
+from explorer.lessons.backward.check import check_gradients, max_abs_diff
 from explorer.lessons.backward.gradients import backward, softmax_gradient, softmax_jacobian
-from explorer.lessons.backward.loss import (IGNORE_INDEX, compute_loss, next_token_targets,
-                                            unembedding)
-from explorer.lessons.backward.saturation import (gradient_point, gradient_scaling_curves,
-                                                  jacobian_norm, saturation_curve)
-from explorer.lessons.backward.settings import (ADAMW, MAX_TRAIN_STEPS, MAX_TRAINING_CELLS, SGD,
-                                                TARGET, LossConfig, TrainingConfig,
-                                                parse_setting)
+from explorer.lessons.backward.loss import (
+    IGNORE_INDEX,
+    compute_loss,
+    next_token_targets,
+    unembedding,
+)
+from explorer.lessons.backward.saturation import (
+    gradient_point,
+    gradient_scaling_curves,
+    jacobian_norm,
+    saturation_curve,
+)
+from explorer.lessons.backward.settings import (
+    ADAMW,
+    MAX_TRAIN_STEPS,
+    MAX_TRAINING_CELLS,
+    SGD,
+    TARGET,
+    LossConfig,
+    TrainingConfig,
+    parse_setting,
+)
 from explorer.lessons.backward.terms import SYMBOLS, explain_gradient, formula
 from explorer.lessons.backward.training import train
 from explorer.modern import flash_backward as flash
@@ -69,8 +85,8 @@ def configs(draw, **fixed) -> AttentionConfig:
     return AttentionConfig(**fields)
 
 
-def failing(checks: tuple[GradientCheck, ...]) -> set[str]:
-    return {check.name for check in checks if not check.ok}
+def failing(check: Agreement) -> set[str]:
+    return set(check.failed)
 
 
 # ---------------------------------------------------------------------------
@@ -108,7 +124,7 @@ def test_next_token_loss_needs_two_tokens_and_the_target_loss_does_not():
     trace = compute_trace(AttentionConfig(sentence="alone"))
     with pytest.raises(ConfigError, match="at least 2 tokens.*got 1"):
         compute_loss(trace)
-    assert all(check.ok for check in check_gradients(trace, TARGET_LOSS))
+    assert check_gradients(trace, TARGET_LOSS).ok
 
 
 @pytest.mark.parametrize("name, value, message", [
@@ -134,8 +150,8 @@ def test_a_bad_setting_says_what_is_allowed(name, value, message):
 def test_every_hand_derived_gradient_equals_autograd(config, target):
     trace = compute_trace(config)
     checks = check_gradients(trace, TARGET_LOSS if target else NEXT)
-    assert not failing(checks), [(c.name, c.max_abs_diff, c.largest) for c in checks]
-    names = {check.name for check in checks}
+    assert not failing(checks), [(c.name, c.max_abs_diff, c.scale) for c in checks.parts]
+    names = {check.name for check in checks.parts}
     assert {"loss", "context", "values", "attn_weights", "scaled_scores", "attn_scores",
             "queries", "keys", "W_query", "W_key", "W_value", "embeddings"} <= names
     assert ("masked_scores" in names) == config.causal
@@ -398,7 +414,8 @@ def test_the_biases_gradients_equal_autograd_and_their_cells_are_column_sums():
                    "b_value": torch.randn(6, generator=rng)}
     biased = forward(trace, parameters, None)
     checks = check_gradients(biased)
-    assert {"b_query", "b_key", "b_value"} <= {c.name for c in checks} and not failing(checks)
+    assert {"b_query", "b_key", "b_value"} <= {c.name for c in checks.parts}
+    assert not failing(checks)
     grads = backward(biased, compute_loss(biased))
     assert torch.allclose(grads["b_query"], att.combine_heads(grads["queries"]).sum(dim=0))
     explained = explain_gradient(grads, "b_value", 0, 5)

@@ -17,8 +17,17 @@ from hypothesis import strategies as st
 
 from explorer import AttentionConfig, compute_trace
 from explorer.lessons import experiments as ex
-from explorer.lessons.explain import (GIVEN, MASKED, PRODUCT, RATIO, SCALED, SUM, Explanation,
-                             explain_cell, number)
+from explorer.lessons.explain import (
+    GIVEN,
+    MASKED,
+    PRODUCT,
+    RATIO,
+    SCALED,
+    SUM,
+    Explanation,
+    explain_cell,
+    number,
+)
 from explorer.lessons.presets import PRESETS as PRESETS_BY_SLUG
 from tests.core.test_seeds import CONFIG_001, EMBEDDED_002, NAIVE_DIM_001, OMEGA_1_002, SCORES_001
 

@@ -9,10 +9,20 @@ import math
 import pytest
 
 from explorer.lessons.explain import GIVEN, MASKED
-from explorer.models import (EVERY_ARCHITECTURE, compute_decoder_trace, generate, head_slice,
-                             load_folder)
-from explorer.models.explain import (CHARTS, GENERATION_CHARTS, STEP_CHARTS, chart_matrix,
-                                     explain_decoder_cell)
+from explorer.models import (
+    EVERY_ARCHITECTURE,
+    compute_decoder_trace,
+    generate,
+    head_slice,
+    load_folder,
+)
+from explorer.models.explain import (
+    CHARTS,
+    GENERATION_CHARTS,
+    STEP_CHARTS,
+    chart_matrix,
+    explain_decoder_cell,
+)
 from explorer.models.llama import DECODER_STEPS
 from tests.support.tiny_decoders import TINY_DECODERS, save_tiny_decoder
 

@@ -39,13 +39,13 @@ from explorer.models import (
     generate,
     head_overview,
     head_slice,
+    llama,
     load_folder,
     load_model,
     model_sizes,
 )
-from explorer.models import llama
 from explorer.models.catalogue import PUBLISHED_CONFIGS
-from explorer.models.generation import MAX_NEW_TOKENS, greedy_token
+from explorer.models.generation import BEYOND, MAX_NEW_TOKENS, ROWS, greedy_token
 from explorer.modern import attention as modern
 from explorer.server.budget import BudgetError
 from tests.support.tiny_decoders import TINY_DECODERS, save_tiny_decoder
@@ -268,7 +268,8 @@ def test_every_generated_row_equals_a_full_forward_pass(models, arch):
         assert token.attn_weights.shape == (4, p + 1) and token.cache_tokens == p + 1
         assert _diff(token.attn_weights, full[:, p, :p + 1]) < ATOL, (arch, p)
     check = against_full_pass(run, model)
-    assert check.ok and check.rows_diff < ATOL, check.summary()
+    assert check.ok and check.part(ROWS).max_abs_diff < ATOL, check.line()
+    assert check.part(BEYOND).max_abs_diff == 0.0  # causal: nothing right of a row's end
 
 
 def test_the_cache_grows_by_its_kv_heads_not_its_query_heads(models):
@@ -291,7 +292,7 @@ def test_a_decoded_row_that_ignores_the_cache_fails(models, monkeypatch):
     broken = generate(model, input_ids=IDS[:5], max_new_tokens=3)
     assert [t.token_id for t in broken.generated] == [t.token_id for t in good.generated]
     check = against_full_pass(broken, model)
-    assert not check.ok and "DO NOT match" in check.summary()
+    assert check.failed == [ROWS] and check.line().startswith("✗ The 3 generated rows")
 
 
 def test_generation_is_bounded_and_ties_are_seeded(models, tmp_path):
@@ -344,7 +345,7 @@ def test_bfloat16_weights_stay_bfloat16_and_the_layer_is_computed_in_float32(tmp
     assert {trace[s].dtype for s in trace if s not in ("token_ids", "causal_mask")} == {
         torch.float32}
     steps = against_model_steps(trace, model)
-    assert steps.ok and "float32 copies" in steps.reference, steps.lines()
+    assert steps.ok and "float32 copies" in steps.reference, steps.failed
     run = generate(model, "The cat", max_new_tokens=3, layer=1)
     assert against_full_pass(run, model).ok
 

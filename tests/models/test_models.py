@@ -38,8 +38,8 @@ from transformers import (
 )
 from transformers.convert_slow_tokenizer import bytes_to_unicode as hf_bytes_to_unicode
 
-from explorer.server.budget import BudgetError
 from explorer.core.config import shown
+from explorer.core.trace import Trace
 from explorer.models import (
     EXAMPLES,
     FolderUnusable,
@@ -62,11 +62,13 @@ from explorer.models import (
     readable_piece,
     resolve_example,
     strongest_head,
+    summary,
 )
 from explorer.models.__main__ import main as cli
+from explorer.models.check import OUTPUT, WEIGHTS
 from explorer.models.errors import FOLDER_HINT
 from explorer.models.tokens import bytes_to_unicode
-from explorer.core.trace import Trace
+from explorer.server.budget import BudgetError
 from tests.support.tiny_models import randomise, save_tiny_gpt2
 
 ATOL = 1e-5
@@ -254,12 +256,13 @@ def test_a_perturbed_trace_fails_the_check(gpt2):
     trace = compute_model_trace(gpt2, input_ids=IDS, layer=1)
     assert against_model(trace, gpt2).ok
     bad_weights = against_model(_with(trace, attn_weights=trace["attn_weights"] + 1e-3), gpt2)
-    assert not bad_weights.ok and bad_weights.weights_diff == pytest.approx(1e-3, rel=1e-2)
+    assert bad_weights.failed == [WEIGHTS]
+    assert bad_weights.part(WEIGHTS).max_abs_diff == pytest.approx(1e-3, rel=1e-2)
     bad_output = against_model(_with(trace, output=trace["output"] * 1.01), gpt2)
-    assert not bad_output.ok and bad_output.output_diff > 1e-4
+    assert bad_output.failed == [OUTPUT] and bad_output.part(OUTPUT).max_abs_diff > 1e-4
     wrong_layer = against_model(_with(trace, config=trace.config.replace(layer=0)), gpt2)
     assert not wrong_layer.ok
-    with pytest.raises(ModelMismatch, match="DOES NOT match"):
+    with pytest.raises(ModelMismatch, match="does not match .*✗ output"):
         assert_matches_model(_with(trace, output=trace["output"] + 1.0), gpt2)
     nan = _with(trace, attn_weights=trace["attn_weights"] * float("nan"))
     assert not against_model(nan, gpt2).ok
@@ -275,13 +278,13 @@ def test_the_check_judges_the_output_by_its_scale(tmp_path):
                                           n_embd=768, std=0.5)))
     trace = compute_model_trace(model, "The cat sat on the mat because it was tired")
     check = against_model(trace, model)
-    assert check.output_scale > 300 and check.weights_diff < 1e-4
-    assert check.ok, check.summary()
-    assert check.output_diff <= check.output_tolerance == pytest.approx(
-        1e-4 + 1e-5 * check.output_scale)
-    assert "matches" in check.summary() and f"{check.output_scale:.3g}" in check.summary()
+    weights, output = check.part(WEIGHTS), check.part(OUTPUT)
+    assert output.scale > 300 and weights.max_abs_diff < 1e-4 == weights.tolerance
+    assert check.ok, summary(check)
+    assert output.max_abs_diff <= output.tolerance == pytest.approx(1e-4 + 1e-5 * output.scale)
+    assert summary(check).startswith("matches") and f"{output.scale:.3g}" in summary(check)
     wrong = against_model(_with(trace, output=trace["output"] * 1.01), model)
-    assert not wrong.ok and "DOES NOT match" in wrong.summary()
+    assert not wrong.ok and "DOES NOT match" in summary(wrong)
     far = _with(trace, attn_weights=trace["attn_weights"] + 1e-3)  # the weights stay absolute
     assert not against_model(far, model).ok
 
@@ -698,7 +701,7 @@ def test_real_gpt2(real_gpt2):
     assert (real_gpt2.n_layers, real_gpt2.n_heads, real_gpt2.d_model) == (12, 12, 768)
     assert real_gpt2.memory_bytes >= 4 * 124_439_808
     check = against_model(trace, real_gpt2)
-    assert check.ok, check.summary()
+    assert check.ok, summary(check)
 
 
 def test_the_readme_gives_the_budget_each_model_needs():
@@ -706,8 +709,8 @@ def test_the_readme_gives_the_budget_each_model_needs():
     links to) are `budget.budget_for_model` of the catalogue's sizes."""
     from pathlib import Path
 
-    from explorer.server import budget
     from explorer.models.catalogue import MODEL_CHOICES
+    from explorer.server import budget
     readme = " ".join(Path(__file__).resolve().parents[2].joinpath(
         "docs", "guide", "real-models.md").read_text().split())
     needs = {c.name: budget.budget_for_model(c.nbytes) for c in MODEL_CHOICES.values()}

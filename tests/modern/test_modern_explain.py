@@ -13,8 +13,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.modern import attention as modern
 from explorer.lessons.explain import GIVEN, MASKED, SCALED, SUM
+from explorer.modern import attention as modern
 from explorer.modern.attention import INTERLEAVED, ROTATE_HALF, ModernConfig
 from explorer.modern.explain import CHARTS, explain_modern_cell
 

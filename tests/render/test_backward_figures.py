@@ -11,8 +11,11 @@ from explorer import AttentionConfig, compute_trace
 from explorer.lessons.backward.check import check_gradients
 from explorer.lessons.backward.gradients import backward, softmax_jacobian
 from explorer.lessons.backward.loss import compute_loss
-from explorer.lessons.backward.saturation import (gradient_point, gradient_scaling_curves,
-                                                  saturation_curve)
+from explorer.lessons.backward.saturation import (
+    gradient_point,
+    gradient_scaling_curves,
+    saturation_curve,
+)
 from explorer.lessons.backward.settings import TARGET, LossConfig, TrainingConfig
 from explorer.lessons.backward.training import train
 from explorer.modern.flash_backward import flash_backward_of

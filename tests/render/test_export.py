@@ -26,13 +26,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer import AttentionConfig, compute_trace
-from explorer.render import figures
 from explorer.core import verify
-from explorer.render.payload import CHART_JS, decode
+from explorer.core.steps import STEPS, visible_steps
+from explorer.lessons.presets import PRESETS
+from explorer.render import figures
 from explorer.render.export import HEADING, html_report, matrix_csv, pytorch_script
 from explorer.render.figures import chart_filename
-from explorer.lessons.presets import PRESETS
-from explorer.core.steps import STEPS, visible_steps
+from explorer.render.payload import CHART_JS, decode
 from explorer.ui.matrices import parse_csv_matrix
 
 TIMEOUT_S = 180
@@ -510,7 +510,7 @@ def test_report_escapes_the_visitor_text():
 
 def test_report_with_lone_surrogates_is_written_as_utf8_with_them_escaped(tmp_path):
     # A visitor's text may hold lone surrogates, which no UTF-8 file can: the report
-    # writes each as its escape, as the script's comments do (`_comment_text`).
+    # writes each as its escape, as the script's comments do (`literal.comment`).
     sentence = "\ud800 x \udfff"
     trace = compute_trace(AttentionConfig(sentence=sentence))
     assert trace.tokens == ["\ud800", "x", "\udfff"]

@@ -17,9 +17,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from explorer.lessons.pages import HOME_PAGE
 from explorer.server.budget import MEMORY_BUDGET_BYTES, MIB
 from explorer.ui.navigation import PAGES
-from explorer.lessons.pages import HOME_PAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 60

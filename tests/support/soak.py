@@ -58,14 +58,20 @@ from playwright.async_api import Error as PlaywrightError
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from explorer import AttentionConfig, compute_trace
-from explorer.server import budget
-from explorer.lessons.presets import SIMPLIFIED
-from explorer.lessons.pages import (BACKWARD_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, MULTI_HEAD_PAGE,
-                                    SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE)
 from explorer.core.steps import STEPS
 from explorer.core.tokenizer import token_labels
-from explorer.ui.state import ENTRIES
+from explorer.lessons.pages import (
+    BACKWARD_PAGE,
+    EXPERIMENTS_PAGE,
+    HOME_PAGE,
+    MULTI_HEAD_PAGE,
+    SELF_ATTENTION_PAGE,
+    SIMPLIFIED_PAGE,
+)
+from explorer.lessons.presets import SIMPLIFIED
+from explorer.server import budget
 from explorer.ui.navigation import PAGES
+from explorer.ui.state import ENTRIES
 from tests.support.server import Server, rss_mib
 
 CHROMIUM = "/usr/bin/chromium"

@@ -14,16 +14,20 @@ import pytest
 import streamlit
 
 from explorer import AttentionConfig, compute_trace
+from explorer.core import literal
+from explorer.core.trace import read_json
 from explorer.lessons.backward.check import check_gradients
 from explorer.lessons.backward.gradients import backward
 from explorer.lessons.backward.loss import compute_loss
-from explorer.lessons.backward.settings import (DEFAULT_LEARNING_RATE, MAX_LEARNING_RATE,
-                                                MAX_TRAINING_CELLS,
-                                                LossConfig, TrainingConfig)
+from explorer.lessons.backward.settings import (
+    DEFAULT_LEARNING_RATE,
+    MAX_LEARNING_RATE,
+    MAX_TRAINING_CELLS,
+    LossConfig,
+    TrainingConfig,
+)
 from explorer.lessons.backward.terms import SYMBOLS, explain_gradient
 from explorer.lessons.backward.training import train
-from explorer.core import literal
-from explorer.core.trace import read_json
 from explorer.lessons.pages import BACKWARD_PAGE
 from explorer.ui import backward as page_parts
 from explorer.ui import state
@@ -82,11 +86,11 @@ def test_the_numbers_are_the_backends(opened):
     assert any(f"= {loss.value:.6f}" in latex.value for latex in at.latex)
     # The check table: one row per gradient, the loss first, each difference autograd's
     table = at.table[0].value  # labelled by its first column, the gradient
-    checks = check_gradients(trace, LossConfig(), grads)
+    checks = check_gradients(trace, LossConfig(), grads).parts
     assert list(table.index) == [literal.markdown(SYMBOLS.get(c.name, "L")) for c in checks]
     assert list(table["agree"]) == ["✓"] * len(checks)
     np.testing.assert_allclose(read_numbers(table[literal.markdown("largest |value|")]),
-                               [c.largest for c in checks], atol=5e-5)
+                               [c.scale for c in checks], atol=5e-5)
     # Training: the loss curve is train()'s, its loss falls, the weights are its last step's
     run = train(trace, LossConfig(), TrainingConfig())
     curve = charts["backward-loss-curve"]["data"][0]

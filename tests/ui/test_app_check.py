@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
-from explorer.core import literal
 from explorer.checker import sandbox
 from explorer.checker.listings import MULTI_HEAD_ATTENTION
-from explorer.ui.navigation import PAGES
+from explorer.core import literal
 from explorer.lessons.pages import CHECK_PAGE
+from explorer.ui.navigation import PAGES
 from tests.ui.test_app import all_charts, errors, open_link, page_link
 
 PAGE = PAGES[CHECK_PAGE][0]
@@ -198,10 +198,9 @@ def test_a_corpus_sample_gets_the_same_verdict_on_the_page_as_through_the_api(co
     """A representative sample of tests/checker/corpus.py, pasted whole: the page's
     verdict line is the API's (the module built as the page builds it)."""
     from explorer.checker.check import check_module
+    from explorer.checker.learner import build_module
     from tests.checker.corpus_cases import BY_NAME, SOURCE
     from tests.checker.test_corpus import CONTEXT
-
-    from explorer.checker.learner import build_module
 
     for name in ("NanoCausalSelfAttention", "GPT2Attention", "D2LDecoderSelfAttention",
                  "MinSoftmaxOverQueries", "SdpaForgotIsCausal", "NanoMaskNotSliced",

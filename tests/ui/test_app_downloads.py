@@ -18,14 +18,14 @@ from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.testing.v1 import AppTest
 
 from explorer import AttentionConfig, compute_trace
-from explorer.render.export import pytorch_script
 from explorer.core.trace import Trace, read_json
+from explorer.render.export import pytorch_script
 from explorer.ui import downloads
 from explorer.ui.matrices import parse_csv_matrix
 from tests.conftest import PAGE_FILES
+from tests.render.test_export import PLOTLY_JS_SIGNATURE
 from tests.ui.test_app import open_page, page_link, pick
 from tests.ui.test_app_multihead import TWO_HEADS, TWO_HEADS_CONFIG
-from tests.render.test_export import PLOTLY_JS_SIGNATURE
 
 
 class Download(NamedTuple):
@@ -142,8 +142,8 @@ def _model_trace_sidebar():
     """A sidebar for a trace whose config is a real model's `ModelConfig` (the
     steps are a small trace's: only the config's kind matters here)."""
     from explorer import AttentionConfig, compute_trace
-    from explorer.models.layer_trace import ModelConfig
     from explorer.core.trace import Trace
+    from explorer.models.layer_trace import ModelConfig
     from explorer.ui.downloads import take_it_with_you
     from explorer.ui.state import View
 

@@ -22,11 +22,12 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from explorer import AttentionConfig, compute_trace
-from explorer.server import budget
-from explorer.render import figures
 from explorer.core import literal
-from explorer.lessons.explain import explain_cell
 from explorer.core.literal import format_value
+from explorer.core.steps import STEPS
+from explorer.core.tokenizer import token_labels
+from explorer.lessons.explain import explain_cell
+from explorer.lessons.pages import MODEL_PAGE, SELF_ATTENTION_PAGE
 from explorer.models import (
     compute_model_trace,
     download_command,
@@ -35,17 +36,26 @@ from explorer.models import (
     model_sizes,
 )
 from explorer.models.catalogue import MODEL_CHOICES
-from explorer.lessons.pages import SELF_ATTENTION_PAGE
-from explorer.core.steps import STEPS
-from explorer.core.tokenizer import token_labels
+from explorer.render import figures
+from explorer.server import budget
 from explorer.ui import cache, component, real_model
 from explorer.ui.navigation import PAGES
-from explorer.lessons.pages import MODEL_PAGE
 from explorer.ui.real_model import DEFAULT_MODEL
 from tests.conftest import ROOT
-from tests.ui.test_app import (HOSTILE, all_charts, chart_headers, charts, errors, open_link,
-                            open_page, page_link, pick, picked, z_values)
 from tests.support.tiny_models import save_tiny_bert, save_tiny_gpt2
+from tests.ui.test_app import (
+    HOSTILE,
+    all_charts,
+    chart_headers,
+    charts,
+    errors,
+    open_link,
+    open_page,
+    page_link,
+    pick,
+    picked,
+    z_values,
+)
 
 PAGE = PAGES[MODEL_PAGE][0]
 SENTENCE = "the cat sat on the mat"

@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from explorer.core import literal
-from explorer.modern import attention as modern, explain as modern_explain
-from explorer.render.payload import decode
 from explorer.core.config import AttentionConfig
 from explorer.core.trace import compute_trace
+from explorer.lessons.pages import MODERN_PAGE
+from explorer.modern import attention as modern
+from explorer.modern import explain as modern_explain
+from explorer.render.payload import decode
 from explorer.ui import state
 from explorer.ui.navigation import PAGES
-from explorer.lessons.pages import MODERN_PAGE
 from tests.ui.test_app import all_charts, errors, open_link, page_link
 from tests.ui.test_state import _differences, query_of, view_of
 

@@ -13,8 +13,16 @@ from explorer import AttentionConfig, ConfigError
 from explorer.core.config import MAX_SHOWN_CHARS
 from explorer.lessons.pages import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from explorer.ui.navigation import PAGES
-from tests.support.fuzzing import (BUILT, CLEAN_ERROR, CRASH, NAN_UNDOCUMENTED, classify, fuzz_backend,
-                           fuzz_pages, open_with)
+from tests.support.fuzzing import (
+    BUILT,
+    CLEAN_ERROR,
+    CRASH,
+    NAN_UNDOCUMENTED,
+    classify,
+    fuzz_backend,
+    fuzz_pages,
+    open_with,
+)
 from tests.ui.test_app import charts, errors, open_link, z_values
 
 BACKEND_EXAMPLES = 2_000

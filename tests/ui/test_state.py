@@ -14,15 +14,36 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import AttentionConfig, compute_trace
 from explorer.core import config as cfg
-from explorer.modern import attention as modern, explain as modern_explain
+from explorer.lessons.pages import (
+    CHECK_PAGE,
+    EXPERIMENTS_PAGE,
+    HOME_PAGE,
+    MODEL_PAGE,
+    MODERN_PAGE,
+    MULTI_HEAD_PAGE,
+    SELF_ATTENTION_PAGE,
+    SIMPLIFIED_PAGE,
+)
 from explorer.lessons.presets import PRESETS
-from explorer.lessons.pages import EXPERIMENTS_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
+from explorer.modern import attention as modern
+from explorer.modern import explain as modern_explain
 from explorer.ui import private, state
-from explorer.ui.navigation import PAGES
-from explorer.lessons.pages import CHECK_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAGE
-from explorer.ui.state import (ACTIONS, ENTRIES, INTERNAL, CellRef, Choice, Flag, Fraction, Index,
-                               MatrixKind, Number, Steps, Text)
 from explorer.ui.matrices import parse_csv_matrix
+from explorer.ui.navigation import PAGES
+from explorer.ui.state import (
+    ACTIONS,
+    ENTRIES,
+    INTERNAL,
+    CellRef,
+    Choice,
+    Flag,
+    Fraction,
+    Index,
+    MatrixKind,
+    Number,
+    Steps,
+    Text,
+)
 from tests.ui.test_app import all_charts, errors, open_link, open_page, page_link, pick, z_values
 from tests.ui.test_app_downloads import offered, sidebar_downloads  # noqa: F401, F811 (a fixture)
 

@@ -5,23 +5,29 @@ out_proj's, the dropout mask), with ``requires_grad``, through the same
 `explorer.core.trace.attention_steps`; the loss is PyTorch's own
 (``F.cross_entropy(..., ignore_index=-100)`` or ``F.mse_loss``), and
 ``torch.autograd.grad`` gives dL/d(step) for every step the hand-derived
-pass has. Each comparison is one `GradientCheck`, as the forward pages show
-theirs against PyTorch (`explorer.core.verify`).
+pass has. The comparison is one `explorer.core.agreement.Agreement` with a
+part per gradient, as the forward pages show theirs against PyTorch
+(`explorer.core.verify`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from explorer.core.agreement import Agreement, of_all
 from explorer.core.trace import Trace, attention_steps
 from explorer.lessons.backward.gradients import Gradients, backward
-from explorer.lessons.backward.loss import (IGNORE_INDEX, NEXT_TOKEN, Objective, compute_loss,
-                                           objective)
+from explorer.lessons.backward.loss import (
+    IGNORE_INDEX,
+    NEXT_TOKEN,
+    Objective,
+    compute_loss,
+    objective,
+)
 from explorer.lessons.backward.settings import LossConfig
 
 TOLERANCE = 1e-4
@@ -33,21 +39,15 @@ LEAVES = ("embeddings", "W_query", "W_key", "W_value", "b_query", "b_key", "b_va
 """The trace's tensors the forward pass is recomputed from, with requires_grad."""
 
 
-@dataclass(frozen=True)
-class GradientCheck:
-    """One gradient compared: ``name`` (the step, e.g. ``"queries"`` for dL/dQ,
-    or ``"loss"`` for the loss's value), ``max_abs_diff`` the largest
-    |hand − autograd| (∞ where one is NaN or ±∞ and the other is not), and
-    ``largest`` the largest finite |autograd| value, which sets the tolerance."""
-
-    name: str
-    max_abs_diff: float
-    largest: float
-
-    @property
-    def ok(self) -> bool:
-        """Whether the difference is float32 rounding: at most `TOLERANCE` × max(1, largest)."""
-        return self.max_abs_diff <= TOLERANCE * max(1.0, self.largest)
+def _gradient(name: str, compared: str, reference: str, ours: Tensor | float,
+              theirs: Tensor | float) -> Agreement:
+    """One gradient (or the loss) against autograd's: within `TOLERANCE` ×
+    max(1, its largest finite |autograd value|), which is its ``scale``."""
+    ours, theirs = torch.as_tensor(ours), torch.as_tensor(theirs)
+    finite = theirs[torch.isfinite(theirs)]
+    largest = float(finite.abs().max()) if finite.numel() else 0.0
+    return Agreement(name, compared, reference, max_abs_diff(ours, theirs),
+                     TOLERANCE * max(1.0, largest), n_values=theirs.numel(), scale=largest)
 
 
 def max_abs_diff(ours: Tensor, reference: Tensor) -> float:
@@ -97,17 +97,19 @@ def autograd_gradients(trace: Trace, loss_config: LossConfig = LossConfig()
 
 
 def check_gradients(trace: Trace, loss_config: LossConfig = LossConfig(),
-                    gradients: Gradients | None = None) -> tuple[GradientCheck, ...]:
-    """For the loss and every hand-derived gradient (``gradients``, else
-    `backward` of ``trace``), the largest difference from autograd's: a
-    `GradientCheck` each, the loss first, then the gradients in backward order."""
+                    gradients: Gradients | None = None) -> Agreement:
+    """The loss and every hand-derived gradient (``gradients``, else `backward`
+    of ``trace``) against ``torch.autograd.grad`` on the same forward pass: a
+    part each, the loss first, then the gradients in backward order, each named
+    by its step (``"queries"`` for dL/dQ) and within `TOLERANCE` × max(1, its
+    largest |autograd value|) (float32 rounding of two routes); a difference is
+    ∞ where one is NaN or ±∞ and the other is not."""
     if gradients is None:
         gradients = backward(trace, compute_loss(trace, loss_config))
     value, reference = autograd_gradients(trace, loss_config)
-    checks = [GradientCheck("loss", abs(gradients.loss.value - value), abs(value))]
-    for name, ours in gradients.items():
-        ref = reference[name]
-        finite = ref[torch.isfinite(ref)]
-        checks.append(GradientCheck(name, max_abs_diff(ours, ref),
-                                    float(finite.abs().max()) if finite.numel() else 0.0))
-    return tuple(checks)
+    parts = [_gradient("loss", "the loss's value", "PyTorch's own loss", gradients.loss.value,
+                       value)]
+    parts += [_gradient(name, f"dL/d{name}", "torch.autograd.grad", ours, reference[name])
+              for name, ours in gradients.items()]
+    return of_all("Every gradient", "the loss and dL/d every step",
+                  "torch.autograd.grad on the same forward pass", parts)

@@ -10,8 +10,17 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from explorer.core.config import (MAX_ATTENTION_CELLS, MAX_SEED, MIN_SEED, AttentionConfig,
-                                  ConfigError, _choice_field, _int_field, _is_bool, shown)
+from explorer.core.config import (
+    MAX_ATTENTION_CELLS,
+    MAX_SEED,
+    MIN_SEED,
+    AttentionConfig,
+    ConfigError,
+    _choice_field,
+    _int_field,
+    _is_bool,
+    shown,
+)
 
 # ---------------------------------------------------------------------------
 # Limits and choices (one place)

@@ -22,8 +22,7 @@ from explorer.core import recipes
 from explorer.core.trace import Trace, attention_steps
 from explorer.lessons.backward.gradients import backward
 from explorer.lessons.backward.loss import objective
-from explorer.lessons.backward.settings import (ADAMW, ADAMW_WEIGHT_DECAY, LossConfig,
-                                                TrainingConfig)
+from explorer.lessons.backward.settings import ADAMW, ADAMW_WEIGHT_DECAY, LossConfig, TrainingConfig
 
 TRAINED = ("W_query", "W_key", "W_value", "b_query", "b_key", "b_value", "W_out", "b_out")
 """The trace's tensors a run trains (those it has). X and the loss's

@@ -18,11 +18,16 @@ import json
 from torch import Tensor
 
 from explorer.core import literal
-from explorer.render.export import _assign_tensor, _comment_text, chart_div, chart_row, html_page, \
-    table_html
-from explorer.modern.attention import ModernTrace
-from explorer.lessons.pages import MODERN_PAGE
 from explorer.core.trace import json_safe
+from explorer.lessons.pages import MODERN_PAGE
+from explorer.modern.attention import ModernTrace
+from explorer.render.export import (
+    _assign_tensor,
+    chart_div,
+    chart_row,
+    html_page,
+    table_html,
+)
 
 SCRIPT_FILE = "modern_attention.py"
 JSON_FILE = "modern_attention.json"
@@ -73,9 +78,9 @@ def modern_report(trace: ModernTrace, labels: list[str], sentence: str, head: in
     ``ValueError`` for a head that does not exist."""
     import pandas as pd  # the script needs neither pandas nor plotly
 
+    from explorer.modern import verify as modern_verify
     from explorer.render import figures
     from explorer.render.modern import figures as modern_figures
-    from explorer.modern import verify as modern_verify
 
     if not 0 <= head < trace.config.n_heads:
         raise ValueError(f"there is no query head {head}; the page has {trace.config.n_heads}")
@@ -241,7 +246,7 @@ def modern_script(trace: ModernTrace, tokens: list[str], seed: int, link: str | 
         '"""Modern attention: RoPE, grouped-query attention, sliding window, KV cache and',
         "FlashAttention's online softmax, as the self-attention explorer computes them.",
         '"""',
-        f"# The page: {_comment_text(link or 'the Modern attention page', 300)}",
+        f"# The page: {literal.comment(link or 'the Modern attention page', 300)}",
         "import argparse",
         "import math",
         "",

@@ -12,10 +12,21 @@ import numpy as np
 import pandas as pd
 import torch
 
-from explorer.render import figures
-from explorer.modern import attention as modern, explain as modern_explain
+from explorer.core.steps import (
+    DIMS,
+    KEY_COLS,
+    MASK,
+    QUERY_ROWS,
+    SIGNED,
+    TOKEN_ROWS,
+    WEIGHTS,
+    Axis,
+    Step,
+)
+from explorer.modern import attention as modern
+from explorer.modern import explain as modern_explain
 from explorer.modern.attention import ModernTrace
-from explorer.core.steps import DIMS, KEY_COLS, MASK, QUERY_ROWS, SIGNED, TOKEN_ROWS, WEIGHTS, Axis, Step
+from explorer.render import figures
 
 DIM_COLS = Axis("dimension", DIMS)
 HEAD_ROWS = Axis("query head", DIMS)

@@ -12,23 +12,52 @@ from typing import Any
 
 import numpy as np
 
-from explorer.core import config as cfg
-from explorer.modern import attention as modern, explain as modern_explain
-from explorer.core.config import GIVEN_MATRICES, OPTION_HELP, AttentionConfig
 from explorer.checker.learner import class_name_problem
-from explorer.checker.listings import (DEFAULT_SIZES, MULTI_HEAD_ATTENTION,
-                                       MULTI_HEAD_ATTENTION_CLASS)
-from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
-from explorer.models import explain as decoder_explain
-from explorer.lessons.experiments import MAX_SHUFFLES
-from explorer.lessons.presets import JOURNEY_SENTENCE, PRESETS
-from explorer.lessons.pages import CHECK_PAGE, EXPERIMENTS_PAGE, HOME_PAGE, MODEL_PAGE, MODERN_PAGE, MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE, SIMPLIFIED_PAGE
-from explorer.lessons.pages import BACKWARD_PAGE
-from explorer.lessons.backward import settings as backward
+from explorer.checker.listings import (
+    DEFAULT_SIZES,
+    MULTI_HEAD_ATTENTION,
+    MULTI_HEAD_ATTENTION_CLASS,
+)
+from explorer.core import config as cfg
+from explorer.core.config import GIVEN_MATRICES, OPTION_HELP, AttentionConfig
 from explorer.core.steps import STEPS
-from explorer.ui.state.kinds import (CellRef, ChartCell, Choice, Flag, Fraction, Index, Kind,
-                                     MatrixKind, Number, Steps, Text)
-
+from explorer.lessons.backward import settings as backward
+from explorer.lessons.experiments import MAX_SHUFFLES
+from explorer.lessons.pages import (
+    BACKWARD_PAGE,
+    CHECK_PAGE,
+    EXPERIMENTS_PAGE,
+    HOME_PAGE,
+    MODEL_PAGE,
+    MODERN_PAGE,
+    MULTI_HEAD_PAGE,
+    SELF_ATTENTION_PAGE,
+    SIMPLIFIED_PAGE,
+)
+from explorer.lessons.presets import JOURNEY_SENTENCE, PRESETS
+from explorer.models import explain as decoder_explain
+from explorer.models.catalogue import (
+    DEFAULT_MODEL,
+    DEFAULT_NEW_TOKENS,
+    GENERATION_SECONDS,
+    MAX_NEW_TOKENS,
+    MODEL_CHOICES,
+)
+from explorer.modern import attention as modern
+from explorer.modern import explain as modern_explain
+from explorer.ui.state.kinds import (
+    CellRef,
+    ChartCell,
+    Choice,
+    Flag,
+    Fraction,
+    Index,
+    Kind,
+    MatrixKind,
+    Number,
+    Steps,
+    Text,
+)
 
 EXAMPLE, PAGE_OWN, BASIC, ADVANCED, MATRIX, VIEW = ("example", "page", "basic", "advanced",
                                                     "matrix", "view")
@@ -353,14 +382,15 @@ _ENTRIES: list[Entry] = [
     Entry("layer", Index(), ONLY({MODEL_PAGE}), "Layer to show", default=0,
           allowed=lambda c: range(c.n_layers) if c.n_layers else None),
     # A Llama-family model's own view values (`explorer.ui.real_model`): the explained
-    # cell of its charts, the tokens to generate (at most explorer.models.generation's
-    # MAX_NEW_TOKENS, 32) and the generated token shown
+    # cell of its charts, the tokens to generate and the generated token shown
     Entry("decoder_cell", ChartCell(decoder_explain.CHARTS), ONLY({MODEL_PAGE}), default=None,
           widget=False),
-    Entry("new_tokens", Number(low=1, high=32), ONLY({MODEL_PAGE}), "Tokens to generate",
-          "Greedy, seeded: the most likely token each time; the generation also stops at the "
-          "model's end-of-sequence token or after 20 seconds.", default=8),
-    Entry("generated", Number(low=0, high=31), ONLY({MODEL_PAGE}), "Generated token",
+    Entry("new_tokens", Number(low=1, high=MAX_NEW_TOKENS), ONLY({MODEL_PAGE}),
+          "Tokens to generate", "Greedy, seeded: the most likely token each time; the "
+          "generation also stops at the model's end-of-sequence token or after "
+          f"{GENERATION_SECONDS:g} seconds.", default=DEFAULT_NEW_TOKENS),
+    Entry("generated", Number(low=0, high=MAX_NEW_TOKENS - 1), ONLY({MODEL_PAGE}),
+          "Generated token",
           default=0),
     # The Check your code page's own settings: the class is built as the book builds
     # chapter 3's classes, nn.Module(d_in, d_out, context_length, dropout, num_heads, qkv_bias)

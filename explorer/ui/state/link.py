@@ -16,8 +16,16 @@ from explorer.core.config import ConfigError, shown
 from explorer.lessons.presets import PRESETS, Preset
 from explorer.ui.state.entries import ENTRIES, MAX_LINK_MATRIX_CHARS, Context, entries_of
 from explorer.ui.state.kinds import CellRef, Choice, MatrixKind
-from explorer.ui.state.session import (LINK_CHECKS, LINK_READ, apply_preset, note, problems,
-                                       put, set_matrix, value)
+from explorer.ui.state.session import (
+    LINK_CHECKS,
+    LINK_READ,
+    apply_preset,
+    note,
+    problems,
+    put,
+    set_matrix,
+    value,
+)
 
 
 def read_link(page: str) -> None:

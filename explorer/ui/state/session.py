@@ -13,8 +13,7 @@ import streamlit as st
 
 from explorer.core.config import shown
 from explorer.lessons.presets import PRESETS, Preset
-from explorer.ui.state.entries import CONFIG_ENTRIES, MATRICES
-
+from explorer.ui.state.entries import CONFIG_ENTRIES, ENTRIES, MATRICES
 
 LINK_READ, LINK_CHECKS, PROBLEMS = "_link_read", "_link_checks", "_problems"
 SWITCH_TO, PAGE_FOLLOWS = "_switch_to", "_page_follows"
@@ -54,6 +53,16 @@ def problems() -> dict[str, str]:
 def note(name: str, raw: Any, error: Exception | str) -> None:
     """Record that the link's ``name`` was ignored, and why."""
     problems()[name] = f"Ignored the link's {shown(name)[1:-1]}={shown(raw)}: {error}"
+
+
+def dropped(keys: list[str | None]) -> None:
+    """Say that the values the browser sent for the widgets with these keys
+    (None: a widget without a key) could not be read and were dropped
+    (`explorer.ui.private.install`): each keeps the value it had."""
+    for key in keys:
+        what = f"“{ENTRIES[key].label}”" if key in ENTRIES else "one of the page's widgets"
+        problems()[key or ""] = (f"Ignored a value for {what} that this page never sends; "
+                                 "it keeps the value it had.")
 
 
 def changed(name: str | None = None) -> None:

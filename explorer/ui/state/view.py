@@ -13,11 +13,10 @@ import streamlit as st
 
 from explorer.core.config import ConfigError, shown
 from explorer.core.trace import Trace, TraceConfig
-from explorer.lessons.presets import SIMPLIFIED, Preset
 from explorer.lessons.pages import SIMPLIFIED_PAGE
+from explorer.lessons.presets import SIMPLIFIED, Preset
 from explorer.ui.navigation import PAGES
-from explorer.ui.state.entries import (CONFIG_ENTRIES, ENTRIES, VIEW, Context, Entry,
-                                       entries_of)
+from explorer.ui.state.entries import CONFIG_ENTRIES, ENTRIES, VIEW, Context, Entry, entries_of
 from explorer.ui.state.kinds import CellRef, MatrixKind, _whole
 from explorer.ui.state.link import read_link
 from explorer.ui.state.session import LINK_CHECKS, PAGE_FOLLOWS, SWITCH_TO, note, put, value
