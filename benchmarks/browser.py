@@ -957,8 +957,8 @@ def _click_cell(page: Page) -> tuple[Callable[[], None], str]:
     the cells are about a pixel or smaller, the pixel holding the centre may
     belong to a neighbour: then the click goes to the whole pixel nearest the
     centre that is read as the cell, as a visitor would aim (the note says
-    so), or to the centre if no pixel is read as the cell. Fails if something
-    else covers the point."""
+    so). Fails if no whole pixel is read as the cell (cells under a pixel:
+    no mouse can click it) or if something else covers the point."""
     plot = page.locator(f".st-key-chart-{CLICKED_STEP} .explorer-chart")
     aim = plot.evaluate(CELL_TARGET_JS, list(CLICKED_CELL))
     (x, y), note = aim["centre"], ""
@@ -967,11 +967,14 @@ def _click_cell(page: Page) -> tuple[Callable[[], None], str]:
         note = (f"{aim['cell_px'][0]:.2f}×{aim['cell_px'][1]:.2f} px cells: the centre "
                 f"({x:.2f}, {y:.2f}) of cell {CLICKED_CELL} arrives as whole pixel "
                 f"({int(x)}, {int(y)}), which is read as cell {read}; ")
-        if aim["pixel"]:
-            x, y = aim["pixel"]
-            note += f"clicked whole pixel ({x}, {y}) instead"
-        else:
-            note += "no whole pixel is read as the cell"
+        if not aim["pixel"]:
+            # Cells under a pixel tall: some rows hold no pixel's centre (at 512
+            # tokens, 482 px: row 1 spans 246.55-247.49 px, between 246.5 and
+            # 247.5). No mouse reaches such a cell, on the page or here.
+            raise MeasurementError(note + "no whole pixel is read as the cell: a mouse "
+                                   "cannot click it at this size (zoom in to reach it)")
+        x, y = aim["pixel"]
+        note += f"clicked whole pixel ({x}, {y}) instead"
     hit = plot.evaluate("(gd, [x, y]) => gd.contains(document.elementFromPoint(x, y))", [x, y])
     if not hit:
         raise MeasurementError(f"the point ({x:.1f}, {y:.1f}) of cell {CLICKED_CELL} is "
