@@ -148,12 +148,18 @@ def settings() -> ModernView | None:
     return view
 
 
-def part_failed(view: ModernView, part: str) -> bool:
-    """Show ``part``'s bad setting under its heading, if it has one (True)."""
+def part_intro(view: ModernView, part: str, intro: str) -> bool:
+    """Open ``part`` (a check's name, `explorer.render.modern.figures.PART`): its
+    heading, then its introduction ``intro`` (Markdown) and True, or, when one of
+    its own settings is bad, that setting's message instead and False (the part
+    then draws nothing more)."""
+    st.header(mf.PART[part].heading)
     message = view.error(part)
     if message is not None:
         st.error(literal.markdown(f"{message}. The other parts are drawn; this one is not."))
-    return message is not None
+        return False
+    st.markdown(intro)
+    return True
 
 
 def _trace_key(x_config: AttentionConfig, config: ModernConfig, tile: tuple[int, int]) -> tuple:
@@ -296,13 +302,13 @@ def rope(view: ModernView, head: int) -> None:
     the scores before and after, the offset that changes nothing."""
     trace, c = view.trace, view.config
     kv = modern.kv_head_of(c.n_heads, c.n_kv_heads)[head]
-    st.header(mf.PART["RoPE"].heading)
-    st.markdown(
+    if not part_intro(view, "RoPE", (
         "Instead of adding a position vector to X, RoPE **turns** each query and key by an "
         "angle that grows with its position m: the dimensions go in pairs, and pair i turns by "
         "m·θ_i, with θ_i = base^(−2i/head_dim). A query at m and a key at n then meet at the "
         "angle (m − n)·θ_i, so their score depends on how far apart they are, not where "
-        f"they are. **Pairing: {literal.markdown(modern.PAIRING_HELP[c.rope_pairing])}.**")
+        f"they are. **Pairing: {literal.markdown(modern.PAIRING_HELP[c.rope_pairing])}.**")):
+        return
     st.latex(r"q'_m = q_m \odot \cos(m\theta) + \mathrm{rotate}(q_m) \odot \sin(m\theta)")
     st.latex(r"\theta_i = \mathrm{base}^{-2i/\mathrm{head\_dim}}")
     table(mf.frequency_table(c))
@@ -341,12 +347,12 @@ def grouped_query(view: ModernView, head: int) -> None:
     kind = ("multi-query attention (one K/V head)" if c.n_kv_heads == 1 else
             "multi-head attention (one K/V head per query head)" if c.n_kv_heads == c.n_heads
             else "grouped-query attention")
-    st.header(mf.PART["Grouped-query attention"].heading)
-    st.markdown(
+    if not part_intro(view, "Grouped-query attention", (
         f"{c.n_heads} query heads share {c.n_kv_heads} key/value heads: {literal.markdown(kind)}. "
         f"Each K/V head serves {c.n_heads // c.n_kv_heads} neighbouring query heads; its keys "
         "and values are repeated to them (`repeat_kv` in transformers, "
-        "`enable_gqa=True` in PyTorch). Fewer K/V heads mean a smaller KV cache.")
+        "`enable_gqa=True` in PyTorch). Fewer K/V heads mean a smaller KV cache.")):
+        return
     table_col, k_col = st.columns(2)
     with table_col:
         table(mf.group_table(c))
@@ -362,10 +368,7 @@ def sliding_window(view: ModernView, head: int) -> None:
     """3. The sliding window: its mask beside the causal one, both ways of
     counting w, the weights."""
     c = view.config
-    st.header(mf.PART["Sliding window"].heading)
-    if part_failed(view, "Sliding window"):
-        return
-    st.markdown(
+    if not part_intro(view, "Sliding window", (
         f"A window of w = {c.window} is counted two ways, and both are in use. **This page "
         f"counts w keys, the query among them**: query i sees key j when i − w < j ≤ i, itself "
         f"and the {c.window - 1} tokens before it, as transformers' `sliding_window_overlay` "
@@ -373,7 +376,8 @@ def sliding_window(view: ModernView, head: int) -> None:
         f"(`torch.triu(mask, diagonal=-sliding_window)`): i − w ≤ j ≤ i, {c.window + 1} keys, "
         "one more seen cell left of each row's diagonal. transformers has shipped both "
         "counts (its issues #29623 and #39408): read a model's `sliding_window` with its code's "
-        "rule. The weights and the check below use this page's count.")
+        "rule. The weights and the check below use this page's count.")):
+        return
     causal_col, window_col, earlier_col = st.columns(3)
     with causal_col:
         _chart(view, head, "mask-causal", columns=3)
@@ -389,14 +393,12 @@ def kv_cache(view: ModernView, head: int) -> None:
     """4. The KV cache, one token at a time."""
     trace, c, labels = view.trace, view.config, list(view.labels)
     decoding = trace.decoding
-    st.header(mf.PART["KV cache"].heading)
-    if part_failed(view, "KV cache"):
-        return
-    st.markdown(
+    if not part_intro(view, "KV cache", (
         f"Generation feeds the sentence in steps: **prefill** the first {c.prefill} tokens at "
         "once (their keys and values go into the cache), then **decode** one token at a time: "
         "its key and value are appended, and its single query reads every cached key. Nothing "
-        "is recomputed for the earlier tokens.")
+        "is recomputed for the earlier tokens.")):
+        return
     if not decoding.steps:
         st.info(f"Every token is in the prefill ({c.prefill} of {trace.n_tokens}): lower "
                 "prefill to decode some.")
@@ -426,15 +428,13 @@ def online_softmax(view: ModernView, head: int) -> None:
     """5. FlashAttention's online softmax: the tile read, m, ℓ, the correction and O."""
     trace, c, labels = view.trace, view.config, list(view.labels)
     flash = trace.flash
-    st.header(mf.PART["Online softmax"].heading)
-    if part_failed(view, "Online softmax"):
-        return
-    st.markdown(
+    if not part_intro(view, "Online softmax", (
         f"FlashAttention never builds the {trace.n_tokens} × {trace.n_tokens} scores. It "
         f"walks tiles of {c.block_q} queries × {c.block_k} keys and keeps, per query row, the "
         "running maximum m, the running sum ℓ and an unnormalised output O. When a tile raises "
         "the maximum, what was summed so far is rescaled by the correction exp(m_old − m_new). "
-        "At the end O / ℓ is the attention output (FlashAttention-2, Algorithm 1).")
+        "At the end O / ℓ is the attention output (FlashAttention-2, Algorithm 1).")):
+        return
     st.markdown(literal.markdown(skipped_tiles_text(trace)))
     for line in (r"m' = \max(m, \mathrm{rowmax}\,S)", r"c = e^{m - m'}",  # one a line: a phone
                  r"\ell' = c\,\ell + \mathrm{rowsum}\,e^{S - m'}", r"O' = c\,O + e^{S - m'} V"):
