@@ -34,6 +34,7 @@ class Axis:
 TOKEN_ROWS = Axis("token", TOKENS)
 QUERY_ROWS = Axis("query (row)", TOKENS)
 KEY_COLS = Axis("key (column)", TOKENS)
+DIM_COLS = Axis("dimension", DIMS)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,17 @@ class Step:
         expr = self.expr(config)
         lhs = f"{self.symbol} = {expr}" if expr else self.symbol
         return f"{self.label}: {lhs} ({'×'.join(str(s) for s in shape)})"
+
+
+def plain_step(name: str, rows: Axis, cols: Axis, colour: str = SIGNED,
+               cell_text: tuple[str, str] | None = None, *, label: str = "") -> Step:
+    """A matrix that is drawn like a step but has no formula (a real model's
+    layer, the Modern attention page): its ``rows`` and ``cols`` axes, ``colour``
+    (SIGNED, WEIGHTS or MASK) and, for a mask, ``cell_text``. ``label`` (``name``
+    when empty) is both its label and its symbol."""
+    label = label or name
+    return Step(name, label, label, _const(""), _const(""), rows, cols, colour=colour,
+                cell_text=cell_text)
 
 
 def _simple(config: AttentionConfig) -> bool:

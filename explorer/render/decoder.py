@@ -14,58 +14,51 @@ import pandas as pd
 import torch
 
 from explorer.core.steps import (
+    DIM_COLS,
     DIMS,
     KEY_COLS,
     MASK,
     QUERY_ROWS,
-    SIGNED,
     TOKEN_ROWS,
     TOKENS,
     WEIGHTS,
     Axis,
     Step,
+    plain_step,
 )
 from explorer.models import explain as decoder_explain
 from explorer.render import figures
 
 DIM_ROWS = Axis("input dim (d_model)", DIMS)
 HEAD_DIM_ROWS = Axis("head dim (e)", DIMS)
-DIM_COLS = Axis("dimension", DIMS)
 ONE_ROW = Axis("", DIMS)
 ONE_COL = Axis("", DIMS)
 GENERATED_ROWS = Axis("generated token (row)", TOKENS)
 
 
-def _step(name: str, rows: Axis, cols: Axis, colour: str = SIGNED,
-          cell_text: tuple[str, str] | None = None) -> Step:
-    """A chart drawn like a step (its axes, colours and cell text)."""
-    return Step(name, name, name, lambda c: "", lambda c: "", rows, cols, colour=colour,
-                cell_text=cell_text)
-
-
 def kind_of(chart: str) -> Step:
     """How chart ``chart`` (`explorer.models.explain.CHARTS`) is drawn."""
     if chart in ("W_query", "W_key", "W_value"):
-        return _step(chart, DIM_ROWS, DIM_COLS)
+        return plain_step(chart, DIM_ROWS, DIM_COLS)
     if chart == "W_out":
-        return _step(chart, HEAD_DIM_ROWS, DIM_COLS)
+        return plain_step(chart, HEAD_DIM_ROWS, DIM_COLS)
     if chart == "rope_frequencies":
-        return _step(chart, ONE_ROW, Axis("pair i (dimensions i, i + e/2)", DIMS))
+        return plain_step(chart, ONE_ROW, Axis("pair i (dimensions i, i + e/2)", DIMS))
     if chart in decoder_explain.ROW_VECTORS:
-        return _step(chart, ONE_ROW, DIM_COLS)
+        return plain_step(chart, ONE_ROW, DIM_COLS)
     if chart == "rms":
-        return _step(chart, TOKEN_ROWS, ONE_COL)
+        return plain_step(chart, TOKEN_ROWS, ONE_COL)
     if chart == "causal_mask":
-        return _step(chart, QUERY_ROWS, KEY_COLS, MASK, ("hidden", "seen"))
+        return plain_step(chart, QUERY_ROWS, KEY_COLS, MASK, ("hidden", "seen"))
     if chart in ("attn_weights", "generated_weights", "generated_rows"):
         rows = GENERATED_ROWS if chart == "generated_rows" else QUERY_ROWS
-        return _step(chart, rows if chart != "generated_weights" else Axis("new query", DIMS),
-                     KEY_COLS, WEIGHTS)
+        return plain_step(chart, rows if chart != "generated_weights" else Axis("new query", DIMS),
+                          KEY_COLS, WEIGHTS)
     if chart in ("attn_scores", "scaled_scores", "masked_scores"):
-        return _step(chart, QUERY_ROWS, KEY_COLS)
+        return plain_step(chart, QUERY_ROWS, KEY_COLS)
     if chart == "generated_scores":
-        return _step(chart, Axis("new query", DIMS), KEY_COLS)
-    return _step(chart, TOKEN_ROWS, DIM_COLS)
+        return plain_step(chart, Axis("new query", DIMS), KEY_COLS)
+    return plain_step(chart, TOKEN_ROWS, DIM_COLS)
 
 
 def title_of(chart: str, config: Any, head: int, kv_head: int, position: int = 0) -> str:

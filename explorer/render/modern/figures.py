@@ -13,42 +13,34 @@ import pandas as pd
 import torch
 
 from explorer.core.steps import (
+    DIM_COLS,
     DIMS,
     KEY_COLS,
     MASK,
     QUERY_ROWS,
-    SIGNED,
     TOKEN_ROWS,
     WEIGHTS,
     Axis,
-    Step,
+    plain_step,
 )
 from explorer.modern import attention as modern
 from explorer.modern import explain as modern_explain
 from explorer.modern.attention import ModernTrace
 from explorer.render import figures
 
-DIM_COLS = Axis("dimension", DIMS)
 HEAD_ROWS = Axis("query head", DIMS)
 TILE_ROWS = Axis("query (row)", DIMS)
 """Rows numbered by position (a tile's rows, named by their token)."""
 
 
-def _step(name: str, label: str, rows: Axis, cols: Axis, colour: str = SIGNED,
-          cell_text: tuple[str, str] | None = None) -> Step:
-    """A matrix of this page drawn like a step (its axes, colours and cell text)."""
-    return Step(name, label, label, lambda c: "", lambda c: "", rows, cols, colour=colour,
-                cell_text=cell_text)
-
-
 STEPS = {
-    "table": _step("table", "cos / sin", TOKEN_ROWS, DIM_COLS),
-    "heads": _step("heads", "Q or K", TOKEN_ROWS, DIM_COLS),
-    "scores": _step("scores", "scores", QUERY_ROWS, KEY_COLS),
-    "weights": _step("weights", "weights", QUERY_ROWS, KEY_COLS, WEIGHTS),
-    "mask": _step("mask", "mask", QUERY_ROWS, KEY_COLS, MASK, ("hidden", "seen")),
-    "row": _step("row", "one row", Axis("new query", DIMS), KEY_COLS, WEIGHTS),
-    "output": _step("output", "O", TOKEN_ROWS, DIM_COLS),
+    "table": plain_step("table", TOKEN_ROWS, DIM_COLS, label="cos / sin"),
+    "heads": plain_step("heads", TOKEN_ROWS, DIM_COLS, label="Q or K"),
+    "scores": plain_step("scores", QUERY_ROWS, KEY_COLS),
+    "weights": plain_step("weights", QUERY_ROWS, KEY_COLS, WEIGHTS),
+    "mask": plain_step("mask", QUERY_ROWS, KEY_COLS, MASK, ("hidden", "seen")),
+    "row": plain_step("row", Axis("new query", DIMS), KEY_COLS, WEIGHTS, label="one row"),
+    "output": plain_step("output", TOKEN_ROWS, DIM_COLS, label="O"),
 }
 """How each kind of matrix on the page is drawn."""
 
