@@ -12,14 +12,18 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import torch
+from torch import Tensor
+
 
 @dataclass(frozen=True)
 class Agreement:
     """How far ``name`` (what was computed) is from ``reference``.
 
     ``compared``: which numbers were compared (``"rotated Q and K"``);
-    ``max_abs_diff``: the largest |ours − reference's| over them (``inf`` when
-    the shapes differ; NaN when a number is NaN, which never agrees);
+    ``max_abs_diff``: the largest |ours − reference's| over them, as
+    `max_abs_diff` measures it (``inf`` when the shapes differ or where only one
+    side is NaN or infinite; a NaN here never agrees);
     ``tolerance``: the largest difference that still agrees (float32 rounding,
     half a unit of a printed number's last place ...); ``exact``: the numbers
     are equal bit for bit (``torch.equal``); ``where``: where the largest
@@ -86,6 +90,27 @@ class Agreement:
         return (f"{self.symbol} {self.name}: verified against {code}{self.reference}{code}, "
                 f"same {self.compared}{exact}, max |difference| = {self.max_abs_diff:.1e} "
                 f"(agreement: below {tolerance_text(self.tolerance)}, float32 rounding).")
+
+
+def max_abs_diff(ours: Tensor, reference: Tensor) -> float:
+    """The largest |ours − reference| over every number, in float64: what every
+    check's `Agreement.max_abs_diff` holds.
+
+    ours, reference: tensors of one shape, any shape and float dtype -> a float.
+    Where both hold the same non-finite value (NaN and NaN, −∞ and −∞) the
+    difference is 0: the computation reproduces its reference there; where only
+    one side is NaN or infinite it is ``inf``. ``inf`` when the shapes differ (a
+    row of another length never agrees; no broadcasting), 0 for two empty
+    tensors. Raises nothing.
+    """
+    if ours.shape != reference.shape:
+        return math.inf
+    if not ours.numel():
+        return 0.0
+    ours, reference = ours.to(torch.float64), reference.to(torch.float64)
+    same = (ours == reference) | (torch.isnan(ours) & torch.isnan(reference))
+    diff = torch.where(same, torch.zeros_like(ours), (ours - reference).abs())  # NaN: one side
+    return float(torch.nan_to_num(diff, nan=math.inf, posinf=math.inf).max())
 
 
 def tolerance_text(tolerance: float) -> str:

@@ -11,13 +11,12 @@ against the module that computes it in the model.
 
 from __future__ import annotations
 
-import math
 import sys
 from typing import Any
 
 import torch
 
-from explorer.core.agreement import Agreement, of_all
+from explorer.core.agreement import Agreement, max_abs_diff, of_all
 from explorer.core.trace import Trace
 from explorer.models.errors import ModelError, ModelMismatch
 from explorer.models.forward import LayerCall, attention_outputs, decoder_layer_call
@@ -53,7 +52,7 @@ def _part(name: str, reference: str, ours: torch.Tensor, theirs: torch.Tensor,
     of the model's largest |value| (``relative``), else within `TOLERANCE`."""
     scale = float(theirs.abs().max()) if theirs.numel() else 0.0
     return Agreement(name, f"{theirs.numel()} numbers", reference,
-                     _largest_difference(ours, theirs),
+                     max_abs_diff(ours, theirs),
                      allowance(scale) if relative else TOLERANCE,
                      n_values=theirs.numel(), scale=scale)
 
@@ -82,12 +81,6 @@ def require(check: Agreement, advice: str) -> Agreement:
         raise ModelMismatch(f"Our computation does not match {check.reference}: {lines} "
                             f"This is a bug in the explorer: please report it with {advice}.")
     return check
-
-
-def _largest_difference(ours: torch.Tensor, theirs: torch.Tensor) -> float:
-    if ours.shape != theirs.shape:
-        return math.inf
-    return float((ours.to(torch.float64) - theirs.to(torch.float64)).abs().max())
 
 
 def _config_of(trace: Trace, model: LoadedModel, kind: type, check: str, maker: str) -> Any:

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from explorer.core.agreement import Agreement, of_all
+from explorer.core.agreement import Agreement, max_abs_diff, of_all
 from explorer.modern import attention as modern
 from explorer.modern.attention import ModernTrace
 
@@ -33,10 +33,6 @@ def part_check(part: str, compared: str, reference: str, max_abs_diff: float,
     with which reference, and the largest absolute difference (``exact``:
     compared with ``torch.equal`` and equal); agreement below ``tolerance``."""
     return Agreement(part, compared, reference, max_abs_diff, tolerance, exact=exact)
-
-
-def _diff(a: Tensor, b: Tensor) -> float:
-    return float((a.to(torch.float64) - b.to(torch.float64)).abs().max()) if a.numel() else 0.0
 
 
 def deinterleave(head_dim: int) -> Tensor:
@@ -76,7 +72,7 @@ def check_rope(trace: ModernTrace) -> Agreement:
                              c.rope_pairing)
     return part_check("RoPE", "rotated Q and K",
                       "transformers' apply_rotary_pos_emb with LlamaRotaryEmbedding",
-                      max(_diff(q, trace.queries_rope), _diff(k, trace.keys_rope)))
+                      max(max_abs_diff(q, trace.queries_rope), max_abs_diff(k, trace.keys_rope)))
 
 
 SDPA_CAUSAL = "F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)"
@@ -92,15 +88,15 @@ def _sdpa(trace: ModernTrace, mask: Tensor | None = None) -> Tensor:
 def check_gqa(trace: ModernTrace) -> Agreement:
     """Causal grouped-query attention against SDPA with ``enable_gqa=True``."""
     return part_check("Grouped-query attention", "context", SDPA_CAUSAL,
-                      _diff(_sdpa(trace), trace.causal.context))
+                      max_abs_diff(_sdpa(trace), trace.causal.context))
 
 
 def check_window(trace: ModernTrace) -> Agreement:
     """The sliding window against SDPA with the same boolean ``attn_mask``."""
     return part_check("Sliding window", "context",
                       "F.scaled_dot_product_attention(q, k, v, attn_mask=window_mask, "
-                      "enable_gqa=True)", _diff(_sdpa(trace, trace.window_mask),
-                                                trace.windowed.context))
+                      "enable_gqa=True)", max_abs_diff(_sdpa(trace, trace.window_mask),
+                                                       trace.windowed.context))
 
 
 def check_decoding(trace: ModernTrace) -> Agreement:
@@ -110,14 +106,14 @@ def check_decoding(trace: ModernTrace) -> Agreement:
     exact = torch.equal(assembled, trace.causal.attn_weights)
     return part_check("KV cache", "decoded attention weights, row by row",
                       "the rows of full causal attention",
-                      _diff(assembled, trace.causal.attn_weights), exact=exact,
+                      max_abs_diff(assembled, trace.causal.attn_weights), exact=exact,
                       tolerance=DECODE_TOLERANCE)
 
 
 def check_flash(trace: ModernTrace) -> Agreement:
     """The online softmax's O against SDPA (causal, grouped-query)."""
     return part_check("Online softmax", "final O", SDPA_CAUSAL,
-                      _diff(_sdpa(trace), trace.flash.context))
+                      max_abs_diff(_sdpa(trace), trace.flash.context))
 
 
 def checks(trace: ModernTrace) -> dict[str, Agreement]:
@@ -186,7 +182,7 @@ def llama_layer_check(model, embeddings: Tensor) -> Agreement:
         output = mine.context.transpose(0, 1).reshape(n, -1) @ attention.o_proj.weight.T
     return of_all("A Llama layer", "attention weights and output", "transformers' LlamaModel",
                   [part_check("attention weights", "every head's attention weights",
-                              "output_attentions=True", _diff(result.attentions[0][0],
-                                                               mine.attn_weights)),
+                              "output_attentions=True", max_abs_diff(result.attentions[0][0],
+                                                                     mine.attn_weights)),
                    part_check("output", "attention output", "the attention module's output",
-                              _diff(out["o"][0], output))])
+                              max_abs_diff(out["o"][0], output))])

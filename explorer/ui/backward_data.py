@@ -26,9 +26,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from explorer.core import attention as att
-from explorer.core.agreement import Agreement
+from explorer.core.agreement import Agreement, max_abs_diff
 from explorer.core.config import AttentionConfig
-from explorer.lessons.backward.check import check_gradients, max_abs_diff
+from explorer.lessons.backward.check import check_gradients
 from explorer.lessons.backward.gradients import Gradients, backward
 from explorer.lessons.backward.loss import compute_loss
 from explorer.lessons.backward.saturation import (

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
+import torch
 
-from explorer.core.agreement import Agreement, of_all, tolerance_text
+from explorer.core.agreement import Agreement, max_abs_diff, of_all, tolerance_text
 
 
 def agreement(diff: float, tolerance: float = 1e-4, **more) -> Agreement:
@@ -66,3 +67,36 @@ def test_to_dict_holds_every_field_and_the_parts():
     assert (data["ok"], data["max_abs_diff"], data["where"]) == (False, math.inf, "x")
     assert [p["max_abs_diff"] for p in data["parts"]] == [1e-9, math.inf]
     assert data["parts"][0]["parts"] == [] and data["parts"][0]["ok"]
+
+
+def test_max_abs_diff_is_the_largest_difference_in_float64():
+    ours = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float32)
+    reference = torch.tensor([[1.0, 2.5], [3.0, 3.75]], dtype=torch.float64)
+    assert max_abs_diff(ours, reference) == 0.5
+    assert max_abs_diff(reference, ours) == 0.5
+    assert max_abs_diff(torch.tensor([1e-9], dtype=torch.float64),
+                        torch.tensor([0.0], dtype=torch.float64)) == 1e-9  # no float32 rounding
+    assert max_abs_diff(torch.zeros(0, 3), torch.zeros(0, 3)) == 0.0
+
+
+def test_max_abs_diff_matching_non_finite_numbers_agree_and_one_sided_ones_never():
+    nan, inf = math.nan, math.inf
+    # NaN and NaN, −∞ and −∞ (a masked score), +∞ and +∞ in the same place: 0.
+    assert max_abs_diff(torch.tensor([nan, -inf, inf, 1.0]),
+                        torch.tensor([nan, -inf, inf, 1.0])) == 0.0
+    # Only one side NaN, either side, or −∞ against a number or +∞: inf, never NaN.
+    assert max_abs_diff(torch.tensor([1.0, nan]), torch.tensor([1.0, 2.0])) == inf
+    assert max_abs_diff(torch.tensor([1.0, 2.0]), torch.tensor([1.0, nan])) == inf
+    assert max_abs_diff(torch.tensor([-inf]), torch.tensor([0.0])) == inf
+    assert max_abs_diff(torch.tensor([-inf]), torch.tensor([inf])) == inf
+    # The finite part still counts beside a matching NaN.
+    assert max_abs_diff(torch.tensor([nan, 1.0]), torch.tensor([nan, 1.25])) == 0.25
+    assert not agreement(max_abs_diff(torch.tensor([nan]), torch.tensor([0.0]))).ok
+
+
+def test_max_abs_diff_of_other_shapes_is_inf_not_broadcast():
+    # (2, 3) against (1, 3) would broadcast to a difference of 0: a row of
+    # another length never agrees (the generated rows' check relies on it).
+    assert max_abs_diff(torch.ones(2, 3), torch.ones(1, 3)) == math.inf
+    assert max_abs_diff(torch.ones(3), torch.ones(4)) == math.inf
+    assert max_abs_diff(torch.zeros(0), torch.zeros(1)) == math.inf

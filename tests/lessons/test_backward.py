@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from explorer import AttentionConfig, ConfigError, compute_trace
 from explorer.core import attention as att
-from explorer.core.agreement import Agreement
+from explorer.core.agreement import Agreement, max_abs_diff
 from explorer.lessons.backward import gradients as grad_module
-from explorer.lessons.backward.check import check_gradients, max_abs_diff
+from explorer.lessons.backward.check import check_gradients
 from explorer.lessons.backward.gradients import backward, softmax_gradient, softmax_jacobian
 from explorer.lessons.backward.loss import (
     IGNORE_INDEX,

@@ -12,13 +12,11 @@ part per gradient, as the forward pages show theirs against PyTorch
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from explorer.core.agreement import Agreement, of_all
+from explorer.core.agreement import Agreement, max_abs_diff, of_all
 from explorer.core.trace import Trace, attention_steps
 from explorer.lessons.backward.gradients import Gradients, backward
 from explorer.lessons.backward.loss import (
@@ -48,19 +46,6 @@ def _gradient(name: str, compared: str, reference: str, ours: Tensor | float,
     largest = float(finite.abs().max()) if finite.numel() else 0.0
     return Agreement(name, compared, reference, max_abs_diff(ours, theirs),
                      TOLERANCE * max(1.0, largest), n_values=theirs.numel(), scale=largest)
-
-
-def max_abs_diff(ours: Tensor, reference: Tensor) -> float:
-    """The largest |ours − reference| in float64; where both are the same
-    non-finite value (NaN and NaN, −∞ and −∞) the difference is 0, where only
-    one is, it is ∞. 0 for empty tensors."""
-    ours, reference = ours.to(torch.float64), reference.to(torch.float64)
-    if not ours.numel():
-        return 0.0
-    same = (ours == reference) | (torch.isnan(ours) & torch.isnan(reference))
-    diff = torch.where(same, torch.zeros_like(ours), (ours - reference).abs())
-    diff = torch.nan_to_num(diff, nan=math.inf)
-    return float(diff.max())
 
 
 def _reference_loss(rows: Tensor, goal: Objective) -> Tensor:
