@@ -5,17 +5,7 @@ import streamlit as st
 from explorer.core import literal
 from explorer.core.config import AttentionConfig
 from explorer.core.tokenizer import RULE
-from explorer.lessons.pages import (
-    BACKWARD_PAGE,
-    CHECK_PAGE,
-    EXPERIMENTS_PAGE,
-    HOME_PAGE,
-    MODEL_PAGE,
-    MODERN_PAGE,
-    MULTI_HEAD_PAGE,
-    SELF_ATTENTION_PAGE,
-    SIMPLIFIED_PAGE,
-)
+from explorer.lessons import pages
 from explorer.ui.navigation import PAGES
 from explorer.ui.presets import gallery
 from explorer.ui.render import page_header, token_table
@@ -24,24 +14,25 @@ from explorer.ui.sidebar import settings
 # What each page of the menu (`explorer.ui.navigation.PAGES`) shows, as Home lists them (a
 # comment, not a docstring: Streamlit's magic would print a bare string on the page).
 PAGE_SUMMARIES = {
-    SIMPLIFIED_PAGE: "no trainable weights, scores are X·Xᵀ (book section 3.3).",
-    SELF_ATTENTION_PAGE: "W_query, W_key and W_value, scaled by √d_k (section 3.4).",
-    MULTI_HEAD_PAGE: "the causal mask, dropout, several heads and the output projection, "
-                     "checked against PyTorch (sections 3.5 and 3.6).",
-    EXPERIMENTS_PAGE: "why √d_k, temperature, softmax's dim, permutation, and two "
-                      "configurations compared.",
-    MODEL_PAGE: "the same steps inside GPT-2 or BERT, one trained head at a time.",
-    CHECK_PAGE: "paste your own attention class and see the first step where it differs.",
-    MODERN_PAGE: "RoPE, grouped-query attention, the sliding window, the KV cache and "
-                 "FlashAttention's online softmax, as Llama, Qwen and Mistral compute them.",
-    BACKWARD_PAGE: "every gradient of attention, derived by hand and checked against autograd.",
+    pages.SIMPLIFIED_PAGE: "no trainable weights, scores are X·Xᵀ (book section 3.3).",
+    pages.SELF_ATTENTION_PAGE: "W_query, W_key and W_value, scaled by √d_k (section 3.4).",
+    pages.MULTI_HEAD_PAGE: "the causal mask, dropout, several heads and the output projection, "
+                           "checked against PyTorch (sections 3.5 and 3.6).",
+    pages.EXPERIMENTS_PAGE: "why √d_k, temperature, softmax's dim, permutation, and two "
+                            "configurations compared.",
+    pages.MODEL_PAGE: "the same steps inside GPT-2 or BERT, one trained head at a time.",
+    pages.CHECK_PAGE: "paste your own attention class and see the first step where it differs.",
+    pages.MODERN_PAGE: "RoPE, grouped-query attention, the sliding window, the KV cache and "
+                       "FlashAttention's online softmax, as Llama, Qwen and Mistral compute them.",
+    pages.BACKWARD_PAGE: "every gradient of attention, derived by hand and checked against "
+                         "autograd.",
 }
 
 
 def page_list() -> str:
     """Every page of the menu but Home, in its order, with what it shows."""
     return "\n".join(f"   - **{literal.markdown(page)}**: {PAGE_SUMMARIES[page]}"
-                     for page in PAGES if page != HOME_PAGE)
+                     for page in PAGES if page != pages.HOME_PAGE)
 
 
 DEFAULTS = AttentionConfig()
@@ -74,7 +65,7 @@ hand-picked vectors of "Your journey starts with one step" and draws its weights
 *SelfAttention_v1*).
 """
 )
-view = settings(HOME_PAGE)
+view = settings(pages.HOME_PAGE)
 
 st.subheader("Start from a worked example")
 st.caption("Each example loads the exact setup of a book section or teaching notebook; "

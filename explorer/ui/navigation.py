@@ -4,28 +4,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from explorer.lessons.pages import (
-    BACKWARD_PAGE,
-    CHECK_PAGE,
-    EXPERIMENTS_PAGE,
-    HOME_PAGE,
-    MODEL_PAGE,
-    MODERN_PAGE,
-    MULTI_HEAD_PAGE,
-    SELF_ATTENTION_PAGE,
-    SIMPLIFIED_PAGE,
-)
+from explorer.lessons import pages
 
 PAGES: dict[str, tuple[str, str]] = {
-    HOME_PAGE: ("streamlit_app.py", ":material/home:"),
-    SIMPLIFIED_PAGE: ("pages/1_Simplified_attention.py", ":material/looks_one:"),
-    SELF_ATTENTION_PAGE: ("pages/2_Self_attention.py", ":material/looks_two:"),
-    MULTI_HEAD_PAGE: ("pages/3_Causal_and_multi_head.py", ":material/looks_3:"),
-    EXPERIMENTS_PAGE: ("pages/4_Experiments.py", ":material/science:"),
-    MODEL_PAGE: ("pages/5_Real_model.py", ":material/memory:"),
-    CHECK_PAGE: ("pages/6_Check_your_code.py", ":material/fact_check:"),
-    MODERN_PAGE: ("pages/7_Modern_attention.py", ":material/bolt:"),
-    BACKWARD_PAGE: ("pages/8_Backward_pass.py", ":material/undo:"),
+    pages.HOME_PAGE: ("streamlit_app.py", ":material/home:"),
+    pages.SIMPLIFIED_PAGE: ("pages/1_Simplified_attention.py", ":material/looks_one:"),
+    pages.SELF_ATTENTION_PAGE: ("pages/2_Self_attention.py", ":material/looks_two:"),
+    pages.MULTI_HEAD_PAGE: ("pages/3_Causal_and_multi_head.py", ":material/looks_3:"),
+    pages.EXPERIMENTS_PAGE: ("pages/4_Experiments.py", ":material/science:"),
+    pages.MODEL_PAGE: ("pages/5_Real_model.py", ":material/memory:"),
+    pages.CHECK_PAGE: ("pages/6_Check_your_code.py", ":material/fact_check:"),
+    pages.MODERN_PAGE: ("pages/7_Modern_attention.py", ":material/bolt:"),
+    pages.BACKWARD_PAGE: ("pages/8_Backward_pass.py", ":material/undo:"),
 }
 """Page label -> (script, icon)."""
 

@@ -14,16 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from explorer import AttentionConfig, compute_trace
 from explorer.core import config as cfg
-from explorer.lessons.pages import (
-    CHECK_PAGE,
-    EXPERIMENTS_PAGE,
-    HOME_PAGE,
-    MODEL_PAGE,
-    MODERN_PAGE,
-    MULTI_HEAD_PAGE,
-    SELF_ATTENTION_PAGE,
-    SIMPLIFIED_PAGE,
-)
+from explorer.lessons import pages
 from explorer.lessons.presets import PRESETS
 from explorer.modern import attention as modern
 from explorer.modern import explain as modern_explain
@@ -47,8 +38,8 @@ from explorer.ui.state import (
 from tests.ui.test_app import all_charts, errors, open_link, open_page, page_link, pick, z_values
 from tests.ui.test_app_downloads import offered, sidebar_downloads  # noqa: F401, F811 (a fixture)
 
-ATTENTION_PAGES = (HOME_PAGE, SIMPLIFIED_PAGE, SELF_ATTENTION_PAGE, MULTI_HEAD_PAGE,
-                   EXPERIMENTS_PAGE)
+ATTENTION_PAGES = (pages.HOME_PAGE, pages.SIMPLIFIED_PAGE, pages.SELF_ATTENTION_PAGE,
+                   pages.MULTI_HEAD_PAGE, pages.EXPERIMENTS_PAGE)
 SENTENCES = ("the cat sat on the mat", "Life is short, eat dessert first",
              "Your journey starts with one step", "a b c d e f g")
 MIN_TOKENS = 6  # every sentence above has at least this many
@@ -84,7 +75,8 @@ def _every_section_open(at: AppTest) -> None:
                 at.button(key="shuffle").click().run()
 
 
-@pytest.mark.parametrize("page", [*ATTENTION_PAGES, CHECK_PAGE, MODEL_PAGE, MODERN_PAGE])
+@pytest.mark.parametrize("page", [*ATTENTION_PAGES, pages.CHECK_PAGE, pages.MODEL_PAGE,
+                                  pages.MODERN_PAGE])
 def test_every_widget_and_session_key_is_declared(page, monkeypatch):
     from explorer.checker import sandbox
 
@@ -136,7 +128,7 @@ def random_view(page: str, rng: random.Random, seed: int) -> dict[str, Any]:
     """A random valid value for every linked entry of ``page`` (a worked
     example is applied by the link instead; see `open_random`). Switches are
     mostly on in even draws and off in odd ones, so that a few draws try both."""
-    n_heads = rng.choice((1, 2)) if page == MULTI_HEAD_PAGE else 1
+    n_heads = rng.choice((1, 2)) if page == pages.MULTI_HEAD_PAGE else 1
     dims = {name: rng.choice((2, 4, 6)) for name in ("d_in", "d_k", "d_v")}
     values: dict[str, Any] = {}
     for entry in state.entries_of(page):
@@ -176,7 +168,7 @@ def random_view(page: str, rng: random.Random, seed: int) -> dict[str, Any]:
         elif isinstance(kind, CellRef):
             values[name] = ("attn_weights", rng.randrange(MIN_TOKENS), rng.randrange(MIN_TOKENS),
                             values.get("head", 0))
-    if page == MODERN_PAGE:
+    if page == pages.MODERN_PAGE:
         values |= _modern_values(rng)
     rows = {"embeddings": (MIN_TOKENS, "d_in"), "W_query": ("d_in", "d_k"),
             "W_key": ("d_in", "d_k"), "W_value": ("d_in", "d_v")}
@@ -185,7 +177,7 @@ def random_view(page: str, rng: random.Random, seed: int) -> dict[str, Any]:
                 and ENTRIES[name].shown_if(values):
             n = len(AttentionConfig(sentence=values["sentence"]).tokens) if r == MIN_TOKENS \
                 else values[r]
-            values[name] = _matrix(rng, n, values[c] if page != SIMPLIFIED_PAGE or c == "d_in"
+            values[name] = _matrix(rng, n, values[c] if page != pages.SIMPLIFIED_PAGE or c == "d_in"
                                    else values["d_in"])
     return values
 
@@ -263,7 +255,7 @@ DRAWS = 6
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", [*ATTENTION_PAGES, CHECK_PAGE, MODERN_PAGE])
+@pytest.mark.parametrize("page", [*ATTENTION_PAGES, pages.CHECK_PAGE, pages.MODERN_PAGE])
 def test_a_random_value_of_every_entry_survives_the_link(page):
     changed: set[str] = set()
     for seed in range(DRAWS):
@@ -287,11 +279,11 @@ def test_a_random_value_of_every_entry_survives_the_link(page):
 # The three bugs of issue 16
 # ---------------------------------------------------------------------------
 def test_the_experiments_link_reproduces_temperature_shuffles_positions_and_a_b():
-    at = open_link(PAGES[EXPERIMENTS_PAGE][0], {"seed": "9", "experiment": "temperature"})
+    at = open_link(PAGES[pages.EXPERIMENTS_PAGE][0], {"seed": "9", "experiment": "temperature"})
     at.select_slider(key="temperature").set_value(0.05).run()
     link = page_link(at)
     assert query_of(link) == {"seed": "9", "experiment": "temperature", "temperature": "0.05"}
-    again = open_link(PAGES[EXPERIMENTS_PAGE][0], query_of(link))
+    again = open_link(PAGES[pages.EXPERIMENTS_PAGE][0], query_of(link))
     assert again.select_slider(key="temperature").value == 0.05
     trace = compute_trace(AttentionConfig(seed=9))
     expected = torch.softmax(trace["scaled_scores"].double() / 0.05, dim=-1)
@@ -307,9 +299,10 @@ def test_the_experiments_link_reproduces_temperature_shuffles_positions_and_a_b(
     params = query_of(page_link(at))
     assert {k: params[k] for k in ("shuffles", "positions", "b_seed", "a_causal")} == {
         "shuffles": "2", "positions": "true", "b_seed": "5", "a_causal": "true"}
-    again = open_link(PAGES[EXPERIMENTS_PAGE][0], params)
+    again = open_link(PAGES[pages.EXPERIMENTS_PAGE][0], params)
     assert page_link(again) == page_link(at)  # both with the link's box open
-    assert _differences(view_of(at, EXPERIMENTS_PAGE), view_of(again, EXPERIMENTS_PAGE)) == []
+    page = pages.EXPERIMENTS_PAGE
+    assert _differences(view_of(at, page), view_of(again, page)) == []
 
 
 # The book's SelfAttention_v1 weights (torch.manual_seed(123), torch.rand(3, 2)), and
@@ -325,7 +318,7 @@ def _table(at: AppTest, name: str) -> np.ndarray:
 
 
 def test_switching_to_given_weights_keeps_the_numbers_on_screen():
-    at = open_link(PAGES[SELF_ATTENTION_PAGE][0], {"preset": "self-attention-v1"})
+    at = open_link(PAGES[pages.SELF_ATTENTION_PAGE][0], {"preset": "self-attention-v1"})
     before = {k: z_values(v) for k, v in all_charts(at).items() if k.startswith("chart-")}
     np.testing.assert_allclose(before["chart-context"][0], BOOK_CONTEXT_ROW_0, atol=5e-5)
     at.selectbox(key="weight_init").set_value("given").run()
@@ -339,7 +332,7 @@ def test_switching_to_given_weights_keeps_the_numbers_on_screen():
 def test_a_link_to_given_weights_of_an_example_starts_from_its_own_recipe():
     # The link says weight_init=given and no matrix: the tables start from the example's
     # own recipe (torch.rand, the book's weights), not from the default randn draws.
-    at = open_link(PAGES[SELF_ATTENTION_PAGE][0], {"preset": "self-attention-v1",
+    at = open_link(PAGES[pages.SELF_ATTENTION_PAGE][0], {"preset": "self-attention-v1",
                                                    "weight_init": "given"})
     np.testing.assert_allclose(_table(at, "W_query")[0], BOOK_W_QUERY_ROW_0, atol=5e-5)
     np.testing.assert_allclose(z_values(all_charts(at)["chart-context"])[0], BOOK_CONTEXT_ROW_0,
@@ -347,7 +340,7 @@ def test_a_link_to_given_weights_of_an_example_starts_from_its_own_recipe():
 
 
 def test_switching_random_weights_to_given_keeps_every_number_on_screen():
-    at = open_link(PAGES[SELF_ATTENTION_PAGE][0], {"weight_init": "rand", "seed": "4"})
+    at = open_link(PAGES[pages.SELF_ATTENTION_PAGE][0], {"weight_init": "rand", "seed": "4"})
     trace = compute_trace(AttentionConfig(seed=4, weight_init="rand"))
     at.selectbox(key="weight_init").set_value("given").run()
     assert not at.exception and errors(at) == []
@@ -356,13 +349,13 @@ def test_switching_random_weights_to_given_keeps_every_number_on_screen():
     np.testing.assert_array_equal(z_values(all_charts(at)["chart-context"]),
                                   trace["context"].numpy())
     # The link carries the numbers, so that it opens the same view.
-    again = open_link(PAGES[SELF_ATTENTION_PAGE][0], query_of(page_link(at)))
+    again = open_link(PAGES[pages.SELF_ATTENTION_PAGE][0], query_of(page_link(at)))
     np.testing.assert_array_equal(z_values(all_charts(again)["chart-context"]),
                                   trace["context"].numpy())
 
 
 def test_switching_uniform_x_to_given_keeps_x_and_says_why_the_weights_change():
-    at = open_link(PAGES[SELF_ATTENTION_PAGE][0], {"embedding": "uniform", "seed": "4"})
+    at = open_link(PAGES[pages.SELF_ATTENTION_PAGE][0], {"embedding": "uniform", "seed": "4"})
     x = compute_trace(AttentionConfig(seed=4, embedding="uniform"))["embeddings"]
     at.selectbox(key="embedding").set_value("given").run()
     assert not at.exception and errors(at) == []
@@ -376,7 +369,7 @@ def test_switching_uniform_x_to_given_keeps_x_and_says_why_the_weights_change():
 
 
 def test_the_csv_is_of_the_head_the_page_shows(offered):  # noqa: F811 (the fixture)
-    at = open_link(PAGES[MULTI_HEAD_PAGE][0], {"d_k": "4", "d_v": "4", "n_heads": "4"})
+    at = open_link(PAGES[pages.MULTI_HEAD_PAGE][0], {"d_k": "4", "d_v": "4", "n_heads": "4"})
     pick(at, "head", 3)
     assert "head=3" in page_link(at)
     assert [c.value for c in at.sidebar.caption if c.value.startswith("Head ")] == [
@@ -389,7 +382,8 @@ def test_the_csv_is_of_the_head_the_page_shows(offered):  # noqa: F811 (the fixt
 
 
 def test_a_link_value_out_of_its_bounds_is_noted_once():
-    at = open_link(PAGES[MULTI_HEAD_PAGE][0], {"query": "99", "head": "5", "cell": "attn_weights:9,0"})
+    at = open_link(PAGES[pages.MULTI_HEAD_PAGE][0],
+                   {"query": "99", "head": "5", "cell": "attn_weights:9,0"})
     notes = ("query must be between 0 and 5 (got 99)", "head must be between 0 and 1 (got 5)",
              "Ignored the link's cell")
 
