@@ -338,10 +338,15 @@ def flash_part(view: View, loss_config: LossConfig) -> None:
         "**recomputes** each tile's weights from m and ℓ, and accumulates dV, dK and dQ "
         "(Dao, FlashAttention-2, 2023, Algorithm 2). D stands in for the softmax backward's "
         "rowsum(α ⊙ dα) of part 2, which would need the whole row.")
-    st.latex(r"\begin{aligned}P &= e^{S - m} / \ell & dP &= dO_i V_j^\top \\ "
-             r"dS &= P \odot (dP - D_i) & dV_j &\mathrel{+}= P^\top dO_i \\ "
-             r"dQ_i &\mathrel{+}= dS\,K_j / \sqrt{d} & dK_j &\mathrel{+}= dS^\top Q_i / \sqrt{d}"
-             r"\end{aligned}")
+    # Algorithm 2's six lines in its order, in two columns: side by side on a wide
+    # screen, one under the other on a phone (Streamlit stacks columns there; as
+    # one block the six were 11 px wider than 390 px).
+    first, then = st.columns(2)
+    first.latex(r"\begin{aligned}P &= e^{S - m} / \ell \\ dV_j &\mathrel{+}= P^\top dO_i \\ "
+                r"dP &= dO_i V_j^\top\end{aligned}")
+    then.latex(r"\begin{aligned}dS &= P \odot (dP - D_i) \\ "
+               r"dQ_i &\mathrel{+}= dS\,K_j / \sqrt{d} \\ "
+               r"dK_j &\mathrel{+}= dS^\top Q_i / \sqrt{d}\end{aligned}")
     left, right = st.columns(2)
     with left:
         block_q = widgets.draw("flash_block_q")

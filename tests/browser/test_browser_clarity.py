@@ -169,6 +169,8 @@ FORMULAS_WIDER_THAN_THEIR_BOX = """() => [...document.querySelectorAll('.katex-d
     ("Causal_and_multi_head", {}),  # Z = αV ... (heads concatenated)
     ("Causal_and_multi_head", {"dropout": "0.1"}),
     ("Self_attention", {"normalization": "naive_softmax"}),  # (no max shift: may overflow)
+    ("Backward_pass", {"train_steps": "1"}),  # FlashAttention-2's six lines ran 11 px past
+    ("Modern_attention", {}),
 ])
 def test_no_formula_is_cut_on_a_phone(shared_server, browser: Browser, page_name, query):
     """Issue 31, point 7: at 390 px "Z = αV, z_i = Σ α_ij v_j (heads concatenated)"
