@@ -25,15 +25,18 @@ ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 60
 
 
-def rss_mib(pid: int) -> float:
-    """Resident memory (VmRSS) of ``pid`` and all its descendants, in MiB."""
+def rss_mib(pid: int, matching: str = "") -> float:
+    """Resident memory (VmRSS) of ``pid`` and all its descendants, in MiB; with
+    ``matching``, of those among them whose command line holds it (Chromium's
+    renderers: ``"--type=renderer"``)."""
     total_kib, pending = 0, [pid]
     while pending:
         current = pending.pop()
         try:
-            status = Path(f"/proc/{current}/status").read_text()
-            total_kib += next(int(line.split()[1]) for line in status.splitlines()
-                              if line.startswith("VmRSS:"))
+            if matching.encode() in Path(f"/proc/{current}/cmdline").read_bytes():
+                status = Path(f"/proc/{current}/status").read_text()
+                total_kib += next(int(line.split()[1]) for line in status.splitlines()
+                                  if line.startswith("VmRSS:"))
             for task in Path(f"/proc/{current}/task").iterdir():
                 pending += [int(c) for c in (task / "children").read_text().split()]
         except (FileNotFoundError, ProcessLookupError, StopIteration):
