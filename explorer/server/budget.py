@@ -259,7 +259,18 @@ exactly) and checked on a fourth (32 thumbnails at 216 tokens: 821 MiB
 measured, 828 estimated). A thumbnail costs far less than a lesson page's head
 panel; the page's own charts, about 230 MiB more than a lesson page's. So GPT-2
 medium (384 thumbnails, 1,300 MiB) and Qwen3-0.6B (448, 1,454 MiB) fit, GPT-2
-large (720, 2,340 MiB) does not."""
+large (720, 2,340 MiB) does not (a Llama-family model: `DECODER_TAB`)."""
+DECODER_TAB = TabCosts(base=600 * MIB, cell=112, panel=MODEL_TAB.panel, pair=MODEL_TAB.pair)
+"""The Real model page's costs with a Llama-family model (decoder steps,
+generation rows, the same overview), measured as `MODEL_TAB` with tiny random
+models (``python -m benchmarks.tab_memory``, benchmarks/results/history/2026-11-tab-memory.md):
+its own page about 200 MiB lighter than GPT-2's at the same thumbnails (Qwen3
+28 × 16 at 6 tokens 1,238-1,262 MiB where GPT-2 28 × 16 takes 1,429-1,431;
+Llama 30 × 9 868-879 MiB where `MODEL_TAB` said 1,077), but each number drawn
+dearer: 95-137 bytes (Qwen3 28 × 16 at 198 tokens, 0.76 M numbers: 1,329-1,364 MiB;
+Qwen3 2 × 16, d_model 1024 at 198 tokens, 1.9 M: 787-789 MiB). The thumbnails cost
+what they cost on GPT-2's page (the same chart). So Qwen3-0.6B draws up to 241
+tokens (1,308 MiB at 6), SmolLM2-135M every length (1,217 MiB at 512)."""
 
 
 def tab_bytes_drawn(cells: int, panels: int, costs: TabCosts = LESSON_TAB) -> int:

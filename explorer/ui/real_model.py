@@ -290,15 +290,21 @@ def drawn(model: LoadedModel, n_tokens: int, layer: int = 0,
     return cells + overview, layers * h
 
 
+def tab_costs(model: LoadedModel) -> budget.TabCosts:
+    """What this page costs in a browser tab, measured: `explorer.server.budget.DECODER_TAB`
+    for a Llama-family model, `explorer.server.budget.MODEL_TAB` for GPT-2 and BERT."""
+    return budget.DECODER_TAB if model.family == "decoder" else budget.MODEL_TAB
+
+
 def check_tab(model: LoadedModel, n_tokens: int, layer: int = 0) -> None:
     """Raise `explorer.server.budget.BudgetError` when the page of layer
     ``layer`` on ``n_tokens`` tokens (`drawn`) would take a browser tab past its
     budget, with the figures: the same estimate as every other page's, with the
-    costs measured on this page (`explorer.server.budget.MODEL_TAB`)."""
+    costs measured on this page (`tab_costs`)."""
     cells, panels = drawn(model, n_tokens, layer)
     budget.check_tab_drawn(
         cells, panels, f"{n_tokens:,} tokens, {model.n_layers} layers × {model.n_heads} heads",
-        "Use a shorter text, or a model with fewer layers and heads.", budget.MODEL_TAB)
+        "Use a shorter text, or a model with fewer layers and heads.", tab_costs(model))
 
 
 def _pass_work(view: ModelView, n_tokens: int) -> int:

@@ -6,6 +6,8 @@ took the tab to 5.7-6.8 GiB."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from explorer import AttentionConfig
@@ -104,8 +106,6 @@ MODEL_PAGE_MEASURED_MIB = [
 
 
 def _model_page_estimate(shape: tuple[int, int, int], n_tokens: int) -> float:
-    from types import SimpleNamespace
-
     from explorer.ui.real_model import drawn
 
     layers, heads, d = shape
@@ -129,9 +129,73 @@ def test_the_model_page_estimate_follows_the_measured_tabs(shape, n_tokens, rend
 
 
 def test_the_catalogues_models_fit_and_gpt2_large_does_not():
-    """With the page's own costs, GPT-2 medium and Qwen3-0.6B draw at 512 tokens
-    (a tab of Qwen3-0.6B's 448 thumbnails measured 1,455 MiB); a model the size of
-    GPT-2 large is refused (its 720 measured 2,341 MiB)."""
+    """With the page's own costs, GPT-2 medium draws at 512 tokens (a tab of 448
+    thumbnails measured 1,455 MiB); a model the size of GPT-2 large is refused (its
+    720 measured 2,341 MiB). SmolLM2-135M draws at 512 tokens, Qwen3-0.6B up to 241."""
     assert _model_page_estimate((24, 16, 64), 512) < BROWSER_BUDGET_BYTES
-    assert _model_page_estimate((28, 16, 64), 512) < BROWSER_BUDGET_BYTES
     assert _model_page_estimate((36, 20, 40), 6) > BROWSER_BUDGET_BYTES
+    assert _decoder_page_estimate("smollm2-135m", 512) < BROWSER_BUDGET_BYTES
+    assert _decoder_page_estimate("qwen3-0.6b", 241) < BROWSER_BUDGET_BYTES
+    assert _decoder_page_estimate("qwen3-0.6b", 242) > BROWSER_BUDGET_BYTES
+
+
+# The Real model page with tiny random Llama-family models (tests.support.tiny_decoders),
+# measured as above with `python -m benchmarks.tab_memory` (2026-11-26, each twice:
+# benchmarks/results/history/2026-11-tab-memory.md): architecture, (layers, query heads,
+# K/V heads, d_model, head_dim), tokens, renderer MiB, JS heap MiB.
+DECODER_PAGE_MEASURED_MIB = [
+    ("qwen3", (28, 16, 8, 64, 16), 6, 1238, 75),      # Qwen3-0.6B's 448 heads
+    ("qwen3", (28, 16, 8, 64, 16), 6, 1262, 100),
+    ("qwen3", (28, 16, 8, 64, 16), 198, 1329, 127),   # and a long text
+    ("qwen3", (28, 16, 8, 64, 16), 198, 1364, 110),
+    ("llama", (30, 9, 3, 72, 8), 6, 868, 68),         # SmolLM2-135M's 270
+    ("llama", (30, 9, 3, 72, 8), 6, 879, 61),
+    ("qwen3", (2, 16, 8, 1024, 128), 198, 789, 105),  # Qwen3-0.6B's width, 1.9 M numbers
+    ("qwen3", (2, 16, 8, 1024, 128), 198, 787, 109),
+]
+
+
+def _decoder(architecture: str, layers: int, heads: int, kv_heads: int, d: int,
+             head_dim: int) -> SimpleNamespace:
+    """A Llama-family model as `explorer.ui.real_model.drawn` reads it: its
+    transformers config and sizes, no weights."""
+    from explorer.models.anatomy import DECODERS
+    from tests.support.tiny_decoders import tiny_config
+
+    config = tiny_config(architecture, 300, num_hidden_layers=layers,
+                         num_attention_heads=heads, num_key_value_heads=kv_heads,
+                         hidden_size=d, head_dim=head_dim)
+    return SimpleNamespace(module=SimpleNamespace(config=config),
+                           anatomy=DECODERS[architecture], name=architecture, source="folder",
+                           architecture=architecture, n_layers=layers, n_heads=heads,
+                           n_kv_heads=kv_heads, d_model=d, head_dim=head_dim,
+                           dtype="float32", family="decoder")
+
+
+def _decoder_page_estimate(model: str | SimpleNamespace, n_tokens: int) -> float:
+    """The page's estimate for ``model`` (a decoder, or a name in the catalogue)."""
+    from explorer.models.catalogue import PUBLISHED_CONFIGS
+    from explorer.ui.real_model import drawn, tab_costs
+
+    if isinstance(model, str):
+        c = PUBLISHED_CONFIGS[model]
+        model = _decoder(c["model_type"], c["num_hidden_layers"], c["num_attention_heads"],
+                         c["num_key_value_heads"], c["hidden_size"], c["head_dim"])
+    return tab_bytes_drawn(*drawn(model, n_tokens), tab_costs(model))
+
+
+@pytest.mark.parametrize("architecture, shape, n_tokens, renderer_mib, heap_mib",
+                         DECODER_PAGE_MEASURED_MIB)
+def test_a_decoder_page_measured_past_the_budget_is_refused(architecture, shape, n_tokens,
+                                                            renderer_mib, heap_mib):
+    if renderer_mib * MIB > BROWSER_BUDGET_BYTES:
+        assert _decoder_page_estimate(_decoder(architecture, *shape), n_tokens) > \
+            BROWSER_BUDGET_BYTES
+
+
+@pytest.mark.parametrize("architecture, shape, n_tokens, renderer_mib, heap_mib",
+                         DECODER_PAGE_MEASURED_MIB)
+def test_the_decoder_page_estimate_follows_the_measured_tabs(architecture, shape, n_tokens,
+                                                             renderer_mib, heap_mib):
+    estimate = _decoder_page_estimate(_decoder(architecture, *shape), n_tokens) / MIB
+    assert 0.95 * renderer_mib <= estimate <= 1.2 * renderer_mib, (estimate, renderer_mib)
