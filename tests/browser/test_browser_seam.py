@@ -69,3 +69,22 @@ def test_the_seam_notices_a_changed_private_field(shared_server, page: Page):
       return seam.checkSeam(gd);
     }""", CHART_URL)
     assert len(broken) == 1 and "_length" in broken[0]
+
+
+def test_an_uncaught_exception_shows_as_the_element_the_browser_tests_look_for(page: Page):
+    """About 20 browser tests assert that no ``stException`` is on the page; they
+    would pass without checking anything if an upgrade renamed it. A script that
+    raises shows one, and (``showErrorDetails = "none"``) not the error's text."""
+    from playwright.sync_api import expect
+
+    from tests.support.server import Server
+
+    server = Server(script="tests/support/apps/raises.py")
+    try:
+        page.goto(server.url)
+        expect(page.get_by_text("before the exception")).to_be_visible()
+        expect(page.get_by_test_id("stException")).to_have_count(1)
+        assert "8c1f0e" not in page.content()
+    finally:
+        log = server.stop()
+    assert "8c1f0e" in log  # the server's log keeps what the visitor does not see
