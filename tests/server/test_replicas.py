@@ -74,6 +74,7 @@ def test_two_visitors_through_the_proxy_see_their_own_numbers(replicas):
     print(report.text())
     assert report.failures == [] and report.messages == [], report.text()
     assert sum(v.checks for v in report.visitors) >= 2 * len(SHORT.pages), report.text()
+    assert len(pids) == 2 and report.memory, report.text()  # memory_ok holds with no pid
     assert report.memory_ok, report.text()
 
 
