@@ -258,8 +258,8 @@ thumbnails, measured as `LESSON_TAB` with tiny random GPT-2 models at 6 tokens
 exactly) and checked on a fourth (32 thumbnails at 216 tokens: 821 MiB
 measured, 828 estimated). A thumbnail costs far less than a lesson page's head
 panel; the page's own charts, about 230 MiB more than a lesson page's. So GPT-2
-medium (384 thumbnails, 1,300 MiB) and Qwen3-0.6B (448, 1,454 MiB) fit, GPT-2
-large (720, 2,340 MiB) does not (a Llama-family model: `DECODER_TAB`)."""
+medium (384 thumbnails, 1,300 MiB) fits and GPT-2 large (720, 2,340 MiB) does
+not. A Llama-family model's page has its own costs, `DECODER_TAB`."""
 DECODER_TAB = TabCosts(base=600 * MIB, cell=112, panel=MODEL_TAB.panel, pair=MODEL_TAB.pair)
 """The Real model page's costs with a Llama-family model (decoder steps,
 generation rows, the same overview), measured as `MODEL_TAB` with tiny random
