@@ -93,7 +93,7 @@ bench: $(VENV)/.dev-installed
 fuzz: $(VENV)/.dev-installed
 	$(BIN)/python -m tests.support.fuzzing --examples 20000 --urls 3000
 
-## make probe: issue 41's attacks again (link code, the box, the CLI, bounds, typed input,
+## make probe: issues 41 and 52's attacks again (link code, the box, the CLI, bounds, typed input,
 ## messages, server settings, markup; random links and configs), a table of tried and failed
 probe: $(VENV)/.dev-installed
 	$(BIN)/python -m benchmarks.probe

@@ -1,4 +1,4 @@
-"""The attack probe of issue 41, rerun: `make probe`.
+"""The attack probes of issues 41 and 52, rerun: `make probe`.
 
 Each row is one way the app was attacked (a shared link that plants code,
 pasted code leaving its box, the CLI's exit status, links that crash or
@@ -70,6 +70,15 @@ PROBES = (
     Probe("Messages that point elsewhere (separators, sizes, cells, tokenizers)", "6",
           ("tests/ui/test_csv_import.py",)),
     Probe("The public demo's server settings", "7", ("tests/server/test_server_settings.py",)),
+    Probe("Issue 52: pasted code as root (the host's uid, /proc/sys, the init traced, user "
+          "namespaces, memory in total, /dev/shm and memfds, output, the CLI's /tmp)",
+          "52.1-3, 5", ("tests/checker/test_box_holds.py",)),
+    Probe("Issue 52: the queue (one check per visitor, its place and wait told, the budget) "
+          "and a forged report rendered as markup", "52.4, 6",
+          ("tests/ui/test_app_check.py::test_a_report_the_code_forged_is_shown_as_text",
+           "tests/ui/test_app_check.py::test_a_visitor_with_a_check_running_gets_no_second_one",
+           "tests/ui/test_app_check.py::test_a_waiting_check_is_told_its_place_and_its_longest_wait",
+           "tests/ui/test_app_check.py::test_on_the_default_budget_the_page_says_checks_do_not_fit")),
     Probe("Visitor text rendered as markup (every page, link values, sentences, files, "
           "exports)", "all",
           ("tests/browser/test_hostile.py", "tests/core/test_literal.py",

@@ -19,6 +19,7 @@ code does (``exit()``, ``os._exit()``, signals, a loop that catches everything).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -109,11 +110,16 @@ def _check(args: argparse.Namespace) -> int:
     if problem:
         print(f"note: {problem}; your code runs in a child process without the box",
               file=sys.stderr)
+    folder = path.resolve().parent
+    if not problem and os.geteuid() == 0 and folder.stat().st_mode & 0o005 != 0o005:
+        print(f"note: as root, the box runs your code as the user nobody, which may not read "
+              f"{folder}: your file's imports of its neighbours will fail there",
+              file=sys.stderr)
     options = {name: getattr(args, name) for name in OPTIONS if hasattr(args, name)}
     # The code runs in a child process; this one decides the exit status from
     # the child's validated result, whatever the code does (exit, signals, loops)
     report = check_source(source, class_name, filename=str(path),
-                          folder=str(path.resolve().parent), timeout=args.timeout or None,
+                          folder=str(folder), timeout=args.timeout or None,
                           memory_mb=args.memory_mb or None, interface="cli",
                           boxed=not problem, **options)
     if isinstance(report, CheckFailure):

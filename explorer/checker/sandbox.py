@@ -53,7 +53,7 @@ then runs it only in its box: `explorer.checker.box.problem` says why not where
 the box cannot be made."""
 ROOT = Path(__file__).resolve().parents[2]
 """The folder holding the ``explorer`` package (the child imports it from there)."""
-MAX_OUTPUT_BYTES = 16 * 2**20
+MAX_OUTPUT_BYTES = box.OUTPUT_BYTES
 """What the learner's code may print or write to files before it is stopped."""
 FILENAME = "your_code.py"
 """The name the pasted code goes by in tracebacks."""
@@ -134,8 +134,9 @@ def check_source(source: str, class_name: str, *, filename: str = FILENAME,
 
     ``options``: `check_code`'s keyword arguments (``d_in``, ``d_out``,
     ``num_heads``, ``sentence``, ``seed``, ...; TypeError for any other).
-    ``folder``: a folder shown read-only in the box and put on the code's
-    ``sys.path`` (the command line's folder of the learner's file);
+    ``folder``: the folder put on the code's ``sys.path`` (the command line's
+    folder of the learner's file), shown read-only in the box, or only the file
+    ``filename`` in it when others may write there (`explorer.checker.box.shown_of`);
     ``filename``: the name in tracebacks. ``boxed=False`` runs the same
     child without the box (the command line where bubblewrap is missing; not a
     security boundary).
@@ -157,7 +158,8 @@ def check_source(source: str, class_name: str, *, filename: str = FILENAME,
         requested = stack.enter_context(tempfile.TemporaryFile())
         printed = stack.enter_context(tempfile.TemporaryFile())
         try:
-            prefix = stack.enter_context(box.process_limit(required=boxed))
+            limits = stack.enter_context(box.limits(required=boxed))
+            rules = stack.enter_context(box.filter_descriptor()) if boxed else None
         except OSError as error:
             return results.failure("crash", f"the check could not make its box: {error}")
         requested.write(len(request).to_bytes(8, "big") + request + secret)
@@ -165,11 +167,14 @@ def check_source(source: str, class_name: str, *, filename: str = FILENAME,
         reader, writer = os.pipe()
         try:
             argv += [str(requested.fileno()), str(writer)]
+            shown = [box.shown_of(Path(folder), Path(filename).name)] if folder else []
             child = subprocess.Popen(
-                prefix + (box.command(argv, readable=[Path(folder)] if folder else [])
-                          if boxed else argv),
+                limits.prefix + (box.command(argv, readable=shown, syscall_filter=rules,
+                                             output_bytes=MAX_OUTPUT_BYTES)
+                                 if boxed else argv),
                 stdin=subprocess.DEVNULL, stdout=printed, stderr=printed,
-                pass_fds=(requested.fileno(), writer), start_new_session=True,
+                pass_fds=(requested.fileno(), writer, *([rules] if boxed else [])),
+                start_new_session=True,
                 env=box.ENVIRONMENT,  # bwrap's own too: its init's /proc/1/environ
                 cwd=tempfile.gettempdir())
         except OSError as error:
@@ -188,6 +193,12 @@ def check_source(source: str, class_name: str, *, filename: str = FILENAME,
                                               "was stopped, with every process it started: "
                                               "does a loop never end?"
                                               + limit_hint(interface, "timeout"), _tail(printed))
+        if limits.out_of_memory():
+            return results.failure("memory", f"your code's processes held more than "
+                                             f"{box.MEMORY_BYTES // 2**20:,} MB of memory "
+                                             "together, and the system stopped one: does it "
+                                             "allocate too much, or start many processes?",
+                                   _tail(printed))
         return _verified(data, secret, child.returncode, printed)
 
 

@@ -58,8 +58,20 @@ MEMORY_BUDGET_BYTES = int(settings.MEMORY_BUDGET_MB * MIB)
 BASELINE_BYTES = 384 * MIB
 """Python, torch, transformers, Streamlit, plotly and pandas once imported and
 one page drawn: 347 MiB of imports, about 360 MiB after a visit (measured)."""
-AVAILABLE_BYTES = max(MEMORY_BUDGET_BYTES - BASELINE_BYTES, 64 * MIB)
-"""What the shares below divide: the budget less the baseline."""
+CHECK_BYTES = 384 * MIB
+"""The memory one check of pasted code may hold, all its processes together
+(the box's memory cgroup, `explorer.checker.box.MEMORY_BYTES`): measured, a check
+of the book's class peaks at 155-161 MiB (Python and torch, the worker forked
+from its supervisor)."""
+CHECKS_AT_ONCE = 2
+"""Checks of pasted code that run at once; more wait their turn (`CHECKS`)."""
+CHECKS_BYTES = CHECK_BYTES * CHECKS_AT_ONCE if settings.RUN_CODE else 0
+"""What running checks take off the budget first, when the server runs pasted
+code (``EXPLORER_RUN_CODE=1``); 0 otherwise."""
+MIN_SHARES_BYTES = 256 * MIB
+"""The least the pages' shares below may get beside the checks (`checks_problem`)."""
+AVAILABLE_BYTES = max(MEMORY_BUDGET_BYTES - BASELINE_BYTES - CHECKS_BYTES, 64 * MIB)
+"""What the shares below divide: the budget less the baseline and the checks."""
 
 MODEL_SHARE_PERCENT = 50
 MODEL_BYTES = AVAILABLE_BYTES * MODEL_SHARE_PERCENT // 100
@@ -202,6 +214,21 @@ class WorkBudget:
 
 WORK = WorkBudget(WORK_BYTES)
 """The server's one work allowance."""
+CHECKS = WorkBudget(CHECK_BYTES * CHECKS_AT_ONCE)
+"""The running checks of pasted code: `CHECKS_AT_ONCE` of `CHECK_BYTES` each, in
+the order they came (the Check page tells a waiting visitor its place)."""
+
+
+def checks_problem() -> str:
+    """Why this server's budget cannot hold `CHECKS_AT_ONCE` checks of pasted
+    code beside its pages ("" when it can): the budget less the baseline and
+    the checks must leave `MIN_SHARES_BYTES`."""
+    needed = BASELINE_BYTES + CHECK_BYTES * CHECKS_AT_ONCE + MIN_SHARES_BYTES
+    if MEMORY_BUDGET_BYTES >= needed:
+        return ""
+    return (f"its memory budget, EXPLORER_MEMORY_BUDGET_MB={MEMORY_BUDGET_BYTES / MIB:g}, "
+            f"cannot hold {CHECKS_AT_ONCE} checks of {_mb(CHECK_BYTES)} beside its pages: "
+            f"start it with EXPLORER_MEMORY_BUDGET_MB={-(-needed // MIB)} or more")
 
 
 def drawing_bytes(config: AttentionConfig, checks: bool = False) -> int:

@@ -31,31 +31,40 @@ from explorer.core import literal
 from explorer.core.config import ConfigError, parse_field
 from explorer.core.tokenizer import tokenize
 from explorer.lessons.pages import CHECK_PAGE
-from explorer.ui import component, widgets
+from explorer.server import budget
+from explorer.server.budget import BudgetError
+from explorer.ui import component, private, widgets
 from explorer.ui.sidebar import Frame
 
 RESULT_CACHE_BYTES = 32 * 2**20
 """Checks already run, kept by their request, counted by their JSON's size."""
-MAX_RUNNING = 2
-"""Checks that run at once (each a Python process importing torch, about 2–3 s)."""
+MAX_RUNNING = budget.CHECKS_AT_ONCE
+"""Checks that run at once (each a Python process importing torch, about 2–3 s); the
+others wait in line (`explorer.server.budget.CHECKS`), told their place."""
+WAIT_S = 60.0
+"""How long a check waits for its turn before the page says to try again."""
 _results = cachetools.LRUCache(maxsize=RESULT_CACHE_BYTES, getsizeof=lambda item: item[1])
 _lock = threading.Lock()
-_running = threading.BoundedSemaphore(MAX_RUNNING)
+_visitors: set[str] = set()
+"""The visitors with a check running or waiting (`visitor`): one each at a time."""
 
-RUNS_HERE = ("Your code runs on this server in a box (bubblewrap): its own user, process, "
-             "network and mount namespaces, with no capabilities. It reads, and cannot "
-             "change, only the system's libraries, Python with its packages and this app's "
-             "explorer package; its one writable folder is a private /tmp of {tmp_mb} MB, "
-             "gone after the check. It has no network, sees and signals none of the "
-             "server's processes and none of its settings. The whole check may take "
-             "{timeout:g} s, {processes} processes and threads, {memory:,} MB of memory "
-             "each, and print or write {output_mb} MB. Your code runs in the process "
-             "that writes your report, so it could make its report say anything: it "
-             "would fool only you.")
+RUNS_HERE = ("Your code runs on this server in a box (bubblewrap): its own process, "
+             "network and mount namespaces, as an unprivileged user with no capabilities. "
+             "It reads, and cannot change, only the system's libraries, Python with its "
+             "packages and this app's explorer package; its one writable folder is a "
+             "private /tmp of {tmp_mb} MB, gone after the check. It has no network, sees "
+             "and signals none of the server's processes and none of its settings. The "
+             "whole check may take {timeout:g} s, {processes} processes and threads, "
+             "{memory:,} MB of memory each and {total_mb:,} MB in all, and print or write "
+             "{output_mb} MB. Your code runs in the process that writes your report, so it "
+             "could make its report say anything: it would fool only you.")
 """What the enabled page says above the editor (the box: `explorer.checker.box`)."""
 NO_BOX = ("This server was started with EXPLORER_RUN_CODE=1, but it runs pasted code only "
           "in its box, and the box cannot be made here: {problem}.")
 """What the page says when the server asks for pasted code but has no box."""
+NO_ROOM = "This server was started with EXPLORER_RUN_CODE=1, but {problem}."
+"""What the page says when the server's memory budget cannot hold its checks
+(`explorer.server.budget.checks_problem`)."""
 
 
 def snippets(values: dict) -> tuple[str, str]:
@@ -157,15 +166,18 @@ def settings() -> Request | None:
         st.caption("“Your journey starts with one step” with d_in = 3 uses the book's "
                    "hand-picked vectors; any other input is drawn as on the other pages "
                    "(an nn.Embedding table from the seed).")
-    problem = sandbox.ENABLED and box.problem()
+    problem = sandbox.ENABLED and (box.problem() and NO_BOX.format(problem=box.problem())
+                                   or budget.checks_problem() and NO_ROOM.format(
+                                       problem=budget.checks_problem()))
     if not sandbox.ENABLED or problem:
         frame.finish(None, values)
         if problem:
-            st.error(literal.markdown(NO_BOX.format(problem=problem)))
+            st.error(literal.markdown(problem))
         _elsewhere(values)
         return None
     st.warning(RUNS_HERE.format(timeout=sandbox.TIMEOUT_S, memory=sandbox.MEMORY_MB,
                                 processes=box.MAX_PROCESSES, tmp_mb=box.TMP_BYTES // 2**20,
+                                total_mb=box.MEMORY_BYTES // 2**20,
                                 output_mb=sandbox.MAX_OUTPUT_BYTES // 2**20),
                icon=":material/warning:")
     values["check_code"] = widgets.draw("check_code", style="area", height=420)
@@ -212,19 +224,65 @@ def result(request: Request) -> CheckReport | CheckFailure | None:
     except ConfigError as error:
         st.error(literal.markdown(str(error)))
         return None
-    with st.spinner("Running your code in a separate process (at most "
-                    f"{sandbox.TIMEOUT_S:g} s)…"):
-        with _running:
-            outcome = sandbox.check_source(
-                request.source, request.class_name, d_in=request.d_in, d_out=request.d_out,
-                num_heads=request.num_heads, qkv_bias=request.qkv_bias,
-                sentence=request.sentence, seed=seed, causal=request.causal,
-                n_heads=request.n_heads)
+    who = visitor()
+    with _lock:
+        busy = who in _visitors
+        _visitors.add(who)
+    if busy:
+        st.warning("Your other check is still running or waiting its turn (in this tab or "
+                   "another): one check at a time for each visitor. Press “Check my code” "
+                   "again once it is done.", icon=":material/hourglass:")
+        return None
+    place = st.empty()
+
+    def waiting(ahead: int) -> None:  # told by the queue whenever its place changes
+        if ahead:
+            place.info(wait_message(ahead), icon=":material/hourglass:")
+        else:
+            place.empty()
+
+    try:
+        with budget.CHECKS.reserve(budget.CHECK_BYTES, "a check", timeout=WAIT_S,
+                                   on_wait=waiting):
+            with st.spinner("Running your code in a separate process (at most "
+                            f"{sandbox.TIMEOUT_S:g} s)…"):
+                outcome = sandbox.check_source(
+                    request.source, request.class_name, d_in=request.d_in, d_out=request.d_out,
+                    num_heads=request.num_heads, qkv_bias=request.qkv_bias,
+                    sentence=request.sentence, seed=seed, causal=request.causal,
+                    n_heads=request.n_heads)
+    except BudgetError:
+        place.warning(f"Other visitors' checks kept this server busy for {WAIT_S:g} s: press "
+                      "“Check my code” again in a moment.", icon=":material/hourglass:")
+        return None
+    finally:
+        with _lock:
+            _visitors.discard(who)
     size = len(outcome.to_json())  # its texts cut by the box: a few kB at most for a failure
     with _lock:
         if size <= _results.maxsize:
             _results[request.key] = (outcome, size)
     return outcome
+
+
+def visitor() -> str:
+    """Who asks for a check, for the one-at-a-time rule: the visitor's address
+    (every tab of one browser, and a script opening sessions), or this session
+    where the address is this machine's own (behind a proxy such as the nginx
+    recipe, whose replicas each serve a class)."""
+    address = st.context.ip_address
+    if address and address not in ("127.0.0.1", "::1"):
+        return address
+    return f"session {private.session_id()}"
+
+
+def wait_message(ahead: int) -> str:
+    """What a visitor waiting for a check is told: its place and its longest wait
+    (each check ahead of it runs at most `explorer.checker.sandbox.TIMEOUT_S`,
+    `MAX_RUNNING` at a time)."""
+    rounds = -(-ahead // MAX_RUNNING)
+    return (f"Your check waits its turn: {ahead} {'check is' if ahead == 1 else 'checks are'} "
+            f"ahead of it, so it starts within {rounds * sandbox.TIMEOUT_S:g} s.")
 
 
 FAILURES = results.FAILURES
@@ -251,8 +309,8 @@ def report(outcome: CheckReport | CheckFailure) -> None:
         return
     if outcome.uncertain:  # it may name the code's parameters: drawn as text
         st.warning(literal.markdown(outcome.summary()), icon=":material/help:")
-    else:  # step names and numbers only: no Markdown in it, no escaping needed
-        (st.success if outcome.ok else st.error)(outcome.summary())
+    else:  # its step names and places come from the box, which the code could forge
+        (st.success if outcome.ok else st.error)(literal.markdown(outcome.summary()))
     if outcome.settings:  # what was assumed, and why (it may quote the code's names)
         st.text(outcome.settings[0])
     if outcome.steps:  # (none when it raised before any step could be compared)

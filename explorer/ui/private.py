@@ -20,6 +20,9 @@ after an upgrade (docs/contributing.md, "Upgrading Streamlit or Plotly").
   (`tests/ui/test_state.py`), read from AppTest's session internals (its key-id
   map, widget metadata and old state). AppTest's public API may do (its element
   tree's widget keys, ``at.session_state.keys()``); not yet tried.
+- `session_id`: the running session's id, for the Check page's one check at a
+  time per visitor where no address tells visitors apart
+  (`explorer.ui.checking.visitor`).
 - `install`, `forged_widget_values`: the guard on the widget values a browser
   sends (`WStates.__getitem__`, below), installed once by every page's first
   call (`explorer.ui.sidebar.Frame`), and the widgets whose forged values it
@@ -54,6 +57,13 @@ def unsent_messages() -> int | None:
         return len(info.session._browser_queue) + info.client._send_queue.qsize()
     except (AttributeError, RuntimeError):  # gone, AppTest, or another Streamlit
         return None
+
+
+def session_id() -> str | None:
+    """The id of the session whose script runs in this thread (Streamlit's script
+    run context), or None outside a script run."""
+    ctx = get_script_run_ctx()
+    return None if ctx is None else str(ctx.session_id)
 
 
 def in_app_test() -> bool:

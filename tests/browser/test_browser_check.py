@@ -9,12 +9,13 @@ from playwright.sync_api import Page, expect
 
 from tests.browser.test_browser import chart_count, page_url, settle
 from tests.conftest import _serve
-from tests.ui.test_app_check import SOFTMAX_OVER_QUERIES
+from tests.ui.test_app_check import ROOM_FOR_CHECKS_MB, SOFTMAX_OVER_QUERIES
 
 
 @pytest.fixture(scope="module")
 def code_server():
-    yield from _serve({"EXPLORER_RUN_CODE": "1"})
+    yield from _serve({"EXPLORER_RUN_CODE": "1",
+                       "EXPLORER_MEMORY_BUDGET_MB": str(ROOM_FOR_CHECKS_MB)})
 
 
 def test_a_pasted_class_is_checked_and_its_mistake_named(code_server, page: Page):

@@ -15,6 +15,7 @@ from explorer.checker import sandbox
 from explorer.checker.listings import MULTI_HEAD_ATTENTION
 from explorer.core import literal
 from explorer.lessons.pages import CHECK_PAGE
+from explorer.server import budget
 from explorer.ui.navigation import PAGES
 from tests.ui.test_app import all_charts, errors, open_link, page_link
 
@@ -38,12 +39,17 @@ def test_off_by_default_it_says_how_to_check_in_a_notebook_or_a_shell():
     assert [b.key for b in at.button] == []
 
 
+ROOM_FOR_CHECKS_MB = 2048
+"""A server budget that holds its checks beside its pages (`budget.checks_problem`)."""
+
+
 @pytest.fixture
 def code_allowed(monkeypatch):
     """Visitors' code allowed, and no check run yet in this process."""
     from explorer.ui import checking
 
     monkeypatch.setattr(sandbox, "ENABLED", True)
+    monkeypatch.setattr(budget, "MEMORY_BUDGET_BYTES", ROOM_FOR_CHECKS_MB * budget.MIB)
     checking._results.clear()
 
 
@@ -210,7 +216,7 @@ def test_a_corpus_sample_gets_the_same_verdict_on_the_page_as_through_the_api(co
                                         context_length=CONTEXT), interface="app")
         at = check(SOURCE, check_class=name)
         shown = (at.success if case.right else at.error)[0].value
-        assert shown == api.summary(), (name, shown)
+        assert shown == literal.markdown(api.summary()), (name, shown)
         assert at.text[0].value == api.settings[0]  # what was assumed, and why
         if not case.right:
             assert any(t.value.startswith("Diagnosis: ") for t in at.text), name
@@ -220,7 +226,7 @@ def test_a_corpus_sample_gets_the_same_verdict_on_the_page_as_through_the_api(co
                                     context_length=CONTEXT), causal=False, n_heads=5,
                        interface="app")
     at = check(SOURCE, check_class=case.name, check_causal="not causal", check_n_heads="5")
-    assert not api.ok and at.error[0].value == api.summary()
+    assert not api.ok and at.error[0].value == literal.markdown(api.summary())
     assert at.text[0].value == ("assumed: not causal (as you said (causal=False)); 5 heads "
                                 "(as you said (n_heads=5))")
 
@@ -362,3 +368,81 @@ def test_the_command_line_refuses_a_class_name_that_is_no_identifier(tmp_path):
 
     (tmp_path / "my_attention.py").write_text(MULTI_HEAD_ATTENTION)
     assert main(["check", f"{tmp_path}/my_attention.py:a; import os"]) == CANNOT_CHECK
+
+
+# ---------------------------------------------------------------------------
+# Issue 52: a forged report, a visitor's one check, the wait told, the budget
+# ---------------------------------------------------------------------------
+def test_a_report_the_code_forged_is_shown_as_text(code_allowed, monkeypatch):
+    """The box's report names its worst step and place; code can forge them."""
+    from explorer.checker.check import CheckReport
+    from explorer.ui import checking
+
+    forged = CheckReport("M", True, [], None, None, "**bold** [a link](http://127.0.0.1:1/x) "
+                         "![img](http://127.0.0.1:1/i.png)", ["a"], n_values=3,
+                         max_difference=0.0)
+    monkeypatch.setattr(checking.sandbox, "check_source", lambda *a, **k: forged)
+    at = check()
+    assert at.success[0].value == literal.markdown(forged.summary())
+    assert "**bold**" not in at.success[0].value and "](http" not in at.success[0].value
+
+
+def test_a_visitor_with_a_check_running_gets_no_second_one(code_allowed, monkeypatch):
+    from explorer.ui import checking
+
+    ran = []
+    monkeypatch.setattr(checking.sandbox, "check_source", lambda *a, **k: ran.append(1))
+    monkeypatch.setattr(checking, "visitor", lambda: "203.0.113.7")
+    checking._visitors.add("203.0.113.7")  # its check in another tab, still running
+    try:
+        at = check()
+    finally:
+        checking._visitors.discard("203.0.113.7")
+    assert ran == []
+    assert any("one check at a time for each visitor" in w.value for w in at.warning)
+
+
+def test_a_waiting_check_is_told_its_place_and_its_longest_wait(code_allowed, monkeypatch):
+    """Two checks hold the server; a third visitor is told it waits for both."""
+    import threading
+
+    from explorer.ui import checking
+
+    told, release, holding = [], threading.Event(), threading.Barrier(3)
+    monkeypatch.setattr(checking, "wait_message",
+                        lambda ahead: told.append(ahead) or f"{ahead} ahead")
+
+    def hold():
+        with budget.CHECKS.reserve(budget.CHECK_BYTES, "a check"):
+            holding.wait()
+            release.wait(10)
+
+    others = [threading.Thread(target=hold) for _ in range(budget.CHECKS_AT_ONCE)]
+    for thread in others:
+        thread.start()
+    holding.wait()
+    threading.Timer(2.0, release.set).start()
+    at = check()
+    for thread in others:
+        thread.join()
+    assert told and told[0] == budget.CHECKS_AT_ONCE, told
+    assert at.success  # it ran once its turn came
+
+
+def test_the_wait_message_counts_rounds_of_the_time_limit():
+    from explorer.ui.checking import MAX_RUNNING, wait_message
+
+    assert MAX_RUNNING == 2
+    assert wait_message(1) == ("Your check waits its turn: 1 check is ahead of it, so it "
+                               f"starts within {sandbox.TIMEOUT_S:g} s.")
+    assert f"within {2 * sandbox.TIMEOUT_S:g} s" in wait_message(3)
+
+
+def test_on_the_default_budget_the_page_says_checks_do_not_fit(monkeypatch):
+    monkeypatch.setattr(sandbox, "ENABLED", True)
+    at = open_link(PAGE)
+    assert not at.exception
+    said = " ".join(e.value for e in at.error)
+    assert "cannot hold 2 checks of 384 MB" in said, said
+    assert literal.markdown("EXPLORER_MEMORY_BUDGET_MB=1408 or more") in said, said
+    assert [b.key for b in at.button] == []

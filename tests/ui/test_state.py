@@ -79,8 +79,11 @@ def _every_section_open(at: AppTest) -> None:
                                   pages.MODERN_PAGE])
 def test_every_widget_and_session_key_is_declared(page, monkeypatch):
     from explorer.checker import sandbox
+    from explorer.server import budget
+    from tests.ui.test_app_check import ROOM_FOR_CHECKS_MB
 
     monkeypatch.setattr(sandbox, "ENABLED", True)  # the Check page draws all its widgets
+    monkeypatch.setattr(budget, "MEMORY_BUDGET_BYTES", ROOM_FOR_CHECKS_MB * budget.MIB)
     at = open_page(PAGES[page][0], {"embedding": "given", "weight_init": "given"})
     _every_section_open(at)
     assert not at.exception
