@@ -118,3 +118,19 @@ def test_a_sent_value_of_another_type_is_dropped_and_the_widget_keeps_its_value(
     monkeypatch.undo()
     at.run()
     assert [m.value for m in at.markdown] == ["n=5 dropped=[]"]
+
+
+def _shows_its_session_id():
+    import streamlit as st
+
+    from explorer.ui import private as seam
+
+    st.text(f"session {seam.session_id()}")
+
+
+def test_the_session_id_is_the_script_run_contexts_and_none_outside_a_run():
+    """`private.session_id` reads the script run context's ``session_id`` (AppTest
+    gives every session the one id it names; a live server, a uuid each)."""
+    at = AppTest.from_function(_shows_its_session_id).run()
+    assert at.text[0].value == "session test session id"
+    assert private.session_id() is None  # this thread runs no script
