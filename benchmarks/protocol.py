@@ -16,15 +16,23 @@ machine a few ms per edit, and many of them measure the server alone
 chart (``chart-<step>``) must hold exactly the matrices of the visitor's own
 configuration, every head of a per-head chart included.
 
+`download` clicks a download button as the browser does: it asks the server
+for the button's deferred file (a ``backend_operation_request``), then fetches
+the address the server answers.
+
 This module is the one place that knows Streamlit's wire format (1.67): the
-widget value fields per element type (`VALUE_FIELDS`) and the trigger widget
-of a components-v2 event (`_trigger_id`), as the browser's frontend sends them.
+widget value fields per element type (`VALUE_FIELDS`), the trigger widget
+of a components-v2 event (`_trigger_id`) and the deferred file's request
+(`Visitor.download`), as the browser's frontend sends them.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import urllib.error
+import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +101,24 @@ def _trigger_id(element_id: str) -> str:
     return f"$$STREAMLIT_INTERNAL_KEY_{element_id}__{_EVENTS}"
 
 
+@dataclass
+class Download:
+    """What one click on a download button brought: ``status`` the HTTP status of
+    the file's fetch (0 when the server gave no address), ``body`` its bytes,
+    ``error`` the server's message when it could not make the file, ``seconds``
+    from the click until the file arrived or failed."""
+
+    status: int = 0
+    body: bytes = b""
+    error: str = ""
+    seconds: float = 0.0
+
+    @property
+    def arrived(self) -> bool:
+        """Whether the file arrived (HTTP 200)."""
+        return self.status == 200
+
+
 class Visitor:
     """One visitor on ``url`` (``http://host:port``), its own session.
 
@@ -113,6 +139,7 @@ class Visitor:
             raise ProtocolError(f"cannot connect to {self.url}: {error}") from error
         self.page: str | None = None
         self.query = ""
+        self.session_id = ""  # the server's id of this session (its new_session message)
         self._elements: dict[str, Any] = {}  # user key -> its element's proto (this page)
         self._states: dict[str, WidgetState] = {}  # widget id -> the value this visitor set
         self._known: dict[str, np.ndarray] = {}  # matrix hash -> matrix the page holds
@@ -155,6 +182,50 @@ class Visitor:
         # it, Streamlit presents no state to the callback that reads the event.
         self._states.setdefault(proto.id, WidgetState(id=proto.id, json_value="{}"))
         return self._rerun(extra=[trigger])
+
+    def download(self, key: str) -> Download:
+        """Click the page's download button ``key`` as the browser does
+        (Streamlit 1.67's ``DownloadButton``): ask the server to make its deferred
+        file (a ``backend_operation_request`` with the button's
+        ``deferred_file_id``), wait for the answer, then fetch the address it
+        gives at once. KeyError if the page has no such button."""
+        _, proto = self._elements[key]
+        message = BackMsg()
+        request = message.backend_operation_request
+        request.request_id, request.session_id = uuid.uuid4().hex, self.session_id
+        request.deferred_file.file_id = proto.deferred_file_id
+        started = time.monotonic()
+        try:
+            self._ws.send_binary(message.SerializeToString())
+            answer = self._answer(request.request_id)
+        except (OSError, websocket.WebSocketException) as error:
+            raise ProtocolError(f"{self.page}: {type(error).__name__}: {error}") from error
+        got = Download(error=answer.error_msg)
+        if answer.HasField("deferred_file"):
+            try:
+                with urllib.request.urlopen(self.url + answer.deferred_file.url,
+                                            timeout=self.timeout) as response:
+                    got.status, got.body = response.status, response.read()
+            except urllib.error.HTTPError as error:
+                got.status = error.code
+        got.seconds = time.monotonic() - started
+        return got
+
+    def _answer(self, request_id: str):
+        """The server's ``backend_operation_response`` to ``request_id``."""
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            self._ws.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                frame = self._ws.recv()
+            except websocket.WebSocketTimeoutException:
+                continue
+            message = ForwardMsg()
+            message.ParseFromString(frame)
+            if (message.WhichOneof("type") == "backend_operation_response"
+                    and message.backend_operation_response.request_id == request_id):
+                return message.backend_operation_response
+        raise ProtocolError(f"{self.page}: no answer to a download within {self.timeout:.0f} s")
 
     def value(self, key: str) -> Any:
         """The value the page's widget ``key`` shows (its proto's ``value``)."""
@@ -203,6 +274,7 @@ class Visitor:
                 self.query = message.page_info_changed.query_string
             elif kind == "new_session":
                 fragment_done = None
+                self.session_id = message.new_session.initialize.session_id or self.session_id
             elif kind == "script_finished":
                 status = message.script_finished
                 if status == ForwardMsg.FINISHED_SUCCESSFULLY:

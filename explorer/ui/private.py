@@ -27,16 +27,26 @@ after an upgrade (docs/contributing.md, "Upgrading Streamlit or Plotly").
   sends (`WStates.__getitem__`, below), installed once by every page's first
   call (`explorer.ui.sidebar.Frame`), and the widgets whose forged values it
   dropped, for the page's message.
+- `install` also holds a download made on a click until the browser has
+  fetched it (`_execute_deferred_held`, wrapping
+  `MediaFileManager.execute_deferred`, and reading the manager's ``_lock``,
+  ``_files_by_session_and_coord`` and ``_file_metadata``): Streamlit's cleanup
+  after any session's run removed it first (issue 52). No public API keeps it;
+  passing the bytes instead of a function would build every file on every run,
+  which `explorer.ui.downloads` avoids.
 """
 
 from __future__ import annotations
 
+import os
 import threading
+import uuid
 from collections import OrderedDict
 from typing import Any
 
 from streamlit import config
 from streamlit.runtime import Runtime
+from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 from streamlit.runtime.state.session_state import Serialized, WStates
 
@@ -159,11 +169,73 @@ def _read_widget_value(states: WStates, widget_id: str) -> Any:
     raise KeyError(widget_id)
 
 
+_EXECUTE_DEFERRED = MediaFileManager.execute_deferred
+"""Streamlit's own `MediaFileManager.execute_deferred`, which `install` wraps."""
+DOWNLOAD_HOLD_S = 60.0
+"""How long a file made for a download button's click stays on the server
+whatever other sessions do, for the browser's fetch (it fetches at once)."""
+HOLDER = "explorer: downloads being fetched"
+"""The made-up session that references the files being fetched: no script run
+clears its references (a real session's id is a UUID)."""
+_MAKE_ATTEMPTS = 3
+
+
+def _execute_deferred_held(manager: MediaFileManager, file_id: str) -> str:
+    """`MediaFileManager.execute_deferred` (Streamlit 1.67) whose file is still
+    there when the browser fetches it.
+
+    What it mends: on a click, ``execute_deferred`` runs the button's function
+    (``data=`` a callable, `explorer.ui.downloads`), stores the file it returns
+    and answers its address, but maps the file to no session. Every session's
+    script run ends with ``remove_orphaned_files``, which marks a downloadable
+    file that no session references on its first call and deletes it on the
+    next. With other visitors' runs coming several a second, the file was gone
+    before the browser's fetch: HTTP 404, a download Chromium calls canceled,
+    and nothing on the page (issue 52: 34 of 60 fetches with 4 visitors).
+
+    Here the file is referenced for `DOWNLOAD_HOLD_S` by `HOLDER`, a session of
+    its own, then released, and Streamlit's cleanup removes it as before. A
+    file removed in the instant between Streamlit's storing it and the hold
+    (two cleanups there) is made again. A click Streamlit cannot serve (the
+    button's function is gone: its session ended, or is rerunning its page)
+    still fails here as before, and Streamlit's button shows "Failed to
+    generate file for download" under itself."""
+    for _ in range(_MAKE_ATTEMPTS):
+        url = _EXECUTE_DEFERRED(manager, file_id)
+        if _hold(manager, os.path.splitext(url.rsplit("/", 1)[-1])[0]):  # /media/<id>.<ext>
+            break
+    return url
+
+
+def _hold(manager: MediaFileManager, made: str) -> bool:
+    """Reference the stored file ``made`` from `HOLDER` for `DOWNLOAD_HOLD_S`;
+    whether it was still stored."""
+    hold = f"{made} {uuid.uuid4().hex}"  # each click its own hold, released on its own
+    with manager._lock:
+        manager._files_by_session_and_coord[HOLDER][hold] = made
+        stored = made in manager._file_metadata
+    release = threading.Timer(DOWNLOAD_HOLD_S, _release, (manager, hold))
+    release.daemon = True
+    release.start()
+    return stored
+
+
+def _release(manager: MediaFileManager, hold: str) -> None:
+    """Drop one hold of `_hold`: its file is Streamlit's to remove again."""
+    with manager._lock:
+        holds = manager._files_by_session_and_coord.get(HOLDER, {})
+        holds.pop(hold, None)
+        if not holds:
+            manager._files_by_session_and_coord.pop(HOLDER, None)
+
+
 def install() -> None:
     """Install the guard on the widget values a browser sends
-    (`_read_widget_value`) in this process, once; every page's first call
+    (`_read_widget_value`) and the hold on a download being fetched
+    (`_execute_deferred_held`) in this process, once; every page's first call
     (`explorer.ui.sidebar.Frame`) calls it, before any widget is drawn."""
     WStates.__getitem__ = _read_widget_value
+    MediaFileManager.execute_deferred = _execute_deferred_held
 
 
 def forged_widget_values() -> list[str | None]:

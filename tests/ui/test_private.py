@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import inspect
 import re
+import time
 import tomllib
 
 import pytest
 from playwright.sync_api import Page, expect
 from streamlit import config
 from streamlit.proto.WidgetStates_pb2 import WidgetState
+from streamlit.runtime.backend_operation_handler import DeferredFileHandler
+from streamlit.runtime.media_file_manager import MediaFileManager
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.runtime.scriptrunner.script_runner import ScriptRunner
 from streamlit.runtime.state.session_state import SessionState, WStates
 from streamlit.testing.v1 import AppTest
@@ -134,3 +138,72 @@ def test_the_session_id_is_the_script_run_contexts_and_none_outside_a_run():
     at = AppTest.from_function(_shows_its_session_id).run()
     assert at.text[0].value == "session test session id"
     assert private.session_id() is None  # this thread runs no script
+
+
+def _manager_with_a_button() -> tuple[MediaFileManager, str]:
+    """A media file manager as the server has one, and the deferred id of a download
+    button registered in it (outside a script run: Streamlit's "dontcare" session)."""
+    manager = MediaFileManager(MemoryMediaFileStorage("/media"))
+    deferred = manager.add_deferred(lambda: "a,b\n1,2\n", "text/csv", "1.2.3", "m.csv")
+    return manager, deferred
+
+
+def _made_id(url: str) -> str:
+    assert re.fullmatch(r"/media/[0-9a-f]+\.csv", url), url
+    return url.removeprefix("/media/").removesuffix(".csv")
+
+
+def test_streamlit_removes_a_made_download_after_two_runs_of_any_session():
+    # The cause of issue 52's lost downloads: the file a click makes is referenced by no
+    # session, and the cleanup that ends every session's run marks it, then deletes it,
+    # while the button's function stays. If an upgrade keeps the file, the hold
+    # (`private._execute_deferred_held`) may go.
+    manager, deferred = _manager_with_a_button()
+    made = _made_id(private._EXECUTE_DEFERRED(manager, deferred))
+    manager.remove_orphaned_files()
+    assert manager.read_file(made) is not None  # marked
+    manager.remove_orphaned_files()
+    assert manager.read_file(made) is None  # gone: the browser's fetch gets 404
+    assert private._EXECUTE_DEFERRED(manager, deferred)  # the button itself still works
+    # Streamlit's handler of a click calls the manager's method, so the hold wraps it.
+    handle = inspect.getsource(DeferredFileHandler.handle)
+    assert "self._get_media_file_mgr().execute_deferred," in handle, handle
+    private.install()
+    assert MediaFileManager.execute_deferred is private._execute_deferred_held
+
+
+def test_a_held_download_outlives_every_cleanup_until_released(monkeypatch):
+    monkeypatch.setattr(private, "DOWNLOAD_HOLD_S", 0.5)
+    manager, deferred = _manager_with_a_button()
+    made = _made_id(private._execute_deferred_held(manager, deferred))
+    for session in ["another session"] * 9 + ["dontcare"]:  # others' runs, then its own
+        manager.clear_session_refs(session)
+        manager.remove_orphaned_files()
+    assert manager.read_file(made).content == b"a,b\n1,2\n"
+    time.sleep(0.8)  # released
+    assert private.HOLDER not in manager._files_by_session_and_coord
+    manager.remove_orphaned_files()
+    manager.remove_orphaned_files()
+    assert manager.read_file(made) is None  # Streamlit's to remove again
+
+
+def test_a_download_removed_before_its_hold_is_made_again(monkeypatch):
+    # Two cleanups in the instant between Streamlit's storing the file and the hold:
+    # the file is made again, and held.
+    monkeypatch.setattr(private, "DOWNLOAD_HOLD_S", 0.5)
+    streamlits, urls = private._EXECUTE_DEFERRED, []
+
+    def removed_at_once(manager, deferred):
+        urls.append(streamlits(manager, deferred))
+        if len(urls) == 1:
+            manager.remove_orphaned_files()
+            manager.remove_orphaned_files()
+        return urls[-1]
+
+    monkeypatch.setattr(private, "_EXECUTE_DEFERRED", removed_at_once)
+    manager, deferred = _manager_with_a_button()
+    made = _made_id(private._execute_deferred_held(manager, deferred))
+    assert len(urls) == 2
+    manager.remove_orphaned_files()
+    manager.remove_orphaned_files()
+    assert manager.read_file(made) is not None
