@@ -303,6 +303,12 @@ class Limits:
         return False
 
 
+def bounded_in_total() -> bool:
+    """Whether this server's boxes get a memory cgroup (`MEMORY_BYTES` for all their
+    processes together), not only each process's ``RLIMIT_AS``."""
+    return _hierarchy("memory") is not None
+
+
 _ENTER = 'for g do [ "$g" = -- ] && break; echo $$ > "$g/cgroup.procs" || exit 125; shift; done; ' \
          'shift; exec "$@"'
 """The shell that moves itself into each cgroup named before ``--``, then runs the rest."""

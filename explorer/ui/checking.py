@@ -55,7 +55,7 @@ RUNS_HERE = ("Your code runs on this server in a box (bubblewrap): its own proce
              "private /tmp of {tmp_mb} MB, gone after the check. It has no network, sees "
              "and signals none of the server's processes and none of its settings. The "
              "whole check may take {timeout:g} s, {processes} processes and threads, "
-             "{memory:,} MB of memory each and {total_mb:,} MB in all, and print or write "
+             "{memory:,} MB of address space each{total}, and print or write "
              "{output_mb} MB. Your code runs in the process that writes your report, so it "
              "could make its report say anything: it would fool only you.")
 """What the enabled page says above the editor (the box: `explorer.checker.box`)."""
@@ -177,7 +177,8 @@ def settings() -> Request | None:
         return None
     st.warning(RUNS_HERE.format(timeout=sandbox.TIMEOUT_S, memory=sandbox.MEMORY_MB,
                                 processes=box.MAX_PROCESSES, tmp_mb=box.TMP_BYTES // 2**20,
-                                total_mb=box.MEMORY_BYTES // 2**20,
+                                total=(f" and {box.MEMORY_BYTES // 2**20:,} MB of memory in all"
+                                       if box.bounded_in_total() else ""),
                                 output_mb=sandbox.MAX_OUTPUT_BYTES // 2**20),
                icon=":material/warning:")
     values["check_code"] = widgets.draw("check_code", style="area", height=420)
