@@ -15,6 +15,10 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+TOLERANCE = 1e-4
+"""float32 rounding between two routes to the same numbers, for numbers of size
+up to 1; above that, the same fraction of their size (`relative_tolerance`)."""
+
 
 @dataclass(frozen=True)
 class Agreement:
@@ -118,6 +122,36 @@ def tolerance_text(tolerance: float) -> str:
     part added (`1e-4 + 1e-5 × 7`), so that what is shown is what is used."""
     round_ = f"{tolerance:.0e}"
     return round_ if float(round_) == tolerance else f"{tolerance:.1e}"
+
+
+def largest_abs(*tensors: Tensor) -> float:
+    """The largest finite |value| over ``tensors`` (any shapes): the ``scale`` of
+    an `Agreement`; 0 when there is none (empty, or every value NaN or ±∞)."""
+    finite = [t[torch.isfinite(t)] for t in tensors]
+    return max((float(t.abs().max()) for t in finite if t.numel()), default=0.0)
+
+
+def relative_tolerance(scale: float, tolerance: float = TOLERANCE) -> float:
+    """The largest difference that is still float32 rounding for numbers whose
+    largest |value| is ``scale``: ``tolerance × max(1, scale)``.
+
+    Rounding grows with the size of the numbers: a sum of 1,024 products of
+    values near 100 is off by about 1e-3 between two orders of adding (1e-5 of
+    its size), which an absolute 1e-4 would call a difference. Raises nothing;
+    a NaN ``scale`` counts as at most 1.
+    """
+    return tolerance * max(1.0, scale)
+
+
+def relative_tolerance_text(scale: float, tolerance: float = TOLERANCE) -> str:
+    """How `relative_tolerance` came out, for a page: ``"1e-04 × 79.9 = 8.0e-03
+    (float32 rounding, relative to the reference's largest |value|, 79.9)"``,
+    or ``"1e-04 (float32 rounding)"`` when ``scale`` is at most 1."""
+    allowed = relative_tolerance(scale, tolerance)
+    if allowed == tolerance:
+        return f"{tolerance_text(tolerance)} (float32 rounding)"
+    return (f"{tolerance_text(tolerance)} × {scale:.3g} = {allowed:.1e} (float32 rounding, "
+            f"relative to the reference's largest |value|, {scale:.3g})")
 
 
 def _worst_first(agreement: Agreement) -> float:

@@ -253,6 +253,21 @@ def parse_field(name: str, value: Any) -> Any:
     raise ConfigError(name, f"unknown setting {shown(name)}")
 
 
+def sentence_tokens(sentence: Any, tokenizer: str = "words") -> list[str]:
+    """The tokens of ``sentence`` (`explorer.core.tokenizer.tokenize`) once it
+    meets the sentence's rules: text of at most `MAX_SENTENCE_CHARS`
+    characters, split into `MIN_TOKENS` to `MAX_TOKENS` tokens. What every
+    config checks, and what a page that writes the sentence elsewhere (the Check
+    page's snippets) checks first. Raises `ConfigError` naming ``sentence``
+    otherwise, e.g. ``sentence must have between 1 and 512 tokens (got 600)``."""
+    tokens = tokenize(parse_field("sentence", sentence), tokenizer)
+    if not MIN_TOKENS <= len(tokens) <= MAX_TOKENS:
+        raise ConfigError(
+            "sentence", f"sentence must have between {MIN_TOKENS} and {MAX_TOKENS} tokens "
+                        f"(got {len(tokens)})")
+    return tokens
+
+
 def _is_sequence(value: Any) -> bool:
     return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
 
@@ -468,12 +483,8 @@ class AttentionConfig:
                 continue
             set_(f.name, parse_field(f.name, value))
 
-        tokens = tokenize(self.sentence, self.tokenizer)
+        tokens = sentence_tokens(self.sentence, self.tokenizer)
         set_("_tokens", tuple(tokens))  # once per config: every reader of `tokens` shares it
-        if not MIN_TOKENS <= len(tokens) <= MAX_TOKENS:
-            raise ConfigError(
-                "sentence", f"sentence must have between {MIN_TOKENS} and {MAX_TOKENS} tokens "
-                            f"(got {len(tokens)})")
         if self.d_k % self.n_heads or self.d_v % self.n_heads:
             raise ConfigError(
                 "n_heads", f"n_heads must divide both d_k={self.d_k} and d_v={self.d_v}; "

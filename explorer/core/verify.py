@@ -4,7 +4,9 @@ second route to causal weights.
 `against_pytorch` recomputes the output with ``torch.nn.MultiheadAttention``
 (when its shapes allow: d_in = d_k = d_v, scaling on, with the output
 projection) or with ``torch.nn.functional.scaled_dot_product_attention``, from
-the trace's own weights, and reports the largest absolute difference.
+the trace's own weights, and reports the largest absolute difference, judged
+against float32 rounding at the size of PyTorch's numbers
+(`explorer.core.agreement.relative_tolerance`); `summary` says it in one line.
 `second_causal_route` recomputes causal weights the other way the book shows
 (softmax first, then zero the future and renormalise) and says where they agree.
 """
@@ -18,18 +20,48 @@ import torch
 import torch.nn.functional as F
 
 from explorer.core import attention as att
-from explorer.core.agreement import Agreement
+from explorer.core.agreement import (
+    Agreement,
+    largest_abs,
+    max_abs_diff,
+    relative_tolerance,
+    relative_tolerance_text,
+)
 from explorer.core.trace import Trace
 
 TOLERANCE = 1e-4
-"""Largest difference from PyTorch still shown as agreement (float32 rounding)."""
+"""Largest difference between two routes to the same attention weights (all in
+[0, 1]) still shown as agreement (float32 rounding)."""
 
 
-def _verified(reference: str, compared: str, max_abs_diff: float, note: str) -> Agreement:
+def _verified(reference: str, compared: str, pairs: list[tuple[torch.Tensor, torch.Tensor]],
+              note: str) -> Agreement:
     """The check of the page's attention against PyTorch's ``reference``: which
-    steps were ``compared``, the largest |ours − PyTorch's|, and a caveat."""
-    return Agreement("The page's attention", compared, reference, max_abs_diff, TOLERANCE,
-                     note=note)
+    steps were ``compared``, as (ours, PyTorch's) ``pairs``, and a caveat. Its
+    tolerance is float32 rounding at the size of PyTorch's numbers,
+    `relative_tolerance` of their largest |value| (its ``scale``)."""
+    theirs = [reference_ for _, reference_ in pairs]
+    scale = largest_abs(*theirs)
+    return Agreement("The page's attention", compared, reference,
+                     max(max_abs_diff(ours, reference_) for ours, reference_ in pairs),
+                     relative_tolerance(scale), n_values=sum(t.numel() for t in theirs),
+                     note=note, scale=scale)
+
+
+def summary(check: Agreement) -> str:
+    """`against_pytorch`'s check in one line for the page (Markdown: the
+    reference in backticks), e.g. ``"✓ Verified against PyTorch: `…` gives the
+    same output: max |difference| = 1.3e-03, at most the tolerance 1e-04 × 79.9
+    = 8.0e-03 (float32 rounding, …)."``; when it does not agree, ``"✗ Not
+    verified against PyTorch: `…` gives a different output: max |difference| =
+    …, above the tolerance …"``."""
+    found = f"{check.compared}: max |difference| = {check.max_abs_diff:.1e}"
+    tolerance = relative_tolerance_text(check.scale)
+    if check.ok:
+        return (f"✓ Verified against PyTorch: `{check.reference}` gives the same {found}, "
+                f"at most the tolerance {tolerance}.")
+    return (f"✗ Not verified against PyTorch: `{check.reference}` gives a different {found}, "
+            f"above the tolerance {tolerance}.")
 
 
 def _per_head(trace: Trace, name: str) -> torch.Tensor:
@@ -88,11 +120,11 @@ def with_sdpa(trace: Trace) -> Agreement:
     if c.has_out_proj:
         reference = F.linear(reference, trace["W_out"].T, trace["b_out"])
         compared = "output"
-    diff = float((_ours(trace) - reference).abs().max())
     causal = ", is_causal=True" if c.causal else ""
     name = ("torch.nn.functional.softmax, then nn.Dropout" if c.dropout else
             f"torch.nn.functional.scaled_dot_product_attention(…{causal})")
-    return _verified(name, _compared(trace, compared), diff, _dropout_note(trace))
+    return _verified(name, _compared(trace, compared), [(_ours(trace), reference)],
+                     _dropout_note(trace))
 
 
 def mha_applies(trace: Trace) -> bool:
@@ -126,11 +158,9 @@ def with_multihead_attention(trace: Trace) -> Agreement:
         output, weights = mha(x, x, x, attn_mask=mask, need_weights=True,
                               average_attn_weights=False)
     ours = _per_head(trace, "dropped_weights" if c.dropout else "attn_weights")
-    diff_out = (_ours(trace) - output[0]).abs().max()
-    diff_weights = (ours - weights[0]).abs().max()
     return _verified("torch.nn.MultiheadAttention(batch_first=True)",
                      _compared(trace, "output and attention weights"),
-                     float(torch.maximum(diff_out, diff_weights)), _dropout_note(trace))
+                     [(_ours(trace), output[0]), (ours, weights[0])], _dropout_note(trace))
 
 
 def against_pytorch(trace: Trace) -> Agreement | None:

@@ -15,7 +15,8 @@ head (``LlamaForCausalLM`` ...), to generate, and in the dtype its weights ship
 in (bfloat16 stays bfloat16: a layer is computed in float32 only when opened).
 
 Nothing a folder holds is run or trusted: only safetensors weights are read
-(never a pickle such as ``pytorch_model.bin``), config.json is read as plain
+(never a pickle such as ``pytorch_model.bin``), and only from inside the folder
+(a sharded index naming a pickle or a file elsewhere is refused), config.json is read as plain
 JSON by the architecture's own config class (a config's ``auto_map``, code to
 import, is dropped), and the sizes it asks for are checked
 (`explorer.models.sizes`) before the model is built. A folder that cannot be
@@ -254,26 +255,60 @@ def _folder(path: str) -> Path:
     return folder
 
 
-def _folder_config(folder: Path) -> dict:
-    """A folder's config.json as a dict, read as plain JSON (at most
-    `MAX_CONFIG_BYTES`). Raises `_NotFound` or `_Unreadable` saying why not."""
-    path = folder / "config.json"
+def _json_file(path: Path) -> Any:
+    """The file ``path`` (config.json, an index) read as plain JSON, at most
+    `MAX_CONFIG_BYTES`. Raises `_NotFound` or `_Unreadable` saying why not."""
     if not _is_file(path):
-        raise _NotFound("it holds no config.json")
+        raise _NotFound(f"it holds no {path.name}")
     try:
         with path.open("rb") as file:
             data = file.read(MAX_CONFIG_BYTES + 1)
     except OSError as err:
-        raise _NotFound(_os_reason(err, "config.json")) from err
+        raise _NotFound(_os_reason(err, path.name)) from err
     if len(data) > MAX_CONFIG_BYTES:
-        raise _Unreadable(f"config.json is larger than {MAX_CONFIG_BYTES:,} bytes")
+        raise _Unreadable(f"{path.name} is larger than {MAX_CONFIG_BYTES:,} bytes")
     try:
-        raw = json.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as err:  # not UTF-8, not JSON, nested too deep
-        raise _Unreadable(f"config.json is not valid JSON ({_first_line(err)})") from err
+        raise _Unreadable(f"{path.name} is not valid JSON ({_first_line(err)})") from err
+
+
+def _folder_config(folder: Path) -> dict:
+    """A folder's config.json as a dict, read as plain JSON (at most
+    `MAX_CONFIG_BYTES`). Raises `_NotFound` or `_Unreadable` saying why not."""
+    raw = _json_file(folder / "config.json")
     if not isinstance(raw, dict):
         raise _Unreadable("config.json is not a JSON object")
     return raw
+
+
+def _check_shards(folder: Path, shown_as: str) -> None:
+    """The shards a folder's index (model.safetensors.index.json) lists, when
+    transformers would read them (no model.safetensors beside it): each must be
+    a ``.safetensors`` file named from inside the folder, never a pickle
+    (``pytorch_model-00001-of-00002.bin``, which transformers would unpickle)
+    nor a file elsewhere (``../x.safetensors``, an absolute path).
+
+    Raises `ModelError` naming the first shard that is not, `_NotFound` or
+    `_Unreadable` for an index that cannot be read or lists no shards."""
+    single, index = (folder / name for name in WEIGHTS_FILES)
+    if _is_file(single) or not _is_file(index):
+        return
+    raw = _json_file(index)
+    shards = raw.get("weight_map") if isinstance(raw, dict) else None
+    if not isinstance(shards, dict) or not shards or not all(
+            isinstance(shard, str) for shard in shards.values()):
+        raise _Unreadable(f"{index.name} maps no tensor to a shard file (weight_map)")
+    for shard in sorted(set(shards.values())):
+        where = os.path.normpath(os.path.join(folder, shard))
+        why = ("lies outside the folder" if os.path.isabs(shard) or where == str(folder)
+               or os.path.commonpath([folder, where]) != str(folder)
+               else None if shard.endswith(".safetensors") else "is not a safetensors file")
+        if why:
+            raise ModelError("model", f"{shown_as} lists in {index.name} a shard the explorer "
+                                      f"does not read: {shown(shard)} {why}. It reads "
+                                      "safetensors shards from inside the folder only "
+                                      "(pickled weights are never read).")
 
 
 def _hub_config(location: str, local_files_only: bool) -> dict:
@@ -408,8 +443,9 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
 
     ``shown_as`` names the model in messages (quoted). Raises `_NotFound` when
     the location has no config or weights, `_Unreadable` when its files are not
-    a model's, `ModelError` for an unsupported architecture or sizes outside
-    `explorer.models.sizes.LIMITS`, and `explorer.server.budget.BudgetError`.
+    a model's, `ModelError` for an unsupported architecture, sizes outside
+    `explorer.models.sizes.LIMITS` or a folder's shard that is not safetensors
+    inside it (`_check_shards`), and `explorer.server.budget.BudgetError`.
     """
     raw = (_folder_config(Path(location)) if source == "folder"
            else _hub_config(location, local_files_only))
@@ -420,6 +456,8 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
     if source == "folder" and not any(_is_file(Path(location, f)) for f in WEIGHTS_FILES):
         raise _NotFound("it holds no model.safetensors (pickled weights such as "
                         "pytorch_model.bin are never read)")
+    if source == "folder":
+        _check_shards(Path(location), shown_as)
     module = _weights(arch, config, location, local_files_only)
     c = module.config
     decoder = arch.family == "decoder"
@@ -476,6 +514,8 @@ def load_folder(path: str | os.PathLike, *, within_budget: bool = False,
     - `ModelError` naming what the folder's config.json asks for, once it has
       been read: an architecture other than GPT-2 / BERT, a variant the
       explorer cannot mirror, sizes outside `explorer.models.sizes.LIMITS`;
+      or a shard its model.safetensors.index.json lists that is not a
+      safetensors file inside the folder (a pickled ``.bin``, ``../x.safetensors``);
     - `explorer.server.budget.BudgetError` (with ``within_budget``), with the figures.
 
     All are `explorer.core.config.ConfigError`: never `OSError`.

@@ -28,8 +28,7 @@ from explorer.checker.check import CheckFailure, CheckReport
 from explorer.checker.learner import class_name_problem
 from explorer.checker.listings import CONTEXT_MARGIN, MULTI_HEAD_ATTENTION_CLASS
 from explorer.core import literal
-from explorer.core.config import ConfigError, parse_field
-from explorer.core.tokenizer import tokenize
+from explorer.core.config import ConfigError, parse_field, sentence_tokens
 from explorer.lessons.pages import CHECK_PAGE
 from explorer.server import budget
 from explorer.server.budget import BudgetError
@@ -77,15 +76,17 @@ def snippets(values: dict) -> tuple[str, str]:
     passes each value as its flag (`explorer.__main__`), quoted for a POSIX
     shell. Every value is written as a literal: numbers as ``int``, texts by
     ``repr`` or ``shlex.quote``, and the class name only once it is an identifier
-    (`explorer.checker.learner.class_name_problem`). Raises `ConfigError` naming
-    ``check_class`` otherwise: no snippet is written with it."""
+    (`explorer.checker.learner.class_name_problem`), and the sentence only
+    within its limits (`explorer.core.config.sentence_tokens`). Raises
+    `ConfigError` naming ``check_class`` or ``sentence`` otherwise: no snippet
+    is written with it."""
     cls = values["check_class"].strip() or MULTI_HEAD_ATTENTION_CLASS
     problem = class_name_problem(cls)
     if problem is not None:
         raise ConfigError("check_class", f"check_class: {problem}")
     sentence, seed = values["sentence"], values["seed"].strip()
     d_in, d_out, num_heads = (int(values[name]) for name in ("d_in", "d_out", "num_heads"))
-    context_length = len(tokenize(sentence)) + CONTEXT_MARGIN
+    context_length = len(sentence_tokens(sentence)) + CONTEXT_MARGIN
     try:
         seed_python = str(int(parse_field("seed", seed)))
     except ConfigError:
@@ -222,6 +223,7 @@ def result(request: Request) -> CheckReport | CheckFailure | None:
         return None
     try:
         seed = parse_field("seed", request.seed)
+        sentence_tokens(request.sentence)  # its limits, before anything runs
     except ConfigError as error:
         st.error(literal.markdown(str(error)))
         return None

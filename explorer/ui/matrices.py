@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 from typing import Any
 
 import numpy as np
@@ -39,10 +40,14 @@ MAX_IMPORT_MB = 1
 MAX_IMPORT_BYTES = MAX_IMPORT_MB * 10**6
 """The same in bytes, as the uploader counts them in the browser (a MB of
 10**6 bytes: it refuses a file of 1,000,001 bytes itself, on Linux and macOS)."""
-SEPARATORS = {";": "semicolons (;)", "\t": "tabs"}
-"""Separators a spreadsheet may write instead of commas, which the importer
-names when a file uses one (it reads commas only: a semicolon file often
-writes its decimals with commas, 0,5)."""
+SEPARATORS = {";": "semicolons (;)", "\t": "tabs", "|": "pipes (|)", " ": "spaces"}
+"""Separators a spreadsheet, a text editor or a Markdown table may write
+instead of commas, which the importer names when a file uses one (it reads
+commas only; " " stands for any run of spaces). A semicolon file often writes
+its decimals with commas, 0,5 (`DECIMAL_COMMA`)."""
+DECIMAL_COMMA = re.compile(r"[-+]?\d+,\d+(?:[eE][-+]?\d+)?")
+"""A number written with a decimal comma, ``0,5`` (a European spreadsheet's),
+as a whole cell."""
 MAX_EDITABLE_CELLS = 4096
 """Tables up to this many cells are editable; larger matrices are imported."""
 TITLES = {"embeddings": "X, the embeddings", "W_query": "W_query", "W_key": "W_key",
@@ -266,8 +271,8 @@ def parse_csv_matrix(data: bytes, shape: tuple[int, int], name: str) -> list[lis
     dropped, when the file has one column more than the matrix or that column
     is not numeric (so column names "0,1,2" and token labels such as "1" work).
     Raises `ConfigError` for a file over `MAX_IMPORT_BYTES` (both figures in
-    bytes), one whose numbers are separated by semicolons or tabs (named), a
-    wrong shape, an empty or non-numeric cell, NaN/inf, or a file that is not
+    bytes), one whose numbers are separated by one of `SEPARATORS` (named), one
+    with decimal commas (`DECIMAL_COMMA`: named, with the cell), a wrong shape, an empty or non-numeric cell, NaN/inf, or a file that is not
     CSV text. A cell is named as a spreadsheet shows it, counting the rows and
     columns dropped: ``cell C2 (row 2, column 3)``.
     """
@@ -282,6 +287,16 @@ def parse_csv_matrix(data: bytes, shape: tuple[int, int], name: str) -> list[lis
         _check_separator(name, data.decode("utf-8", "replace"), shape)
         raise ConfigError(name, f"{name}: not a CSV table of numbers ({error})") from None
     _check_separator(name, text, shape)
+    try:
+        return _numbers(frame, shape, name)
+    except ConfigError:
+        _check_decimal_comma(name, frame)  # the likelier cause, when the file holds one
+        raise
+
+
+def _numbers(frame: pd.DataFrame, shape: tuple[int, int], name: str) -> list[list[float]]:
+    """`parse_csv_matrix`'s numbers from a file read as text cells, ``frame``:
+    its header row and label column dropped where it has them."""
     header = bool(frame.shape[0]) and (frame.shape[0] == shape[0] + 1
                                        or not _numeric(frame.iloc[0, -1]))
     if header:
@@ -293,9 +308,13 @@ def parse_csv_matrix(data: bytes, shape: tuple[int, int], name: str) -> list[lis
     if frame.shape != shape:
         dropped = " and ".join(part for part, on in (("a header row", header),
                                                      ("a label column", labels)) if on)
+        wider = ("" if frame.shape[1] <= shape[1] else
+                 ": more per row than the matrix has columns; if it writes decimal commas "
+                 "(0,5), write decimal points (0.5)")
         raise ConfigError(name, f"{name} must be {shape[0]}×{shape[1]} here (the file holds "
                                 f"{frame.shape[0]}×{frame.shape[1]} numbers"
-                                + (f" once {dropped} is left out)" if dropped else ")"))
+                                + (f" once {dropped} is left out" if dropped else "")
+                                + wider + ")")
     return [[matrix_cell(name, f"{name}: the file's "
                                f"{spreadsheet_cell(i + 1 + header, j + 1 + labels)}",
                          cell.strip())
@@ -311,17 +330,44 @@ def spreadsheet_cell(row: int, column: int) -> str:
     return f"cell {letters}{row} (row {row}, column {column})"
 
 
+def _fields(line: str, separator: str) -> list[str]:
+    """``line``'s cells between ``separator`` (any run of spaces for " ")."""
+    return line.split() if separator == " " else line.split(separator)
+
+
 def _check_separator(name: str, text: str, shape: tuple[int, int]) -> None:
     """Raise `ConfigError` naming the separator when ``text`` separates its numbers
     with one of `SEPARATORS` rather than commas: its first line holds at least
-    as many of it as a row of ``shape`` needs, and no more commas."""
-    first = next((line for line in text.splitlines() if line.strip()), "")
+    as many of it as a row of ``shape`` needs, and no comma but decimal commas
+    (`DECIMAL_COMMA`), which the message names too."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else ""
     for separator, called in SEPARATORS.items():
-        count = first.count(separator)
-        if count >= max(1, shape[1] - 1) and count >= first.count(","):
+        fields = _fields(first, separator)
+        if len(fields) - 1 < max(1, shape[1] - 1) or any(
+                "," in field and not DECIMAL_COMMA.fullmatch(field.strip()) for field in fields):
+            continue
+        decimal = next((field.strip() for line in lines for field in _fields(line, separator)
+                        if DECIMAL_COMMA.fullmatch(field.strip())), None)
+        if decimal is None:
             raise ConfigError(name, f"{name}: the file separates its numbers with {called}; "
-                                    "the importer reads commas. Save it as CSV with commas "
-                                    "(and decimal points: 0.5, not 0,5).")
+                                    "the importer reads commas. Save it as CSV with commas.")
+        raise ConfigError(name, f"{name}: the file separates its numbers with {called} and "
+                                f"writes a decimal comma ({shown(decimal)}); the importer "
+                                "reads commas between numbers and decimal points. Save it "
+                                "as CSV with commas and decimal points (0.5, not 0,5).")
+
+
+def _check_decimal_comma(name: str, frame: pd.DataFrame) -> None:
+    """Raise `ConfigError` naming the first cell of ``frame`` (a comma file read
+    as text cells) written with a decimal comma, a quoted ``"0,5"``, if any."""
+    for i, row in enumerate(frame.itertuples(index=False)):
+        for j, cell in enumerate(row):
+            if isinstance(cell, str) and DECIMAL_COMMA.fullmatch(cell.strip()):
+                raise ConfigError(name, f"{name}: a decimal comma ({shown(cell.strip())}, the "
+                                        f"file's {spreadsheet_cell(i + 1, j + 1)}) was found: "
+                                        "the importer reads decimal points (0.5), not 0,5. "
+                                        "Save the file with decimal points.")
 
 
 def _numeric(cell: Any) -> bool:

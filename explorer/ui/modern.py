@@ -78,9 +78,10 @@ def modern_config(values: dict) -> ModernConfig:
 
 def _tile_for(config: ModernConfig, n_tokens: int) -> tuple[int, int]:
     """The tile step the page shows (the ``tile`` entry), as (query tile, key
-    tile), one of those causal FlashAttention walks; the first when it is outside them."""
+    tile), one of those causal FlashAttention walks; the first when it is outside them
+    or not a tile step at all (a forged value: `explorer.ui.state.checked` says so)."""
     walked = modern.causal_tiles(n_tokens, config.block_q, config.block_k)
-    step = state.value("tile") or 0
+    step = state.checked("tile") or 0
     return walked[step if 0 <= step < len(walked) else 0]
 
 

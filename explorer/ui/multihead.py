@@ -70,16 +70,14 @@ _VERIFIED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def verification(trace: Trace) -> None:
-    """The "verified against PyTorch" line."""
+    """The "verified against PyTorch" line, with the tolerance it was judged by."""
     if trace not in _VERIFIED:
         _VERIFIED[trace] = verify.against_pytorch(trace)
     result = _VERIFIED[trace]
     if result is None:
         st.caption("No PyTorch check: PyTorch's attention always normalises with softmax.")
         return
-    line = (f"Verified against PyTorch: `{result.reference}` gives the same {result.compared}, "
-            f"max |difference| = {result.max_abs_diff:.1e}.")
-    (st.success if result.ok else st.error)(f"{result.symbol} {line}")
+    (st.success if result.ok else st.error)(verify.summary(result))
     if result.note:
         st.caption(result.note)
 

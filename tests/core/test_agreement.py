@@ -7,7 +7,16 @@ import math
 import pytest
 import torch
 
-from explorer.core.agreement import Agreement, max_abs_diff, of_all, tolerance_text
+from explorer.core.agreement import (
+    TOLERANCE,
+    Agreement,
+    largest_abs,
+    max_abs_diff,
+    of_all,
+    relative_tolerance,
+    relative_tolerance_text,
+    tolerance_text,
+)
 
 
 def agreement(diff: float, tolerance: float = 1e-4, **more) -> Agreement:
@@ -100,3 +109,12 @@ def test_max_abs_diff_of_other_shapes_is_inf_not_broadcast():
     assert max_abs_diff(torch.ones(2, 3), torch.ones(1, 3)) == math.inf
     assert max_abs_diff(torch.ones(3), torch.ones(4)) == math.inf
     assert max_abs_diff(torch.zeros(0), torch.zeros(1)) == math.inf
+
+
+def test_a_relative_tolerance_grows_with_the_numbers_and_says_how():
+    assert relative_tolerance(0.3) == relative_tolerance(1.0) == TOLERANCE
+    assert relative_tolerance(80.0) == pytest.approx(8e-3)
+    assert relative_tolerance_text(0.3) == "1e-04 (float32 rounding)"
+    assert relative_tolerance_text(80.0).startswith("1e-04 × 80 = 8.0e-03 (float32 rounding")
+    assert largest_abs(torch.tensor([-3.0, math.inf, math.nan]), torch.tensor([2.0])) == 3.0
+    assert largest_abs(torch.tensor([math.nan]), torch.empty(0)) == 0.0

@@ -121,3 +121,27 @@ def plant_in_hub_cache(folder: Path, cache: Path, repo: str) -> Path:
     (home / "refs").mkdir(parents=True, exist_ok=True)
     (home / "refs" / "main").write_text(revision)
     return cache
+
+
+def shard_weights(folder: Path, shards: list[str]) -> dict[str, str]:
+    """Replace ``folder``'s model.safetensors by the shards ``shards`` and the
+    model.safetensors.index.json that lists them, as ``save_pretrained`` does for
+    a large model: the tensors dealt out in turn, shard ``i`` written where its
+    name points from the folder (a name may be ``../x.safetensors`` or absolute);
+    a name ending in ``.bin`` is written pickled, by ``torch.save``. Returns the
+    index's weight map (tensor name -> shard name)."""
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    weight_map = {name: shards[i % len(shards)] for i, name in enumerate(sorted(tensors))}
+    for shard in shards:
+        part = {name: tensors[name] for name, at in weight_map.items() if at == shard}
+        path = folder / shard  # an absolute name replaces the folder
+        if shard.endswith(".bin"):
+            torch.save(part, path)
+        else:
+            save_file(part, str(path), metadata={"format": "pt"})
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {}, "weight_map": weight_map}), encoding="utf-8")
+    return weight_map

@@ -446,3 +446,40 @@ def test_on_the_default_budget_the_page_says_checks_do_not_fit(monkeypatch):
     assert "cannot hold 2 checks of 384 MB" in said, said
     assert literal.markdown("EXPLORER_MEMORY_BUDGET_MB=1408 or more") in said, said
     assert [b.key for b in at.button] == []
+
+
+TOO_LONG = "a" * 25_000
+"""One 25,000-character word: more than `MAX_SENTENCE_CHARS` (issue 52)."""
+TOO_MANY = " ".join(["word"] * 600)
+"""600 tokens in 2,999 characters: more than `MAX_TOKENS` (issue 52)."""
+
+
+@pytest.mark.parametrize("sentence, message", [
+    (TOO_LONG, "sentence must be at most 20,000 characters (got 25,000)"),
+    (TOO_MANY, "sentence must have between 1 and 512 tokens (got 600)"),
+    ("   ", "sentence must have between 1 and 512 tokens (got 0)"),
+])
+def test_a_sentence_beyond_the_limits_gets_a_message_and_no_snippet(sentence, message):
+    at = open_link(PAGE)
+    at.text_input(key="sentence").set_value(sentence).run()
+    assert not at.exception
+    assert message in errors(at), errors(at)
+    assert not any("check_module(" in c.value or c.value.startswith("python -m explorer")
+                   for c in at.code)
+    from explorer.core.config import ConfigError
+    from explorer.ui.checking import snippets
+    with pytest.raises(ConfigError, match="sentence must"):
+        snippets(_values(sentence=sentence))
+
+
+def test_a_sentence_beyond_the_limits_is_refused_before_anything_runs(code_allowed,
+                                                                       monkeypatch):
+    from explorer.checker import box
+
+    monkeypatch.setattr(box, "problem", lambda: None)  # a box, as on a server that has one
+    monkeypatch.setattr(sandbox, "check_source", lambda *a, **k: pytest.fail("it ran"))
+    at = open_link(PAGE)
+    at.text_input(key="sentence").set_value(TOO_MANY).run()
+    at.button(key="check-run").click().run()
+    assert not at.exception and not at.success
+    assert "sentence must have between 1 and 512 tokens (got 600)" in errors(at), errors(at)

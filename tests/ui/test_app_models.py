@@ -42,7 +42,7 @@ from explorer.ui import cache, component, real_model
 from explorer.ui.navigation import PAGES
 from explorer.ui.real_model import DEFAULT_MODEL
 from tests.conftest import ROOT
-from tests.support.tiny_models import save_tiny_bert, save_tiny_gpt2
+from tests.support.tiny_models import save_tiny_bert, save_tiny_gpt2, shard_weights
 from tests.ui.test_app import (
     HOSTILE,
     all_charts,
@@ -419,6 +419,18 @@ def test_every_unusable_folder_gets_one_message_that_reveals_nothing(tmp_path, g
                for e in errors(at, "warning")), errors(at, "warning")
     at.text_input(key="folder").set_value(str(gpt2_dir)).run()
     assert errors(at) == [] and len(charts(at)) == 20  # the page recovers
+
+
+def test_a_folder_whose_index_names_a_pickle_or_a_file_elsewhere_is_refused_by_name(tmp_path):
+    for name, shards in (("bin", ["pytorch_model.bin"]),
+                         ("outside", ["model-00001-of-00001.safetensors", "../x.safetensors"])):
+        folder = save_tiny_gpt2(tmp_path / name)
+        shard_weights(folder, shards)
+        at = open_model(folder, sentence=None)
+        assert not at.exception and all_charts(at) == {}
+        why = "is not a safetensors file" if name == "bin" else "lies outside the folder"
+        assert any(f"'{shards[-1]}' {why}" in e and "pickled weights are never read" in e
+                   for e in errors(at)), errors(at)
 
 
 def test_on_the_default_budget_the_page_opens_on_the_model_that_fits():

@@ -10,9 +10,10 @@ import re
 
 import numpy as np
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from explorer.core import literal
-from explorer.core.config import AttentionConfig
+from explorer.core.config import AttentionConfig, shown
 from explorer.core.trace import compute_trace
 from explorer.lessons.pages import MODERN_PAGE
 from explorer.modern import attention as modern
@@ -20,6 +21,7 @@ from explorer.modern import explain as modern_explain
 from explorer.render.payload import decode
 from explorer.ui import state
 from explorer.ui.navigation import PAGES
+from tests.conftest import HOME, ROOT
 from tests.ui.test_app import all_charts, errors, open_link, page_link
 from tests.ui.test_state import _differences, query_of, view_of
 
@@ -321,3 +323,34 @@ def test_each_parts_own_bad_setting_is_set_aside_and_a_shared_one_is_not():
     assert (config.n_heads, config.head_dim) == (bad.n_heads, bad.head_dim)
     with pytest.raises(ConfigError, match="head_dim must be even"):
         checked_config(modern.ModernConfig(head_dim=5, block_q=50), 6)
+
+
+FORGED_TILES = ["abc", "1e400", "-3", "2", 2.5, -3, float("inf"), True, [1]]
+"""Values no tile picker or link ever puts in the session (issue 52)."""
+
+
+@pytest.mark.parametrize("forged", FORGED_TILES, ids=repr)
+def test_a_forged_tile_in_the_session_gets_a_message_and_the_first_tile(forged):
+    at = AppTest.from_file(str(ROOT / HOME), default_timeout=60)
+    at.session_state["tile"] = forged  # as a forged session value would
+    at.switch_page(PAGE).run()
+    assert not at.exception
+    message = next((e for e in errors(at) if "Tile step" in e), None)
+    assert message is not None, errors(at)
+    assert shown(forged) in message, message
+    assert at.selectbox(key="tile").value == 0  # the first tile, "query tile 0, key tile 0"
+    at.run()  # the next run keeps the first tile and says nothing more
+    assert not at.exception and at.session_state["tile"] == 0
+
+
+@pytest.mark.parametrize("raw, message", [
+    ("abc", "tile must be a whole number, 0-based (got 'abc')"),
+    ("1e400", "tile must be a whole number, 0-based (got '1e400')"),
+    ("-3", "tile must be at least 0 (got -3)"),
+    ("7", "tile must be between 0 and 5 (got 7)"),
+])
+def test_a_bad_tile_in_the_link_gets_a_message(raw, message):
+    at = open_link(PAGE, {"tile": raw})
+    assert not at.exception
+    assert f"Ignored the link's tile='{raw}': {message}" in errors(at)
+    assert at.selectbox(key="tile").value == 0  # the first tile, "query tile 0, key tile 0"

@@ -73,3 +73,63 @@ def test_the_previous_files_message_goes_when_another_file_comes():
     assert not at.exception and errors(at) == []
     np.testing.assert_array_equal(z_values(charts(at)["embeddings"]),
                                   [[1, 2, 3, 4], [0, 0, 0, 1], [2, 2, 2, 2]])
+
+
+@pytest.mark.parametrize("data, message", [
+    # issue 52: before, "the file holds 2×0 numbers once a header row and a label column
+    # is left out" (each line one cell, taken for a header and a label)
+    (b"1 2 3 4\n0 0 0 1\n2 2 2 2\n", "the file separates its numbers with spaces; the "
+                                     "importer reads commas"),
+    (b"  1.5   2   3   4\n0 0 0 1\n2 2 2 2\n", "separates its numbers with spaces;"),
+    (b"token a b c d\nt 1 2 3 4\nu 0 0 0 1\nv 2 2 2 2\n", "separates its numbers with spaces;"),
+    (b"1|2|3|4\n0|0|0|1\n2|2|2|2\n", "the file separates its numbers with pipes (|); the "
+                                     "importer reads commas"),
+    (b"| 1 | 2 | 3 | 4 |\n| 0 | 0 | 0 | 1 |\n| 2 | 2 | 2 | 2 |\n", "with pipes (|);"),
+])
+def test_a_space_or_pipe_file_is_told_its_separator(data, message):
+    with pytest.raises(ConfigError) as info:
+        parse_csv_matrix(data, (3, 4), "embeddings")
+    assert message in str(info.value), str(info.value)
+    assert "decimal comma" not in str(info.value)
+
+
+@pytest.mark.parametrize("data, message", [
+    # a spreadsheet's decimal commas, quoted in a comma file: before, "the file holds 3×3
+    # numbers once a label column is left out"
+    (b'"0,5","1,5",2,3\n0,0,0,1\n2,2,2,2\n',
+     "a decimal comma ('0,5', the file's cell A1 (row 1, column 1)) was found: the importer "
+     "reads decimal points (0.5)"),
+    (b'1,2,3,4\n0,0,"-0,25",1\n2,2,2,2\n', "a decimal comma ('-0,25', the file's cell C2"),
+    # with another separator: both said
+    (b"0,5;1,5;2;3\n0;0;0;1\n2;2;2;2\n",
+     "separates its numbers with semicolons (;) and writes a decimal comma ('0,5')"),
+    (b"0,5 1,5 2 3\n0 0 0 1\n2 2 2 2\n",
+     "separates its numbers with spaces and writes a decimal comma ('0,5')"),
+    (b"1\t2\t3\t4\n0\t0,75\t0\t1\n2\t2\t2\t2\n",
+     "separates its numbers with tabs and writes a decimal comma ('0,75')"),
+    # unquoted in a comma file, each comma reads as a separator: twice the columns
+    (b"0,5,1,5,2,5,3,5\n0,0,0,0,0,0,1,0\n2,0,2,0,2,0,2,0\n",
+     "(the file holds 3×8 numbers: more per row than the matrix has columns; if it writes "
+     "decimal commas (0,5), write decimal points (0.5))"),
+])
+def test_a_decimal_comma_is_named(data, message):
+    with pytest.raises(ConfigError) as info:
+        parse_csv_matrix(data, (3, 4), "embeddings")
+    assert message in str(info.value), str(info.value)
+
+
+def test_a_comma_file_with_spaces_or_a_comma_in_a_label_still_reads():
+    assert parse_csv_matrix(b"1, 2, 3, 4\n0, 0, 0, 1\n2, 2, 2, 2\n", (3, 4),
+                            "embeddings")[1] == [0, 0, 0, 1]
+    assert parse_csv_matrix(b'token name,a,b,c,d\n"1,2",1,2,3,4\nu,0,0,0,1\nv,2,2,2,2\n',
+                            (3, 4), "embeddings")[0] == [1, 2, 3, 4]
+    assert parse_csv_matrix(b"1 ,2 ,3 ,4\n0,0,0,1\n2,2,2,2\n", (3, 4), "embeddings")[0] == [
+        1, 2, 3, 4]
+
+
+def test_a_space_separated_upload_gets_its_message_on_the_page():
+    at = open_page(PAGES["Self-attention"][0], {"preset": "illustrated"})
+    _upload(at, b"1 2 3 4\n0 0 0 1\n2 2 2 2\n", "spaces.txt")
+    assert not at.exception
+    assert [e for e in errors(at) if e.startswith("'spaces.txt' was not imported. embeddings: "
+                                                  "the file separates its numbers with spaces")]

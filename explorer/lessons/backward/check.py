@@ -16,7 +16,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from explorer.core.agreement import Agreement, max_abs_diff, of_all
+from explorer.core.agreement import (
+    Agreement,
+    largest_abs,
+    max_abs_diff,
+    of_all,
+    relative_tolerance,
+)
 from explorer.core.trace import Trace, attention_steps
 from explorer.lessons.backward.gradients import Gradients, backward
 from explorer.lessons.backward.loss import (
@@ -42,10 +48,10 @@ def _gradient(name: str, compared: str, reference: str, ours: Tensor | float,
     """One gradient (or the loss) against autograd's: within `TOLERANCE` ×
     max(1, its largest finite |autograd value|), which is its ``scale``."""
     ours, theirs = torch.as_tensor(ours), torch.as_tensor(theirs)
-    finite = theirs[torch.isfinite(theirs)]
-    largest = float(finite.abs().max()) if finite.numel() else 0.0
+    largest = largest_abs(theirs)
     return Agreement(name, compared, reference, max_abs_diff(ours, theirs),
-                     TOLERANCE * max(1.0, largest), n_values=theirs.numel(), scale=largest)
+                     relative_tolerance(largest, TOLERANCE), n_values=theirs.numel(),
+                     scale=largest)
 
 
 def _reference_loss(rows: Tensor, goal: Objective) -> Tensor:

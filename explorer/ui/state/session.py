@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 
-from explorer.core.config import shown
+from explorer.core.config import ConfigError, shown
 from explorer.lessons.presets import PRESETS, Preset
 from explorer.ui.state.entries import CONFIG_ENTRIES, ENTRIES, MATRICES
 
@@ -37,6 +37,29 @@ INTERNAL: dict[str, str] = {
 def value(name: str, default: Any = None) -> Any:
     """Entry ``name``'s value in this session, or ``default``."""
     return st.session_state.get(name, default)
+
+
+def checked(name: str) -> Any:
+    """Entry ``name``'s value in this session when its kind reads it back as
+    itself (`explorer.ui.state.Kind.parse` of its text), else None: a value no
+    widget or link puts there (a forged one, such as ``"abc"`` or ``-3`` for a
+    tile step) is removed, with a message (`problems`) saying what it was and
+    what is allowed. For a view value the page reads before `resolve` can bound
+    it. Raises nothing."""
+    found = value(name)
+    if found is None:
+        return None
+    try:
+        read = ENTRIES[name].kind.parse(name, str(found))
+        if type(read) is not type(found) or read != found:
+            raise ConfigError(name, f"{name} must be a value the page sets, such as "
+                                    f"{shown(read)} (got {shown(found)})")
+    except ConfigError as error:
+        problems()[name] = (f"Ignored the session's {name}={shown(found)} "
+                            f"(“{ENTRIES[name].label}”): {error}. The page shows its default.")
+        put(name, None)
+        return None
+    return found
 
 
 def put(name: str, new: Any) -> None:
