@@ -6,33 +6,15 @@ from explorer.core import literal
 from explorer.core.config import AttentionConfig
 from explorer.core.tokenizer import RULE
 from explorer.lessons import pages
-from explorer.ui.navigation import PAGES
 from explorer.ui.presets import gallery
 from explorer.ui.render import page_header, token_table
 from explorer.ui.sidebar import settings
 
-# What each page of the menu (`explorer.ui.navigation.PAGES`) shows, as Home lists them (a
-# comment, not a docstring: Streamlit's magic would print a bare string on the page).
-PAGE_SUMMARIES = {
-    pages.SIMPLIFIED_PAGE: "no trainable weights, scores are X·Xᵀ (book section 3.3).",
-    pages.SELF_ATTENTION_PAGE: "W_query, W_key and W_value, scaled by √d_k (section 3.4).",
-    pages.MULTI_HEAD_PAGE: "the causal mask, dropout, several heads and the output projection, "
-                           "checked against PyTorch (sections 3.5 and 3.6).",
-    pages.EXPERIMENTS_PAGE: "why √d_k, temperature, softmax's dim, permutation, and two "
-                            "configurations compared.",
-    pages.MODEL_PAGE: "the same steps inside GPT-2 or BERT, one trained head at a time.",
-    pages.CHECK_PAGE: "paste your own attention class and see the first step where it differs.",
-    pages.MODERN_PAGE: "RoPE, grouped-query attention, the sliding window, the KV cache and "
-                       "FlashAttention's online softmax, as Llama, Qwen and Mistral compute them.",
-    pages.BACKWARD_PAGE: "every gradient of attention, derived by hand and checked against "
-                         "autograd.",
-}
-
 
 def page_list() -> str:
-    """Every page of the menu but Home, in its order, with what it shows."""
-    return "\n".join(f"   - **{literal.markdown(page)}**: {PAGE_SUMMARIES[page]}"
-                     for page in PAGES if page != pages.HOME_PAGE)
+    """Every page of the catalogue but Home, in menu order, with what it shows."""
+    return "\n".join(f"   - **{literal.markdown(page.name)}**: {page.summary}"
+                     for page in pages.CATALOGUE if page is not pages.HOME)
 
 
 DEFAULTS = AttentionConfig()

@@ -29,7 +29,7 @@ import streamlit as st
 from explorer.core import literal, recipes
 from explorer.core.config import AttentionConfig
 from explorer.core.trace import Trace, compute_trace
-from explorer.lessons.pages import BACKWARD_PAGE, MULTI_HEAD_PAGE
+from explorer.lessons import pages
 from explorer.server import budget
 from explorer.ui import private
 
@@ -133,7 +133,7 @@ def drawing(page: str, config: AttentionConfig) -> Iterator[None]:
     (`explorer.server.budget.trim_malloc`). A small page draws at once. If the
     server stays busy for `explorer.server.budget.DRAWING_WAIT_SECONDS`, the page
     says so and stops (`st.stop`) without drawing."""
-    nbytes = budget.drawing_bytes(config, checks=page in (MULTI_HEAD_PAGE, BACKWARD_PAGE))
+    nbytes = budget.drawing_bytes(config, checks=page in pages.having(pages.CHECKS_AS_IT_DRAWS))
     if not nbytes:
         yield
         return

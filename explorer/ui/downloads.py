@@ -39,7 +39,7 @@ import streamlit as st
 from explorer.core.config import AttentionConfig, ConfigError
 from explorer.core.steps import STEPS, visible_steps
 from explorer.core.trace import Trace
-from explorer.lessons.pages import BACKWARD_PAGE
+from explorer.lessons.pages import BACKWARD_PAGE, BY_NAME
 from explorer.render import backward_script
 from explorer.render.export import html_report, matrix_csv, pytorch_script
 from explorer.render.figures import chart_filename
@@ -70,8 +70,7 @@ def take_it_with_you(view: View) -> None:
                            file_name=f"{chart_filename(trace, 'attention')}.html",
                            mime=MIME["html"], on_click="ignore", icon=_ICON,
                            key="download-report",
-                           help="Every chart of this page, the settings, tokens and ids, "
-                                "in one file that opens offline.")
+                           help=BY_NAME[view.page].report)
         st.download_button("Every matrix (JSON)", data=_later(trace, Trace.to_json),
                            file_name=JSON_FILE,
                            mime=MIME["json"], on_click="ignore", icon=_ICON,

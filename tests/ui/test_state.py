@@ -38,8 +38,9 @@ from explorer.ui.state import (
 from tests.ui.test_app import all_charts, errors, open_link, open_page, page_link, pick, z_values
 from tests.ui.test_app_downloads import offered, sidebar_downloads  # noqa: F401, F811 (a fixture)
 
-ATTENTION_PAGES = (pages.HOME_PAGE, pages.SIMPLIFIED_PAGE, pages.SELF_ATTENTION_PAGE,
-                   pages.MULTI_HEAD_PAGE, pages.EXPERIMENTS_PAGE)
+ATTENTION_PAGES = tuple(page.name for page in pages.CATALOGUE
+                        if pages.CONFIG in page.traits and page is not pages.BACKWARD)
+"""The pages of the book's trace (the Backward pass's settings: test_app_backward.py)."""
 SENTENCES = ("the cat sat on the mat", "Life is short, eat dessert first",
              "Your journey starts with one step", "a b c d e f g")
 MIN_TOKENS = 6  # every sentence above has at least this many
@@ -75,8 +76,7 @@ def _every_section_open(at: AppTest) -> None:
                 at.button(key="shuffle").click().run()
 
 
-@pytest.mark.parametrize("page", [*ATTENTION_PAGES, pages.CHECK_PAGE, pages.MODEL_PAGE,
-                                  pages.MODERN_PAGE])
+@pytest.mark.parametrize("page", [page.name for page in pages.CATALOGUE])
 def test_every_widget_and_session_key_is_declared(page, monkeypatch):
     from explorer.checker import sandbox
     from explorer.server import budget

@@ -21,17 +21,16 @@ from explorer.checker.listings import (
 from explorer.core import config as cfg
 from explorer.core.config import GIVEN_MATRICES, OPTION_HELP, AttentionConfig
 from explorer.core.steps import STEPS
+from explorer.lessons import pages
 from explorer.lessons.backward import settings as backward
 from explorer.lessons.experiments import MAX_SHUFFLES
 from explorer.lessons.pages import (
     BACKWARD_PAGE,
     CHECK_PAGE,
     EXPERIMENTS_PAGE,
-    HOME_PAGE,
     MODEL_PAGE,
     MODERN_PAGE,
     MULTI_HEAD_PAGE,
-    SELF_ATTENTION_PAGE,
     SIMPLIFIED_PAGE,
 )
 from explorer.lessons.presets import JOURNEY_SENTENCE, PRESETS
@@ -115,19 +114,18 @@ class Entry:
         return value(context) if callable(value) else value
 
 
-CONFIG_PAGES = frozenset({HOME_PAGE, SIMPLIFIED_PAGE, SELF_ATTENTION_PAGE, MULTI_HEAD_PAGE,
-                          EXPERIMENTS_PAGE, BACKWARD_PAGE})
+CONFIG_PAGES = pages.having(pages.CONFIG)
 """The pages drawn from an `AttentionConfig`."""
-WEIGHT_PAGES = CONFIG_PAGES - {SIMPLIFIED_PAGE}
+WEIGHT_PAGES = pages.having(pages.CONFIG, pages.WEIGHTS)
 """The pages with trainable weights (the Simplified page fixes Q = K = V = X)."""
-CHART_PAGES = frozenset({SIMPLIFIED_PAGE, SELF_ATTENTION_PAGE, MULTI_HEAD_PAGE, MODEL_PAGE})
+CHART_PAGES = pages.having(pages.STEP_CHARTS)
 """The pages that walk the steps' charts (a query to highlight, a cell to explain)."""
-TRACE_PAGES = CONFIG_PAGES | {MODEL_PAGE}
-"""The pages with downloads (all of them)."""
-HEAD_PAGES = frozenset({MULTI_HEAD_PAGE, MODEL_PAGE, BACKWARD_PAGE})
-MULTI_HEAD_SETTINGS = frozenset({MULTI_HEAD_PAGE, BACKWARD_PAGE})
+TRACE_PAGES = pages.having(pages.TRACE)
+"""The pages with a trace's downloads."""
+HEAD_PAGES = pages.having(pages.HEADS)
+MULTI_HEAD_SETTINGS = pages.having(pages.MULTI_HEAD)
 """The pages with the causal mask, heads, dropout and out_proj in their own settings."""
-OVERFLOW_PAGES = frozenset({SIMPLIFIED_PAGE, SELF_ATTENTION_PAGE})
+OVERFLOW_PAGES = pages.having(pages.OVERFLOW)
 ONLY = frozenset
 
 
