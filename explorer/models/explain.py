@@ -359,7 +359,8 @@ def _generated(x: _Cell) -> Explanation:
         return x.at(f"S_{x.h}[{token.position}, {x.token(x.col)}]",
                     "q′ of the new token · k′ of the cached key × scaling", GIVEN, (),
                     note=f"The new token {name} is fed alone: its one query reads the "
-                         f"{token.cache_tokens} keys in the cache (K/V head {x.kv}).")
+                         f"{int(token.mask.sum())} keys it may see in the cache (K/V head "
+                         f"{x.kv}).")
     return _softmax_of(x, scores, f"α_{x.h}[{token.position}, {x.token(x.col)}]")
 
 

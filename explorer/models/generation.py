@@ -70,8 +70,12 @@ class GeneratedToken:
     its query's scores with every cached key, scaled; ``mask`` (position + 1,)
     bool: the keys it may see (all, or the sliding window); ``attn_weights``
     (n_heads, position + 1): the softmax of the scores left by the mask;
-    ``cache_tokens``: the keys this layer's cache held when the row was read
-    (position + 1, itself included); ``cache_bytes``: the bytes of the model's
+    ``cache_tokens``: the keys the explorer's own cache of this layer held when
+    the row was read (position + 1, itself included: it keeps every key, and
+    the mask applies the window); ``cache_kept``: the tokens the model's own
+    cache of this layer keeps after this token, read from it (a full-attention
+    layer position + 1; transformers' sliding-window layer its last window − 1,
+    to which the next token adds itself); ``cache_bytes``: the bytes of the model's
     own KV cache, every layer, after this token (in the model's dtype; a sliding
     layer keeps only its window); ``mha_cache_bytes``: the same cache if every
     query head had its own K/V head (× n_heads / n_kv_heads); ``seconds``:
@@ -85,6 +89,7 @@ class GeneratedToken:
     mask: Tensor
     attn_weights: Tensor
     cache_tokens: int
+    cache_kept: int
     cache_bytes: int
     mha_cache_bytes: int
     seconds: float
@@ -97,8 +102,9 @@ class Generation:
     ``generated`` tokens in order, ``stopped`` (``"tokens"``: all asked for;
     ``"eos"``: the model's end-of-sequence token; ``"time"``: the time limit;
     ``"positions"``: the model's last position), ``seed`` (breaks ties between
-    equally likely tokens) and ``prompt_cache_bytes`` (the model's KV cache
-    after the prompt)."""
+    equally likely tokens), ``prompt_cache_bytes`` (the model's KV cache
+    after the prompt, every layer) and ``prompt_cache_kept`` (the tokens the
+    opened layer's cache keeps after the prompt, read from it)."""
 
     config: DecoderConfig
     prompt_ids: tuple[int, ...]
@@ -107,6 +113,7 @@ class Generation:
     stopped: str
     seed: int
     prompt_cache_bytes: int
+    prompt_cache_kept: int
 
     @property
     def ids(self) -> tuple[int, ...]:
@@ -127,7 +134,7 @@ class Generation:
         rows = [{"position": t.position, "token_id": t.token_id, "token": t.token,
                  "scaled_scores": t.scaled_scores.tolist(), "mask": t.mask.tolist(),
                  "attn_weights": t.attn_weights.tolist(), "cache_tokens": t.cache_tokens,
-                 "cache_bytes": t.cache_bytes, "mha_cache_bytes": t.mha_cache_bytes}
+                 "cache_kept": t.cache_kept, "cache_bytes": t.cache_bytes, "mha_cache_bytes": t.mha_cache_bytes}
                 for t in self.generated]
         return json.dumps(json_safe({
             "config": config, "prompt_ids": list(self.prompt_ids),
@@ -186,6 +193,14 @@ def cache_bytes(cache: Any) -> int:
             if isinstance(t, Tensor):
                 total += t.numel() * t.element_size()
     return total
+
+
+def kept_tokens(cache: Any, layer: int) -> int:
+    """The tokens a transformers ``DynamicCache`` keeps for ``layer``: its keys'
+    length (0 before any); a sliding-window layer keeps only the end of the
+    sequence."""
+    keys = getattr(cache.layers[layer], "keys", None) if layer < len(cache.layers) else None
+    return int(keys.shape[-2]) if isinstance(keys, Tensor) else 0
 
 
 def decode_row(hidden: Tensor, weights: dict[str, Tensor], config: DecoderConfig,
@@ -256,6 +271,7 @@ def generate(model: LoadedModel, text: str | None = None, *, input_ids: Any = No
         prompt = token_steps(hidden, weights, config, torch.arange(len(seq.ids)))
     ours.append(prompt["keys_rope"], prompt["values"])
     prompt_bytes = cache_bytes(model_cache)
+    prompt_kept = kept_tokens(model_cache, config.layer)
     generated: list[GeneratedToken] = []
     stopped = "tokens" if n_new == max_new_tokens else "positions"
     for _ in range(n_new):
@@ -268,7 +284,8 @@ def generate(model: LoadedModel, text: str | None = None, *, input_ids: Any = No
         generated.append(GeneratedToken(
             position=position, token_id=token,
             token=readable_tokens(model.tokenizer, [token])[0], scaled_scores=scores,
-            mask=mask, attn_weights=row, cache_tokens=len(ours), cache_bytes=nbytes,
+            mask=mask, attn_weights=row, cache_tokens=len(ours),
+            cache_kept=kept_tokens(model_cache, config.layer), cache_bytes=nbytes,
             mha_cache_bytes=nbytes * config.n_heads // config.n_kv_heads,
             seconds=time.perf_counter() - started))
         if token in eos:
@@ -278,7 +295,7 @@ def generate(model: LoadedModel, text: str | None = None, *, input_ids: Any = No
             stopped = "time"
             break
     return Generation(config, seq.ids, seq.tokens, tuple(generated), stopped, int(seed),
-                      prompt_bytes)
+                      prompt_bytes, prompt_kept)
 
 
 ROWS, BEYOND = "generated rows", "beyond each row's end"

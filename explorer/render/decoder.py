@@ -137,15 +137,18 @@ def _mb(nbytes: int) -> str:
 
 
 def cache_table(generation: Any) -> pd.DataFrame:
-    """The model's KV cache after the prompt and after each generated token:
-    tokens, bytes (measured, every layer), and the bytes without grouped-query
-    sharing (each query head with its own K/V head)."""
+    """The model's KV cache after the prompt and after each generated token: the
+    tokens the opened layer's cache keeps (read from the model's cache: a
+    sliding-window layer keeps only the end), the bytes (measured, every layer),
+    and the bytes without grouped-query sharing (each query head with its own
+    K/V head)."""
     n = len(generation.prompt_ids)
     c = generation.config
-    rows = [{"after": f"the prompt ({n} tokens)", "tokens in the cache": n,
+    kept = f"tokens kept (layer {c.layer})"
+    rows = [{"after": f"the prompt ({n} tokens)", kept: generation.prompt_cache_kept,
              "KV cache": _mb(generation.prompt_cache_bytes),
              "without GQA": _mb(generation.prompt_cache_bytes * c.n_heads // c.n_kv_heads)}]
     rows += [{"after": f"“{t.token}” (position {t.position})",
-              "tokens in the cache": t.position + 1, "KV cache": _mb(t.cache_bytes),
+              kept: t.cache_kept, "KV cache": _mb(t.cache_bytes),
               "without GQA": _mb(t.mha_cache_bytes)} for t in generation.generated]
     return pd.DataFrame(rows).set_index("after")

@@ -662,8 +662,9 @@ def generation(view: ModelView, head: int) -> None:
             "time": "the time limit", "positions": "the model's last position"}[gen.stopped]
     st.markdown(literal.markdown(
         f"Generated: {''.join(t.token for t in gen.generated)} (stopped: {stop}). Token "
-        f"{shown_index + 1}, “{token.token}” at position {token.position}: the cache held "
-        f"{token.cache_tokens} tokens when its row was read."))
+        f"{shown_index + 1}, “{token.token}” at position {token.position}: its row read "
+        f"{int(token.mask.sum())} keys, and layer {gen.config.layer}'s cache keeps "
+        f"{token.cache_kept} tokens after it."))
     hs = models.head_slice(view.trace, head)
     for chart in ("generated_scores", "generated_weights", "generated_rows"):
         _decoder_chart(view, hs, chart, tokens, generation=gen, generated=shown_index)

@@ -47,6 +47,7 @@ from explorer.models import (
 from explorer.models.catalogue import PUBLISHED_CONFIGS
 from explorer.models.generation import BEYOND, MAX_NEW_TOKENS, ROWS, greedy_token
 from explorer.modern import attention as modern
+from explorer.render.decoder import cache_table
 from explorer.server.budget import BudgetError
 from tests.support.tiny_decoders import TINY_DECODERS, save_tiny_decoder
 
@@ -280,8 +281,27 @@ def test_the_cache_grows_by_its_kv_heads_not_its_query_heads(models):
     assert [t.cache_bytes for t in run.generated] == [5 * per_token, 6 * per_token,
                                                       7 * per_token]
     assert all(t.mha_cache_bytes == 2 * t.cache_bytes for t in run.generated)
+    assert run.prompt_cache_kept == 4
+    assert [t.cache_kept for t in run.generated] == [5, 6, 7]
     window = generate(models["mistral"], input_ids=IDS[:4], max_new_tokens=3)
     assert len({t.cache_bytes for t in window.generated}) == 1  # a sliding layer keeps its window
+
+
+def test_a_sliding_layers_cache_is_counted_from_the_cache_itself(models):
+    """Issue 46: the page counted 9 ... 12 tokens where Mistral's sliding layer
+    (window 3) keeps 2 between tokens; the count is now read from the model's
+    cache, and the row's explanation counts the keys its mask lets it see."""
+    model = models["mistral"]
+    run = generate(model, input_ids=IDS[:6], max_new_tokens=4)
+    window = run.config.window
+    assert window == 3
+    assert [t.cache_kept for t in run.generated] == [window - 1] * 4
+    layers = model.module.config.num_hidden_layers
+    per_token = 2 * layers * run.config.n_kv_heads * run.config.head_dim * 4
+    assert all(t.cache_bytes == t.cache_kept * per_token for t in run.generated)
+    assert all(int(t.mask.sum()) == window for t in run.generated)
+    table = cache_table(run)
+    assert list(table[f"tokens kept (layer {run.config.layer})"]) == [window - 1] * 5
 
 
 def test_a_decoded_row_that_ignores_the_cache_fails(models, monkeypatch):

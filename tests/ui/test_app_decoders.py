@@ -165,8 +165,8 @@ def test_generation_shows_each_tokens_row_over_the_cache(llama_dir):
     cache = at.dataframe[-1].value  # the cache table, the page's last table but the habits'
     if "KV cache" not in cache.columns:
         cache = next(t.value for t in at.dataframe if "KV cache" in t.value.columns)
-    assert list(cache["tokens in the cache"]) == [len(run.prompt_ids)] + [
-        t.position + 1 for t in run.generated]
+    assert list(cache["tokens kept (layer 0)"]) == [len(run.prompt_ids)] + [
+        t.position + 1 for t in run.generated]  # a full-attention layer keeps every token
     at.number_input(key="new_tokens").set_value(3).run()
     assert not at.exception
     assert len(at.select_slider(key="generated").options) == 3
