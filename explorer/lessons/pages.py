@@ -56,7 +56,9 @@ class Page:
     Material icon; ``summary``: what Home says it shows (Markdown, the
     explorer's own text); ``report``: what its HTML report holds (the
     button's help); ``guide``: its section of the learner's guide, from
-    ``docs/``; ``traits``: what it shows (`TRAITS`)."""
+    ``docs/``; ``traits``: what it shows (`TRAITS`); ``traces``: how many traces of
+    the sidebar's size it holds at once, which its drawing allowance counts
+    (`explorer.ui.cache.drawing`; estimated from the page's code, not measured)."""
 
     name: str
     script: str
@@ -66,6 +68,7 @@ class Page:
     report: str = ("Every chart of this page, the settings, tokens and ids, in one file that "
                    "opens offline.")
     traits: frozenset[str] = field(default_factory=frozenset)
+    traces: int = 1
 
     @property
     def url_path(self) -> str:
@@ -84,7 +87,8 @@ HOME = Page(
 SIMPLIFIED = Page(
     "Simplified attention", "pages/1_Simplified_attention.py", ":material/looks_one:",
     "no trainable weights, scores are X·Xᵀ (book section 3.3).", "guide/index.md",
-    traits=frozenset({CONFIG, STEP_CHARTS, TRACE, OVERFLOW}))
+    traits=frozenset({CONFIG, STEP_CHARTS, TRACE, OVERFLOW}),
+    traces=4)  # its own and the three other normalisations
 SELF_ATTENTION = Page(
     "Self-attention", "pages/2_Self_attention.py", ":material/looks_two:",
     "W_query, W_key and W_value, scaled by √d_k (section 3.4).", "guide/index.md",
@@ -98,7 +102,8 @@ MULTI_HEAD_ATTENTION = Page(
 EXPERIMENTS = Page(
     "Experiments", "pages/4_Experiments.py", ":material/science:",
     "why √d_k, temperature, softmax's dim, permutation, and two configurations compared.",
-    "guide/index.md", traits=frozenset({CONFIG, WEIGHTS, TRACE}))
+    "guide/index.md", traits=frozenset({CONFIG, WEIGHTS, TRACE}),
+    traces=3)  # its own and two more (compare's A and B, the permutation's two)
 REAL_MODEL = Page(
     "Real model", "pages/5_Real_model.py", ":material/memory:",
     "the same steps inside GPT-2, BERT or a Llama-family model (SmolLM2, Qwen3, Mistral, "

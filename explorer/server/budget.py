@@ -16,16 +16,18 @@ up to exactly that:
   figures;
 - `TRACE_CACHE_BYTES` (18%): finished traces kept for reuse across sessions;
 - `WORK_BYTES` (25%): tensors being computed at the same time, across all
-  sessions (traces and model passes); a request that alone needs more is
-  refused with a message, and concurrent ones wait their turn;
+  sessions (traces and model passes), and what a page holds from asking for
+  its trace until its charts are sent (`drawing_bytes`); a request that alone
+  needs more is refused with a message, and concurrent ones wait their turn;
 - `MODEL_TRACE_CACHE_BYTES` (5%): real-model traces, head overviews and checks
   (GPT-2 small: about 10 MB a trace of a short sentence, 66 MB at 512 tokens);
 - `TABLE_CACHE_BYTES` (2%): embedding-table rows kept per (seed, vocab_size, d_in).
 
 The byte counts are exact for tensors (`trace_bytes`), so a cache never holds
 more than its share, whatever visitors ask for. A page drawing its charts
-counts too (`drawing_bytes`: the chart payloads while they are encoded and
-sent, and the multi-head page's PyTorch check), out of `WORK_BYTES`.
+counts too (`drawing_bytes`: its traces, from the moment it asks for them, the
+chart payloads while they are encoded and sent, and the multi-head page's
+PyTorch check), out of `WORK_BYTES`.
 
 What Python frees is returned to the system (`tune_malloc`): glibc would
 otherwise keep a heap per script thread and hold on to freed tensors' pages,
@@ -231,18 +233,27 @@ def checks_problem() -> str:
             f"start it with EXPLORER_MEMORY_BUDGET_MB={-(-needed // MIB)} or more")
 
 
-def drawing_bytes(config: AttentionConfig, checks: bool = False) -> int:
-    """The bytes a page holds while it draws ``config``'s charts, an estimate
-    for `WORK`: `PAYLOAD_COPIES` times the trace, whose every matrix the page
-    sends at most once (measured at 512 tokens × d = 1024: the Self-attention
-    page sends 25.1 MB for a 25.0 MB trace, Causal & multi-head with 16 heads
-    56 MB for 92 MB). ``checks``: the page also reruns the attention in
-    PyTorch and by the book's second causal route (the multi-head page), once
-    more the trace's compute (`WORK_FACTOR`).
+def drawing_bytes(config: AttentionConfig, checks: bool = False, traces: int = 1) -> int:
+    """The bytes a page run holds for ``config``, an estimate for `WORK`, from
+    the moment it asks for its trace until its charts are sent
+    (`explorer.ui.cache.drawing`): ``traces`` traces of ``config``'s size
+    (`trace_bytes`: the page's own, and those it computes beside it, such as
+    the Simplified page's other normalisations), and `PAYLOAD_COPIES` times the
+    trace, whose every matrix the page sends at most once (measured at 512 tokens
+    × d = 1024: the Self-attention page sends 25.1 MB for a 25.0 MB trace, Causal &
+    multi-head with 16 heads 56 MB for 92 MB). ``checks``: the page also reruns
+    the attention in PyTorch and by the book's second causal route (the
+    multi-head page), once more the trace's compute (`WORK_FACTOR`).
+
+    The traces count here, not only in `TRACE_CACHE_BYTES`: a page holds its
+    trace while it waits to draw and while it draws, whether or not the cache
+    still does (issue 52: 16 visitors opening 512 tokens × d = 1024 at once held
+    680 MiB of traces against the cache's 62 MiB, and the server peaked at
+    1,097 MiB against a budget of 1,024).
 
     0 below `SMALL_DRAWING_BYTES`; at most `WORK_BYTES`, so that a page
     larger than the allowance still draws, alone."""
-    nbytes = trace_bytes(config) * (PAYLOAD_COPIES + (WORK_FACTOR if checks else 0))
+    nbytes = trace_bytes(config) * (traces + PAYLOAD_COPIES + (WORK_FACTOR if checks else 0))
     nbytes = min(int(nbytes), WORK_BYTES)
     return nbytes if nbytes >= SMALL_DRAWING_BYTES else 0
 

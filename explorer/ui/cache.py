@@ -61,12 +61,15 @@ def cached_trace(config: AttentionConfig, tell: bool = True) -> Trace:
     another is computing (a class opening the teacher's link together) wait
     for that computation and share its trace, reserving no memory of their
     own, and with ``tell`` say so on the page if it takes a while (`_shared`);
-    if it fails or its session stops, one of them computes in turn.
+    if it fails or its session stops, one of them computes in turn. Within a
+    page run (`drawing`), ``tell`` first reserves what the page holds (`_hold`).
 
     Raises `explorer.server.budget.BudgetError` (a `ConfigError`) when the trace alone
     needs more than the server's work allowance, or the server stays busy.
     A trace larger than the whole cache is computed but not kept.
     """
+    if tell:
+        _hold(config)
     while True:
         with _lock:
             trace = _traces.get(config)
@@ -123,30 +126,64 @@ def _shared(pending: Future, tell: bool) -> Trace:
         place.empty()
 
 
+class _PageRun(threading.local):
+    """The page run this thread draws (`drawing`): its ``page``, the ``stack``
+    that releases what it holds, and the ``held`` bytes of the work allowance."""
+
+    page: str | None = None
+    stack: ExitStack | None = None
+    held: int = 0
+
+
+_run = _PageRun()
+
+
 @contextmanager
-def drawing(page: str, config: AttentionConfig) -> Iterator[None]:
-    """Hold `explorer.server.budget.drawing_bytes` of the work allowance while the
-    ``with`` draws ``page``'s charts of ``config`` (the multi-head page also
-    checks the trace against PyTorch, the Backward pass page its gradients
-    against autograd), so that visitors drawing large pages
-    at once wait their turn, told so on the page; then hand the memory back
-    (`explorer.server.budget.trim_malloc`). A small page draws at once. If the
-    server stays busy for `explorer.server.budget.DRAWING_WAIT_SECONDS`, the page
-    says so and stops (`st.stop`) without drawing."""
-    nbytes = budget.drawing_bytes(config, checks=page in pages.having(pages.CHECKS_AS_IT_DRAWS))
-    if not nbytes:
+def drawing(page: str) -> Iterator[None]:
+    """Hold ``page``'s bytes of the work allowance through the ``with``, which
+    reads the page's settings and draws its charts: from its first `cached_trace`
+    (`_hold`: `explorer.server.budget.drawing_bytes` of that config, with
+    the page's `explorer.lessons.pages.Page.traces` and its checks while it draws) until its browser has read
+    the charts. A page therefore waits for memory before it computes or holds a
+    trace, told its place on the page, and no trace it holds goes uncounted.
+    Then the memory goes back (`explorer.server.budget.trim_malloc`). A small page
+    draws at once. If the server stays busy for
+    `explorer.server.budget.DRAWING_WAIT_SECONDS`, the page says so and stops
+    (`st.stop`) without drawing."""
+    if _run.page is not None:  # within another page's run: that one holds
         yield
         return
     with ExitStack() as stack:
-        stack.callback(budget.trim_malloc)  # last, once the bytes are released
+        _run.page, _run.stack, _run.held = page, stack, 0
         try:
-            stack.enter_context(budget.WORK.reserve(
-                nbytes, timeout=budget.DRAWING_WAIT_SECONDS, on_wait=waiting_note()))
-        except budget.BudgetError as error:  # the server stayed busy: say so, draw nothing
-            st.warning(literal.markdown(str(error)), icon=":material/hourglass_disabled:")
-            st.stop()
-        yield
-        _wait_until_sent(SEND_WAIT_SECONDS)
+            yield
+            if _run.held:
+                _wait_until_sent(SEND_WAIT_SECONDS)
+        finally:
+            _run.page, _run.stack, _run.held = None, None, 0
+
+
+def _hold(config: AttentionConfig) -> None:
+    """Within a page run (`drawing`), reserve what the page holds for ``config``
+    before its trace is computed or read: the first trace asked for sets the
+    amount; a larger one later adds the difference (served at once, as a
+    thread holding bytes is). Outside a page run, nothing."""
+    if _run.page is None:
+        return
+    page = pages.BY_NAME[_run.page]
+    nbytes = budget.drawing_bytes(config, checks=pages.CHECKS_AS_IT_DRAWS in page.traits,
+                                  traces=page.traces)
+    if nbytes <= _run.held:
+        return
+    if not _run.held:
+        _run.stack.callback(budget.trim_malloc)  # last, once the bytes are released
+    try:
+        _run.stack.enter_context(budget.WORK.reserve(
+            nbytes - _run.held, timeout=budget.DRAWING_WAIT_SECONDS, on_wait=waiting_note()))
+    except budget.BudgetError as error:  # the server stayed busy: say so, draw nothing
+        st.warning(literal.markdown(str(error)), icon=":material/hourglass_disabled:")
+        st.stop()
+    _run.held = nbytes
 
 
 SENT_POLL_SECONDS = 0.05

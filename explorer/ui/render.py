@@ -250,13 +250,13 @@ def step_page(page: str, intro: str, draw: Callable[[View], None]) -> None:
     """A chapter-3 page (Simplified, Self-attention, Causal & multi-head): its
     title and ``intro`` (`page_header`), the sidebar's settings
     (`explorer.ui.sidebar.settings`), then ``draw(view)`` of what they give,
-    holding the page's share of the work allowance (`explorer.ui.cache.drawing`:
-    large pages draw in turn). Settings that make no view (a message says why)
-    draw nothing."""
+    holding the page's share of the work allowance from its trace on
+    (`explorer.ui.cache.drawing`: large pages compute and draw in turn).
+    Settings that make no view (a message says why) draw nothing."""
     page_header(page, intro)
-    view = sidebar.settings(page)
-    if view is not None:
-        with drawing(page, view.config):
+    with drawing(page):
+        view = sidebar.settings(page)
+        if view is not None:
             draw(view)
 
 

@@ -240,13 +240,15 @@ def test_a_cached_trace_equals_a_fresh_one():
                                rtol=0, atol=5e-5)
 
 
-def test_drawing_counts_a_pages_payloads_within_the_allowance():
-    """The Self-attention page at 512 tokens × d = 1024 counts 4 copies of its
-    25 MB trace; the multi-head page with 16 heads would need more than the
-    allowance and so draws alone; the defaults draw without counting."""
+def test_drawing_counts_a_pages_traces_and_payloads_within_the_allowance():
+    """The Self-attention page at 512 tokens × d = 1024 counts its 25 MB trace
+    and 4 copies of it for the payloads (a page holding 2 traces, one more);
+    the multi-head page with 16 heads would need more than the allowance and so
+    draws alone; the defaults draw without counting."""
     big = AttentionConfig(sentence=" ".join(f"w{i}" for i in range(512)), d_in=1024,
                           d_k=1024, d_v=1024)
-    assert budget.drawing_bytes(big) == budget.PAYLOAD_COPIES * trace_bytes(big)
+    assert budget.drawing_bytes(big) == (1 + budget.PAYLOAD_COPIES) * trace_bytes(big)
+    assert budget.drawing_bytes(big, traces=2) == (2 + budget.PAYLOAD_COPIES) * trace_bytes(big)
     assert budget.drawing_bytes(big.replace(n_heads=16, causal=True),
                                 checks=True) == budget.WORK_BYTES
     assert budget.drawing_bytes(AttentionConfig()) == 0
