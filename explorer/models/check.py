@@ -143,7 +143,7 @@ STEP_REFERENCES = {
     "rope_sin": "the sin the layer was given (the model's rotary_emb)",
     "queries_rope": "apply_rotary_pos_emb of the model's Q with its cos and sin",
     "keys_rope": "apply_rotary_pos_emb of the model's K with its cos and sin",
-    "causal_mask": "where the mask the layer was given adds 0",
+    "causal_mask": "where the mask the layer was given adds more than 0 (True = hidden)",
     "attn_weights": "output_attentions",
     "context": "o_proj's input",
     "output": "o_proj's output",
@@ -190,7 +190,7 @@ def against_model_steps(trace: Trace, model: LoadedModel) -> Agreement:
         q, k = call.q_norm, call.k_norm
     q_rope, k_rope = _model_rope(model, call, q, k)
     theirs.update(rope_cos=call.cos, rope_sin=call.sin, queries_rope=q_rope, keys_rope=k_rope,
-                  causal_mask=(call.mask == 0).to(torch.float32),
+                  causal_mask=(call.mask != 0).to(torch.float32),
                   attn_weights=call.attn_weights, context=call.context, output=call.output)
     ours = {name: trace[name].to(torch.float32) for name in theirs}
     return of_all(f"Layer {c.layer}, step by step", "every step", call.reference,

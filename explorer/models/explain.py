@@ -279,7 +279,7 @@ def _score(x: _Cell) -> Explanation:
     if x.chart == "attn_scores":
         return x.at(cell, formula, SUM, terms, note=note)
     scaling = x.config.scaling
-    if x.chart == "masked_scores" and not bool(x.trace["causal_mask"][x.row, x.col]):
+    if x.chart == "masked_scores" and bool(x.trace["causal_mask"][x.row, x.col]):
         return x.at(cell, "−∞ (masked)", MASKED, (), note=_mask_rule(x))
     return x.at(cell, f"{formula} × scaling, scaling = {scaling:.6g} (the model's own)",
                 SCALED, terms, divisor=1.0 / scaling, note=note)
@@ -294,7 +294,7 @@ def _mask_rule(x: _Cell) -> str:
 
 
 def _mask(x: _Cell) -> Explanation:
-    seen = bool(x.trace["causal_mask"][x.row, x.col])
+    seen = not bool(x.trace["causal_mask"][x.row, x.col])  # True = hidden
     return x.at(f"mask[{x.token(x.row)}, {x.token(x.col)}]", "seen" if seen else "hidden",
                 GIVEN, (), note=_mask_rule(x))
 

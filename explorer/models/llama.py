@@ -232,7 +232,7 @@ def attention_mask(n_queries: int, n_keys: int, window: int | None) -> Tensor:
     """(n_queries, n_keys) bool, True = may attend, for the last ``n_queries``
     of ``n_keys`` tokens: causal, and within the sliding ``window`` when given
     (i − window < j ≤ i, `explorer.modern.attention.sliding_window_mask`)."""
-    full = (modern.causal_mask(n_keys) if window is None
+    full = (modern.causal_allowed(n_keys) if window is None
             else modern.sliding_window_mask(n_keys, window))
     return full[n_keys - n_queries:]
 
@@ -296,8 +296,8 @@ def decoder_steps(hidden: Tensor, weights: dict[str, Tensor], config: DecoderCon
     s = token_steps(hidden, weights, config, torch.arange(n) if positions is None else positions)
     s["attn_scores"] = scores_of(s["queries_rope"], s["keys_rope"], config)    # (h, n, n)
     s["scaled_scores"] = s["attn_scores"] * config.scaling
-    s["causal_mask"] = attention_mask(n, n, config.window)                      # (n, n) bool
-    s["masked_scores"] = s["scaled_scores"].masked_fill(~s["causal_mask"], float("-inf"))
+    s["causal_mask"] = ~attention_mask(n, n, config.window)  # (n, n) bool, True = hidden
+    s["masked_scores"] = s["scaled_scores"].masked_fill(s["causal_mask"], float("-inf"))
     s["attn_weights"] = torch.softmax(s["masked_scores"], dim=-1)               # (h, n, n)
     s["context"] = att.combine_heads(s["attn_weights"] @ shared_keys(s["values"], config))
     s["W_out"] = weights["W_out"]                                               # (h·e, d)
@@ -327,7 +327,9 @@ def compute_decoder_trace(model: LoadedModel, text: str | None = None, *, input_
       ``queries_rope (h, n, e)``, ``keys_rope (k, n, e)``;
     - ``attn_scores (h, n, n)``: each query head's Q·Kᵀ with its K/V head
       (`DecoderConfig.kv_head_of`); ``scaled_scores``; ``causal_mask (n, n)``
-      bool (causal, within the window on a sliding layer); ``masked_scores``
+      bool, True where the key is hidden from the query (a future key, or one
+      outside the window on a sliding layer), as the book's trace has it;
+      ``masked_scores``
       (−∞ where masked; the model adds the dtype's minimum instead: the same
       weights); ``attn_weights (h, n, n)``;
     - ``context (n, h·e)``, ``W_out (h·e, d)`` (``b_out``), ``output (n, d)``:
@@ -371,7 +373,8 @@ DECODER_STEPS: dict[str, str] = {
     "keys_rope": "apply_rotary_pos_emb: k · cos + rotate_half(k) · sin",
     "attn_scores": "torch.matmul(query, repeat_kv(key).transpose(2, 3))",
     "scaled_scores": "… * self.scaling (head_dim^−½; Gemma 3: query_pre_attn_scalar^−½)",
-    "causal_mask": "create_causal_mask / create_sliding_window_causal_mask (True = may attend)",
+    "causal_mask": "create_causal_mask / create_sliding_window_causal_mask, negated "
+                   "(True = hidden, as in the book)",
     "masked_scores": "attn_weights + attention_mask (the model adds the dtype's minimum)",
     "attn_weights": "softmax(…, dim=-1, dtype=torch.float32): output_attentions",
     "context": "torch.matmul(attn_weights, repeat_kv(value)), heads side by side: o_proj's input",

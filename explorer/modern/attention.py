@@ -242,8 +242,10 @@ def grouped_query_attention(queries: Tensor, keys: Tensor, values: Tensor,
 # ---------------------------------------------------------------------------
 # 3. Masks: causal and sliding window
 # ---------------------------------------------------------------------------
-def causal_mask(n_tokens: int) -> Tensor:
-    """(n, n) bool, True where key j ≤ query i (the token itself and earlier ones)."""
+def causal_allowed(n_tokens: int) -> Tensor:
+    """(n, n) bool, True where key j ≤ query i (the token itself and earlier ones):
+    the keys a query may attend. The book's `explorer.core.attention.causal_mask`
+    is its negation (True where a key is in the future, masked)."""
     return torch.ones(n_tokens, n_tokens, dtype=torch.bool).tril()
 
 
@@ -354,7 +356,7 @@ def decode(queries: Tensor, keys: Tensor, values: Tensor, prefill: int,
         cache = KVCache.empty(keys.shape[0], keys.shape[-1], values.shape[-1])
     cache.append(keys[:, :prefill], values[:, :prefill])
     first = grouped_query_attention(queries[:, :prefill], keys[:, :prefill], values[:, :prefill],
-                                    causal_mask(prefill))
+                                    causal_allowed(prefill))
     n_kv, group = keys.shape[0], n_heads // keys.shape[0]
     steps, lengths = [], [len(cache)]
     for t in range(prefill, n_tokens):
@@ -676,7 +678,7 @@ def modern_attention(embeddings: Tensor, config: ModernConfig, seed: int,
     cos0, sin0 = rope_tables(n, c.head_dim, c.rope_base, 0, c.rope_pairing)
     at_zero = attention_scores(apply_rope(queries, cos0, sin0, c.rope_pairing),
                                repeat_kv(apply_rope(keys, cos0, sin0, c.rope_pairing), c.n_heads))
-    causal = causal_mask(n)
+    causal = causal_allowed(n)
     window = sliding_window_mask(n, c.window)
     window_earlier = sliding_window_mask(n, c.window, WINDOW_EARLIER)
     record = (lambda qi, kj: True) if tile is None else (lambda qi, kj: qi == tile[0])

@@ -162,7 +162,7 @@ def _masked_weights(x: _Cell) -> Explanation:
     """A weight of the causal or windowed attention: softmax over the keys the
     query sees (the others −∞, weight 0)."""
     window = x.chart == "window-weights"
-    seen = (x.trace.window_mask if window else modern.causal_mask(x.trace.n_tokens))[x.row]
+    seen = (x.trace.window_mask if window else modern.causal_allowed(x.trace.n_tokens))[x.row]
     scores = x.trace.scores_rope[x.head, x.row].masked_fill(~seen, float("-inf"))
     return _softmax(x, scores, "the keys outside the window" if window else
                     "the keys after the query")
@@ -269,7 +269,7 @@ def chart_matrix(trace: ModernTrace, chart: str, head: int) -> Tensor:
     if chart in WINDOW_CHARTS:
         return (trace.window_mask if chart == "mask-window" else trace.window_mask_earlier).float()
     if chart in ("mask-causal", "tile"):
-        causal = modern.causal_mask(trace.n_tokens)
+        causal = modern.causal_allowed(trace.n_tokens)
         return causal.float() if chart == "mask-causal" else \
             trace.scores_rope[head].masked_fill(~causal, float("-inf"))
     return {"cos": trace.cos, "sin": trace.sin, "q-before": trace.queries[head],

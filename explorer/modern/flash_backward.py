@@ -116,7 +116,7 @@ def flash_backward(queries: Tensor, keys: Tensor, values: Tensor, d_output: Tens
     (`row_statistics`) and D (`output_dot`).
 
     queries, keys (h, n, d); values, d_output (h, n, hv); mask (n, n) bool,
-    True = may attend (`explorer.modern.attention.causal_mask`). Key tiles in the
+    True = may attend (`explorer.modern.attention.causal_allowed`). Key tiles in the
     outer loop, query tiles inside, as the paper. ``record(k_tile, q_tile)``
     says which tiles keep their P, dP and dS (every tile keeps its rows and
     columns). Raises `ConfigError` for tiles outside 1 … n_tokens or more than

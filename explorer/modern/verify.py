@@ -178,7 +178,7 @@ def llama_layer_check(model, embeddings: Tensor) -> Agreement:
         cos, sin = modern.rope_tables(n, c.head_dim, c.rope_parameters["rope_theta"])
         mine = modern.grouped_query_attention(modern.apply_rope(queries, cos, sin),
                                               modern.apply_rope(keys, cos, sin), values,
-                                              modern.causal_mask(n))
+                                              modern.causal_allowed(n))
         output = mine.context.transpose(0, 1).reshape(n, -1) @ attention.o_proj.weight.T
     return of_all("A Llama layer", "attention weights and output", "transformers' LlamaModel",
                   [part_check("attention weights", "every head's attention weights",

@@ -49,7 +49,7 @@ def kind_of(chart: str) -> Step:
     if chart == "rms":
         return plain_step(chart, TOKEN_ROWS, ONE_COL)
     if chart == "causal_mask":
-        return plain_step(chart, QUERY_ROWS, KEY_COLS, MASK, ("hidden", "seen"))
+        return plain_step(chart, QUERY_ROWS, KEY_COLS, MASK, ("seen", "hidden"))
     if chart in ("attn_weights", "generated_weights", "generated_rows"):
         rows = GENERATED_ROWS if chart == "generated_rows" else QUERY_ROWS
         return plain_step(chart, rows if chart != "generated_weights" else Axis("new query", DIMS),

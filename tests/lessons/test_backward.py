@@ -50,7 +50,7 @@ from explorer.lessons.backward.settings import (
 from explorer.lessons.backward.terms import SYMBOLS, explain_gradient, formula
 from explorer.lessons.backward.training import train
 from explorer.modern import flash_backward as flash
-from explorer.modern.attention import causal_mask, tile_steps
+from explorer.modern.attention import causal_allowed, tile_steps
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -363,7 +363,7 @@ def test_flash_backward_equals_autograd_through_sdpa(h, n, d, dv, causal, seed, 
     q, k = torch.randn(h, n, d, generator=rng), torch.randn(h, n, d, generator=rng)
     v, d_o = torch.randn(h, n, dv, generator=rng), torch.randn(h, n, dv, generator=rng)
     result = flash.flash_backward(q, k, v, d_o, block_q, block_k,
-                                  causal_mask(n) if causal else None)
+                                  causal_allowed(n) if causal else None)
     for ours, reference in zip((result.d_queries, result.d_keys, result.d_values),
                                _sdpa_gradients(q, k, v, d_o, causal)):
         assert torch.allclose(ours, reference, atol=2e-5, rtol=1e-4)
@@ -372,7 +372,7 @@ def test_flash_backward_equals_autograd_through_sdpa(h, n, d, dv, causal, seed, 
     assert [(t.k_tile, t.q_tile) for t in result.tiles] == [
         divmod(i, n_q) for i in range(len(result.tiles))]  # key tiles outside, query tiles in
     full = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d) + (
-        torch.where(causal_mask(n), 0.0, -math.inf) if causal else 0.0), dim=-1)
+        torch.where(causal_allowed(n), 0.0, -math.inf) if causal else 0.0), dim=-1)
     d_p = d_o @ v.transpose(-2, -1)
     assert torch.allclose(result.D, (full * d_p).sum(dim=-1), atol=1e-5)  # D = rowsum(P ⊙ dP)
     assert result.tile_bytes == 4 * h * block_q * block_k
@@ -382,7 +382,7 @@ def test_flash_backward_without_d_fails(monkeypatch):
     rng = torch.Generator().manual_seed(1)
     q, k, v, d_o = (torch.randn(2, 6, 4, generator=rng) for _ in range(4))
     monkeypatch.setattr(flash, "tile_score_gradient", lambda p, d_p, D: p * d_p)
-    result = flash.flash_backward(q, k, v, d_o, 2, 3, causal_mask(6))
+    result = flash.flash_backward(q, k, v, d_o, 2, 3, causal_allowed(6))
     d_q, d_k, d_v = _sdpa_gradients(q, k, v, d_o, True)
     assert (result.d_queries - d_q).abs().max() > 1e-2
     assert (result.d_keys - d_k).abs().max() > 1e-2

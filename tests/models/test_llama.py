@@ -142,7 +142,7 @@ def test_every_step_equals_the_models_own_tensors(models, arch, layer):
     window = TINY_DECODERS[arch].get("sliding_window")
     sliding = window is not None and (arch == "mistral" or layer == 0)
     expected = (j <= i) & ((j > i - window) if sliding else True)
-    assert torch.equal(trace["causal_mask"], expected) and c.window == (window if sliding
+    assert torch.equal(trace["causal_mask"], ~expected) and c.window == (window if sliding
                                                                          else None)
     assert against_model(trace, model).ok and against_model_steps(trace, model).ok
     assert decoder_trace_bytes(model, len(IDS), layer) == trace.nbytes
@@ -489,3 +489,21 @@ def test_the_offered_names_open_from_the_local_cache(tmp_path, folders, monkeypa
     model = load_model("smollm2-135m", architectures=EVERY_ARCHITECTURE)
     assert (model.source, model.location, model.architecture) == ("cache", hub, "llama")
     assert model.name == "smollm2-135m" and model.n_kv_heads == 2
+
+
+def test_causal_mask_means_what_it_means_in_the_books_trace(models):
+    """Issue 46: one meaning per name. ``causal_mask`` is True for a hidden key in
+    the Llama layer's trace as in the book's (``torch.triu(..., diagonal=1)``), and
+    both go out under the same key in the JSON."""
+    import json
+
+    from explorer.core.config import AttentionConfig
+    from explorer.core.trace import compute_trace
+
+    trace = compute_decoder_trace(models["llama"], input_ids=IDS[:5])
+    book = compute_trace(AttentionConfig(sentence="a b c d e", causal=True))
+    assert torch.equal(trace["causal_mask"], book["causal_mask"])
+    assert torch.equal(book["causal_mask"], torch.triu(torch.ones(5, 5), diagonal=1).bool())
+    assert json.loads(trace.to_json())["steps"]["causal_mask"] == \
+        json.loads(book.to_json())["steps"]["causal_mask"]
+    assert not hasattr(modern, "causal_mask")  # its True = may attend is causal_allowed

@@ -149,7 +149,7 @@ def test_grouped_query_attention_is_sdpa_with_enable_gqa(sizes, causal):
     n_heads, n_kv, n, head_dim, seed = sizes
     q = randn(n_heads, n, head_dim, seed=seed)
     k, v = randn(n_kv, n, head_dim, seed=seed + 1), randn(n_kv, n, head_dim + 1, seed=seed + 2)
-    mine = modern.grouped_query_attention(q, k, v, modern.causal_mask(n) if causal else None)
+    mine = modern.grouped_query_attention(q, k, v, modern.causal_allowed(n) if causal else None)
     reference = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
     assert largest(mine.context, reference) < FLOAT32
 
@@ -190,7 +190,7 @@ def test_the_window_counts_the_token_itself():
     assert modern.sliding_window_mask(4, 2).int().tolist() == [[1, 0, 0, 0], [1, 1, 0, 0],
                                                                [0, 1, 1, 0], [0, 0, 1, 1]]
     assert torch.equal(modern.sliding_window_mask(5, 1), torch.eye(5, dtype=torch.bool))
-    assert torch.equal(modern.sliding_window_mask(5, 5), modern.causal_mask(5))
+    assert torch.equal(modern.sliding_window_mask(5, 5), modern.causal_allowed(5))
 
 
 @pytest.mark.parametrize("n", [1, 4, 9])
@@ -228,7 +228,7 @@ def test_every_decoded_row_is_the_row_of_full_causal_attention(sizes, data):
     n_heads, n_kv, n, head_dim, seed = sizes
     prefill = data.draw(st.integers(0, n))
     q, k, v = (randn(h, n, head_dim, seed=seed + i) for i, h in enumerate((n_heads, n_kv, n_kv)))
-    full = modern.grouped_query_attention(q, k, v, modern.causal_mask(n))
+    full = modern.grouped_query_attention(q, k, v, modern.causal_allowed(n))
     decoding = modern.decode(q, k, v, prefill)
     # not always bit-equal: a row adds in another order than the whole matrix
     assert largest(modern.decoded_weights(decoding, n), full.attn_weights) < DECODE_TOLERANCE
@@ -251,7 +251,7 @@ class ForgetfulCache(modern.KVCache):
 
 def test_a_cache_that_drops_the_first_token_fails_the_check():
     q, k, v = randn(2, 6, 4), randn(2, 6, 4, seed=1), randn(2, 6, 4, seed=2)
-    full = modern.grouped_query_attention(q, k, v, modern.causal_mask(6))
+    full = modern.grouped_query_attention(q, k, v, modern.causal_allowed(6))
     broken = modern.decode(q, k, v, 2, cache=ForgetfulCache.empty(2, 4, 4))
     rows = torch.stack([s.context for s in broken.steps], 1)
     assert largest(rows, full.context[:, 2:]) > 0.01
@@ -267,7 +267,7 @@ def test_the_online_softmax_is_sdpa(sizes, data, causal):
     n_heads, _, n, head_dim, seed = sizes
     block_q, block_k = data.draw(st.integers(1, n)), data.draw(st.integers(1, n))
     q, k, v = (randn(n_heads, n, head_dim, seed=seed + i) * 3 for i in range(3))
-    mask = modern.causal_mask(n) if causal else None
+    mask = modern.causal_allowed(n) if causal else None
     flash = modern.online_softmax_attention(q, k, v, block_q, block_k, mask)
     reference = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     assert largest(flash.context, reference) < 1e-4
@@ -375,7 +375,7 @@ def test_a_tiny_random_llama_layer_is_the_explorers_rope_and_grouped_query_steps
             cos, sin = modern.rope_tables(9, head_dim, 500_000.0, pairing=pairing)
             return modern.grouped_query_attention(
                 modern.apply_rope(q, cos, sin, pairing), modern.apply_rope(k, cos, sin, pairing),
-                v, modern.causal_mask(9)).attn_weights
+                v, modern.causal_allowed(9)).attn_weights
     assert theirs.shape == (n_heads, 9, 9)
     for head in range(n_heads):
         assert largest(mine(ROTATE_HALF)[head], theirs[head]) < FLOAT32, head
@@ -424,7 +424,7 @@ def test_the_walk_skips_the_tiles_causal_flash_attention_skips(sizes, data):
     n_heads, _, n, head_dim, seed = sizes
     block_q, block_k = data.draw(st.integers(1, n)), data.draw(st.integers(1, n))
     q, k, v = (randn(n_heads, n, head_dim, seed=seed + i) * 3 for i in range(3))
-    mask = modern.causal_mask(n)
+    mask = modern.causal_allowed(n)
     flash = modern.online_softmax_attention(q, k, v, block_q, block_k, mask,
                                             skip_masked_tiles=True)
     walked = [(s.q_tile, s.k_tile) for s in flash.steps]
