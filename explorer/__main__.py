@@ -111,10 +111,6 @@ def _check(args: argparse.Namespace) -> int:
         print(f"note: {problem}; your code runs in a child process without the box",
               file=sys.stderr)
     folder = path.resolve().parent
-    if not problem and os.geteuid() == 0 and folder.stat().st_mode & 0o005 != 0o005:
-        print(f"note: as root, the box runs your code as the user nobody, which may not read "
-              f"{folder}: your file's imports of its neighbours will fail there",
-              file=sys.stderr)
     options = {name: getattr(args, name) for name in OPTIONS if hasattr(args, name)}
     # The code runs in a child process; this one decides the exit status from
     # the child's validated result, whatever the code does (exit, signals, loops)
@@ -126,6 +122,11 @@ def _check(args: argparse.Namespace) -> int:
         print(f"error: {report.message}", file=sys.stderr)
         if report.details:
             print(report.details, file=sys.stderr)
+        if (not problem and os.geteuid() == 0 and folder.stat().st_mode & 0o005 != 0o005
+                and "ModuleNotFoundError" in report.message + report.details):
+            print(f"note: as root, the box runs your code as the user nobody, which may not "
+                  f"read {folder}: let others read it for your file's imports of its "
+                  "neighbours (chmod o+rx)", file=sys.stderr)
         return CANNOT_CHECK
     print(report.to_json() if args.json else report.text())
     return OK if report.ok else CANNOT_CHECK if report.uncertain else DIFFERS

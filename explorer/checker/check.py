@@ -101,6 +101,7 @@ from explorer.checker.mistakes import (
 from explorer.checker.verdicts import DIFFERS, MATCH, NOT_SEEN, SYMBOLS, UNSURE
 from explorer.core import attention as att
 from explorer.core import recipes
+from explorer.core.agreement import max_abs_diff
 from explorer.core.config import MAX_ATTENTION_CELLS, AttentionConfig
 from explorer.core.literal import format_value
 from explorer.core.steps import STEPS, TOKENS
@@ -425,15 +426,6 @@ def close(ours: Tensor, yours: Tensor) -> bool:
     return bool(agreeing(ours, yours).all())
 
 
-def difference(ours: Tensor, yours: Tensor) -> float:
-    """The largest |ours − yours| (0 where both hold the same infinity or NaN,
-    infinite where only one of them is finite or NaN)."""
-    same = (ours == yours) | (ours.isnan() & yours.isnan())
-    gap = torch.where(same, torch.zeros_like(ours), (ours - yours).abs())
-    gap = torch.nan_to_num(gap, nan=math.inf, posinf=math.inf)
-    return float(gap.max()) if gap.numel() else 0.0
-
-
 def _agreement(ours: Tensor, yours: Tensor) -> float:
     """The share of cells in which ``yours`` equals ``ours`` to the tolerance."""
     return float(agreeing(ours, yours).float().mean())
@@ -516,14 +508,14 @@ class _Yours:
         options = [t for _, t in whole]
         if parts:
             options.append(torch.stack([min((t for _, t in parts),
-                                            key=lambda t: difference(target[:, h], t))
+                                            key=lambda t: max_abs_diff(target[:, h], t))
                                         for h in range(target.shape[1])], dim=1))
         return options
 
 
 def _nearest(target: Tensor, options: list[Tensor]) -> Tensor | None:
     """The option whose largest difference from ``target`` is the least."""
-    return min(options, key=lambda t: difference(target, t), default=None)
+    return min(options, key=lambda t: max_abs_diff(target, t), default=None)
 
 
 # ---------------------------------------------------------------------------
@@ -1089,7 +1081,7 @@ class _Where:
         most cells (then: the least largest difference; then: the earliest)."""
         same_shape = [s for s in self.names if self.reference[s].shape == tensor.shape]
         return min(same_shape, key=lambda s: (-_agreement(self.reference[s], tensor),
-                                              difference(self.reference[s], tensor)))
+                                              max_abs_diff(self.reference[s], tensor)))
 
 
 def check_module(module: nn.Module, sentence: str | None = None, *, inputs: Any = None,
@@ -1390,7 +1382,7 @@ def _step_results(names: list[str], reference: dict[str, Tensor],
     results, undone = [], _undone(names, found)
     for i, s in enumerate(names):
         if found[s] is not None:
-            results.append(StepResult(s, MATCH, difference(reference[s], found[s])))
+            results.append(StepResult(s, MATCH, max_abs_diff(reference[s], found[s])))
         elif first is None or s not in undone or i < names.index(first):
             results.append(StepResult(s, NOT_SEEN))
         else:
@@ -1398,7 +1390,7 @@ def _step_results(names: list[str], reference: dict[str, Tensor],
                 reference[s], lookup(s).options(s, reference[s]))
             results.append(StepResult(s, DIFFERS, None if nearest is None or
                                       nearest.shape != reference[s].shape
-                                      else difference(reference[s], nearest)))
+                                      else max_abs_diff(reference[s], nearest)))
     return results
 
 

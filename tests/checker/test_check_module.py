@@ -738,7 +738,8 @@ def test_ctrl_c_ends_the_command_line_with_one_line(tmp_path):
     # its folder read-only, its output passed on at the end) leaves the test that sign.
     marker = f"loops{os.getpid()}"[:15]
     (tmp_path / "my_attention.py").write_text(LOOPS_FOREVER.replace(
-        "        while True:", f"        open('/proc/self/comm', 'w').write({marker!r})\n"
+        "        while True:", "        import ctypes  # PR_SET_NAME (the box's /proc is read-only)\n"
+                              f"        ctypes.CDLL(None).prctl(15, {marker.encode()!r}, 0, 0, 0)\n"
                               "        while True:"))
     # A terminal's Ctrl-C: SIGINT handled as by default, even where this test runs in
     # the background (a shell's `&` ignores SIGINT, and a child inherits that).
