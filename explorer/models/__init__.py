@@ -11,10 +11,10 @@
 Without weights on the machine, fetch GPT-2 small once while online:
 ``python -m explorer.models download gpt2``.
 
-The Llama family (Llama, Mistral, Qwen2, Qwen3, Gemma 3 text), opened with
-``architectures=EVERY_ARCHITECTURE``:
+The Llama family (Llama, Mistral, Qwen2, Qwen3, Gemma 3 text), opened the same
+way, is traced by `compute_decoder_trace` (``compute_model_trace`` says so):
 
-    >>> model = load_model("smollm2-135m", architectures=EVERY_ARCHITECTURE)
+    >>> model = load_model("smollm2-135m")
     >>> trace = compute_decoder_trace(model, "The cat sat on the mat", layer=3, head=4)
     >>> head_slice(trace).sharing           # the query heads sharing head 4's K/V head
     (3, 4, 5)

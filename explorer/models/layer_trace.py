@@ -158,8 +158,14 @@ def compute_model_trace(model: LoadedModel, text: str | None = None, *, input_id
 
     With a single head the per-head steps drop the head axis, as in
     `explorer.core.trace.compute_trace`. One forward pass (stopped at the layer) runs
-    under the model's lock. Raises `ModelError` for bad input, layer or head.
+    under the model's lock. Raises `ModelError` for bad input, layer or head, and
+    for a Llama-family model (its message names `explorer.models.llama.compute_decoder_trace`).
     """
+    if model.architecture not in ARCHITECTURES:
+        raise ModelError("model", f"{shown(model.name)} is a Llama-family model "
+                                  f"({shown(model.architecture)}): trace its layer with "
+                                  "explorer.models.compute_decoder_trace(model, text, "
+                                  "layer=..., head=...)")
     seq = model_input(model, text, input_ids)
     config = ModelConfig(
         model=model.name, source=model.source, architecture=model.architecture, layer=layer,

@@ -488,10 +488,11 @@ def _text(name_or_path: Any) -> str:
 
 
 def load_folder(path: str | os.PathLike, *, within_budget: bool = False,
-                architectures: Iterable[str] = CLASSIC) -> LoadedModel:
-    """Load the GPT-2 or BERT model saved in the folder ``path`` (``~`` is expanded);
-    with ``architectures=EVERY_ARCHITECTURE`` (`explorer.models.anatomy`), also a
-    Llama, Mistral, Qwen2, Qwen3 or Gemma 3 (text) model.
+                architectures: Iterable[str] = EVERY_ARCHITECTURE) -> LoadedModel:
+    """Load the model saved in the folder ``path`` (``~`` is expanded): GPT-2, BERT,
+    or a Llama, Mistral, Qwen2, Qwen3 or Gemma 3 (text) model; ``architectures``:
+    the ``model_type`` values to open (default every one,
+    `explorer.models.anatomy.EVERY_ARCHITECTURE`).
 
     The folder must hold what ``model.save_pretrained(folder)`` writes:
     config.json and model.safetensors (or its sharded index); tokenizer files
@@ -563,11 +564,13 @@ def _from_hub(location: str, name: str, source: str, within_budget: bool = False
 
 
 def load_model(name_or_path: str | os.PathLike, *, within_budget: bool = False,
-               architectures: Iterable[str] = CLASSIC) -> LoadedModel:
-    """Load a GPT-2 or BERT model and its tokenizer, ready for `compute_model_trace`;
-    with ``architectures=EVERY_ARCHITECTURE`` (`explorer.models.anatomy`), also a
-    Llama-family model (``"smollm2-135m"``, ``"qwen3-0.6b"``, a folder), ready
-    for `explorer.models.llama.compute_decoder_trace` and `explorer.models.generation`.
+               architectures: Iterable[str] = EVERY_ARCHITECTURE) -> LoadedModel:
+    """Load a model the explorer mirrors and its tokenizer: GPT-2 or BERT, ready
+    for `compute_model_trace`, or a Llama-family model (``"smollm2-135m"``,
+    ``"qwen3-0.6b"``, a Llama, Mistral, Qwen2, Qwen3 or Gemma 3 folder), ready for
+    `explorer.models.llama.compute_decoder_trace` and `explorer.models.generation`.
+    ``architectures``: the ``model_type`` values to open (default every one,
+    `explorer.models.anatomy.EVERY_ARCHITECTURE`; ``CLASSIC`` for GPT-2 and BERT).
 
     ``name_or_path``: a folder saved with ``save_pretrained`` (see `load_folder`,
     which this calls for anything that starts like a path, is not a Hub name,
@@ -579,7 +582,7 @@ def load_model(name_or_path: str | os.PathLike, *, within_budget: bool = False,
     Raises `ModelUnavailable` when there are no weights and no network (the
     message names the download command); for a folder, `FolderUnusable` (one
     message for every path that cannot be opened; ``error.reason`` says why);
-    `ModelError` for an architecture other than GPT-2 / BERT, sizes outside
+    `ModelError` for an architecture outside ``architectures``, sizes outside
     `explorer.models.sizes.LIMITS` or unreadable files in the cache; with
     ``within_budget``, `explorer.server.budget.BudgetError` for a model larger than
     the server's model share, before it is built (as in `load_folder`). All are

@@ -26,6 +26,7 @@ import transformers
 
 from explorer.core.config import ConfigError, shown
 from explorer.models import (
+    CLASSIC,
     DECODER_CHOICES,
     EVERY_ARCHITECTURE,
     DecoderConfig,
@@ -405,10 +406,10 @@ def test_what_a_folder_cannot_give_gets_one_clear_message(tmp_path, folders):
     (yarn / "config.json").write_text(json.dumps(config))
     with pytest.raises(ModelError, match="its RoPE is scaled by 'yarn'"):
         load_model(yarn, architectures=EVERY_ARCHITECTURE)
-    # GPT-2 / BERT callers keep today's answer
+    # a caller that asks for GPT-2 and BERT only gets that answer
     with pytest.raises(ModelError, match="the explorer opens models of type 'gpt2', 'bert' "
                                          "only"):
-        load_model(folders["llama"])
+        load_model(folders["llama"], architectures=CLASSIC)
 
 
 def test_a_model_larger_than_the_budget_is_refused_before_it_is_built(tmp_path, folders):
@@ -507,3 +508,18 @@ def test_causal_mask_means_what_it_means_in_the_books_trace(models):
     assert json.loads(trace.to_json())["steps"]["causal_mask"] == \
         json.loads(book.to_json())["steps"]["causal_mask"]
     assert not hasattr(modern, "causal_mask")  # its True = may attend is causal_allowed
+
+
+def test_load_model_opens_every_architecture_and_the_trace_names_its_call(folders):
+    """Issue 46: one way to open a model. ``load_model(folder)`` opens a Llama-family
+    folder with no extra argument, and `compute_model_trace` names the call that
+    traces it."""
+    from explorer.models import compute_model_trace
+
+    model = load_model(folders["mistral"])
+    assert model.architecture == "mistral"
+    with pytest.raises(ConfigError, match=r"compute_decoder_trace\(model"):
+        compute_model_trace(model, input_ids=IDS[:4])
+    assert compute_decoder_trace(model, input_ids=IDS[:4]).n_tokens == 4
+    with pytest.raises(ConfigError, match="'gpt2', 'bert'"):
+        load_model(folders["llama"], architectures=CLASSIC)
