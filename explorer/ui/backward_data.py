@@ -41,6 +41,7 @@ from explorer.lessons.backward.settings import (
     DEFAULT_LEARNING_RATE,
     LossConfig,
     TrainingConfig,
+    check_work,
     parse_setting,
 )
 from explorer.lessons.backward.training import TrainingRun, train
@@ -117,8 +118,11 @@ def training_bytes(config: AttentionConfig, training: TrainingConfig) -> int:
 def run_of(config: AttentionConfig, loss_config: LossConfig,
            training: TrainingConfig) -> TrainingRun:
     """`train` on ``config``'s trace. Raises `ConfigError` past the run's size
-    (`TrainingConfig.check_size`) or for a loss that cannot be computed."""
+    (`TrainingConfig.check_size`) or for a loss that cannot be computed, and
+    `explorer.server.budget.BudgetError` past the server's CPU for a run
+    (`check_work`), before anything is computed."""
     training.check_size(config.n_heads, len(config.tokens))
+    check_work(config, training)
     return cached_model_result(
         ("backward-train", config, loss_config, training),
         lambda: train(cached_trace(config), loss_config, training),

@@ -8,6 +8,7 @@ import json
 import random
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -23,14 +24,16 @@ from explorer.lessons.backward.settings import (
     DEFAULT_LEARNING_RATE,
     MAX_LEARNING_RATE,
     MAX_TRAINING_CELLS,
+    MAX_TRAINING_SECONDS,
     LossConfig,
     TrainingConfig,
+    step_seconds,
 )
 from explorer.lessons.backward.terms import SYMBOLS, explain_gradient
 from explorer.lessons.backward.training import train
 from explorer.lessons.pages import BACKWARD_PAGE
 from explorer.ui import backward as page_parts
-from explorer.ui import state
+from explorer.ui import backward_data, state
 from explorer.ui.navigation import PAGES
 from tests.ui.test_app import all_charts, errors, open_link, page_link, read_numbers, z_values
 from tests.ui.test_app_downloads import offered, sidebar_downloads  # noqa: F401 (a fixture)
@@ -153,6 +156,51 @@ def test_too_many_steps_for_the_size_say_how_many_fit():
     most = MAX_TRAINING_CELLS // 300 ** 2 - 1  # (steps + 1) × 1 head × 300² cells at most
     assert message and f"use at most {most} steps" in message[0]
     assert "backward-grad-queries" in all_charts(at)
+
+
+def test_a_link_past_the_servers_cpu_is_refused_before_training(monkeypatch):
+    """The most work a link could ask for before the bound (issue 52, item 10):
+    288 tokens (the most that allow 200 steps), every dimension 1,024, 200
+    AdamW steps, out_proj on; 53-82 s of the page's CPU then, 3.7 s now."""
+    def never(*args, **kwargs):
+        raise AssertionError("the training run was computed")
+    monkeypatch.setattr(backward_data, "train", never)
+    long = " ".join(f"w{i}" for i in range(288))
+    link = {"sentence": long, "n_heads": "1", "d_in": "1024", "d_k": "1024", "d_v": "1024",
+            "out_proj": "on", "optimizer": "adamw", "train_steps": "200"}
+    start = time.process_time()
+    at = open_link(PAGE, link)
+    took = time.process_time() - start
+    assert not at.exception
+    config = AttentionConfig(sentence=long, d_in=1024, d_k=1024, d_v=1024, out_proj=True,
+                             causal=True)
+    most = int(MAX_TRAINING_SECONDS // step_seconds(config)) - 1
+    message = [e for e in errors(at) if "training run" in e]
+    assert message and "of the server's CPU" in message[0]
+    assert f"this server allows {MAX_TRAINING_SECONDS:g} s" in message[0]
+    assert f"use at most {most} steps" in message[0]
+    assert "backward-loss-curve" not in all_charts(at)
+    assert "backward-grad-queries" in all_charts(at)  # the other parts stay
+    assert took < 20, f"{took:.1f} s of CPU"
+
+
+@pytest.mark.slow
+def test_the_largest_training_link_admitted_runs():
+    """The same link with the most steps the bound admits (45): measured 21.6 s of
+    the page's CPU on a busy 2-core machine (the training 5 s by its estimate)."""
+    long = " ".join(f"w{i}" for i in range(288))
+    config = AttentionConfig(sentence=long, d_in=1024, d_k=1024, d_v=1024, out_proj=True,
+                             causal=True)
+    most = int(MAX_TRAINING_SECONDS // step_seconds(config)) - 1
+    link = {"sentence": long, "n_heads": "1", "d_in": "1024", "d_k": "1024", "d_v": "1024",
+            "out_proj": "on", "optimizer": "adamw", "train_steps": str(most),
+            "flash_block_q": "18", "flash_block_k": "18"}
+    start = time.process_time()
+    at = open_link(PAGE, link)
+    took = time.process_time() - start
+    assert not at.exception and errors(at) == []
+    assert "backward-loss-curve" in all_charts(at)
+    assert took < 120, f"{took:.1f} s of CPU"
 
 
 def test_a_loss_that_cannot_be_computed_is_said_in_the_loss_part_and_the_rest_stays():

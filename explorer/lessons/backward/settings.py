@@ -21,6 +21,7 @@ from explorer.core.config import (
     _is_bool,
     shown,
 )
+from explorer.server.budget import BudgetError
 
 # ---------------------------------------------------------------------------
 # Limits and choices (one place)
@@ -53,6 +54,27 @@ MAX_TRAINING_CELLS = 4 * MAX_ATTENTION_CELLS
 (n_heads, n, n) per step (64 MiB of float32), which also bounds its time (each
 step is a forward and a backward pass over as many cells). 6 tokens allow
 every step; 512 tokens and 1 head allow 63."""
+
+MATMUL_FLOPS_PER_SECOND = 100e9
+SECONDS_PER_CELL = 25e-9
+SECONDS_PER_PARAMETER = 4e-9
+SECONDS_PER_STEP = 0.4e-3
+"""The four rates of `step_seconds`, measured with ``train`` on this
+project's 2-core server (one torch thread, AdamW, causal, 2026-11): the matrix
+products run at about 100 GFLOP/s; each of the n_heads × n_tokens² attention
+cells costs 25 ns a step (the mask, softmax, dropout and their gradients, one
+elementwise operation after another); each trained weight 4 ns (AdamW's
+update; SGD's is cheaper); and 0.4 ms a step whatever the sizes (Python and
+torch's calls; the default page 0.36 ms). Measured per step (estimated): 288
+tokens, d = 1024: 98 ms (107); 400 tokens, d = 1024: 139 (148); 512 tokens,
+d = 1024: 186 (200); 512 tokens, 16 heads, d = 16: 107 (107); 64 tokens,
+256 heads, d = 256: 24 (29); 128 tokens, 4 heads, d = 256: 4.5 (5.8); 6
+tokens, d = 1024: 18 (19). The server's two torch threads take more CPU for
+the same work (1.5-3× on a busy machine)."""
+MAX_TRAINING_SECONDS = 5.0
+"""The most server CPU one link's training run may ask for, by `training_seconds`
+(about as much again with the page's other parts; before this bound, 288
+tokens at d = 1024 with 200 AdamW steps took the page 53-82 s of CPU)."""
 
 DEFAULT_LEARNING_RATE = {SGD: 0.5, ADAMW: 0.05}
 DEFAULT_TRAIN_STEPS = 30
@@ -131,7 +153,8 @@ class TrainingConfig:
     """A few steps of training: ``optimizer`` (`SGD` or `ADAMW`),
     ``learning_rate`` in [`MIN_LEARNING_RATE`, `MAX_LEARNING_RATE`] and
     ``steps`` in [`MIN_TRAIN_STEPS`, `MAX_TRAIN_STEPS`]. Raises `ConfigError`
-    outside them (`check_size` bounds the run's size for a given trace)."""
+    outside them (`check_size` bounds the run's size for a given trace, `check_work`
+    its CPU)."""
 
     optimizer: str = SGD
     learning_rate: float = DEFAULT_LEARNING_RATE[SGD]
@@ -154,3 +177,54 @@ class TrainingConfig:
                                f"{n_tokens}² = {(self.steps + 1) * per_step:,}); with "
                                f"{n_tokens} tokens and {n_heads} head(s) use at most {most} "
                                f"steps, or fewer tokens or heads.")
+
+
+def step_seconds(config: AttentionConfig) -> float:
+    """One training step's CPU seconds on this project's server, an estimate:
+    a forward pass, its loss, the backward pass by hand and the optimiser's
+    update (`MATMUL_FLOPS_PER_SECOND`, `SECONDS_PER_CELL`, `SECONDS_PER_PARAMETER`,
+    `SECONDS_PER_STEP`).
+
+    Floating-point operations of the matrix products of one forward pass, for
+    n tokens (the vocabulary of next-token prediction at most n):
+    2·n·d_in·(2·d_k + d_v) for Q, K, V; 2·n²·(d_k + d_v) for the scores and
+    the context (every head's together); 2·n·d_v² for out_proj; 2·n·d_v·n for
+    the logits. The backward pass takes twice as many (two products per
+    product), so a step three times. Plus n_heads × n² attention cells and
+    d_in·(2·d_k + d_v) + d_v² trained weights, at their own rates.
+    """
+    c = config
+    n = len(c.tokens)
+    products = (2 * n * c.d_in * (2 * c.d_k + c.d_v) + 2 * n * n * (c.d_k + c.d_v)
+                + 2 * n * c.d_v * n)
+    parameters = c.d_in * (2 * c.d_k + c.d_v)
+    if c.has_out_proj:
+        products += 2 * n * c.d_v * c.d_v
+        parameters += c.d_v * c.d_v
+    return (3 * products / MATMUL_FLOPS_PER_SECOND + c.n_heads * n * n * SECONDS_PER_CELL
+            + parameters * SECONDS_PER_PARAMETER + SECONDS_PER_STEP)
+
+
+def training_seconds(config: AttentionConfig, steps: int) -> float:
+    """A run of ``steps`` steps on ``config``'s trace: its CPU seconds on this
+    project's server, an estimate (`step_seconds` each, and a last forward pass)."""
+    return (steps + 1) * step_seconds(config)
+
+
+def check_work(config: AttentionConfig, training: TrainingConfig) -> None:
+    """Raise `explorer.server.budget.BudgetError` when ``training`` on
+    ``config``'s trace would take more than `MAX_TRAINING_SECONDS` of the
+    server's CPU (`training_seconds`), before anything is computed: the
+    message says the estimate, what the server allows, and how many steps fit."""
+    needed = training_seconds(config, training.steps)
+    if needed <= MAX_TRAINING_SECONDS:
+        return
+    most = int(MAX_TRAINING_SECONDS // step_seconds(config)) - 1
+    c = config
+    fit = (f"use at most {most} steps, or fewer tokens or smaller d_in, d_k, d_v" if most >= 1
+           else "use fewer tokens or smaller d_in, d_k, d_v")
+    raise BudgetError(
+        f"this training run needs about {needed:,.0f} s of the server's CPU ({training.steps} "
+        f"steps at {len(c.tokens)} tokens, {c.n_heads} head(s), d_in = {c.d_in}, d_k = {c.d_k}, "
+        f"d_v = {c.d_v}); this server allows {MAX_TRAINING_SECONDS:g} s for one link's run. "
+        f"With these sizes {fit}.")
