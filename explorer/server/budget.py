@@ -382,15 +382,46 @@ def model_pass_bytes(n_layers: int, n_heads: int, d_model: int, n_tokens: int) -
     return 4 * (n_layers * n_heads * n_tokens * n_tokens + 16 * n_tokens * d_model)
 
 
-def check_model_fits(label: str, nbytes: int) -> None:
-    """Raise `BudgetError` when a model of ``nbytes`` (its float32 weights) is
-    larger than `MODEL_BYTES`, saying both figures and the setting that
-    raises the share, e.g. "GPT-2 small needs about 475 MB; this server allows
-    256 MB for models (EXPLORER_MEMORY_BUDGET_MB=512) ..."."""
+TOKENIZER_BYTES_PER_FILE_BYTE = 24
+"""The memory a tokenizer takes once loaded, per byte of its files
+(`tokenizer_bytes`). Measured with ``python -m benchmarks.tokenizer_memory``
+(a fresh Python with transformers 5.23 imported, the resident growth of
+`explorer.models.loading`'s tokenizer load; benchmarks/results/history/2026-11-tokenizer-memory.md):
+byte-level BPE tokenizer.json files shaped like GPT-2's, Llama 3's and Gemma 3's
+(1.5, 4.1 and 8.8 MB) take 43, 98 and 172 MB (peak 49, 117, 227), 11 MB of it
+the first load's own; 100,000 and 500,000 added tokens (12.8 and 64.3 MB of
+JSON) take 224 and 994 MB (peak 242 and 1,180). Past the first 11 MB that is
+15-21 bytes per byte resident and 18-26 at the peak: 24 covers the resident
+growth of every case and the peak of all but the smallest.
+
+So a model's tokenizer counts: GPT-2's (tokenizer.json 1.4 MB, with vocab.json
+and merges.txt 2.9 MB) 33-69 MB, BERT's (vocab.txt 230 kB, with tokenizer.json
+0.7 MB) 6-16 MB, Llama 3's (9 MB) 216 MB, Qwen's (11 MB) 264 MB, Gemma 3's
+(33 MB) 792 MB; a folder with 2 M added tokens (258 MB of JSON) 6.2 GB."""
+
+
+def tokenizer_bytes(file_bytes: int) -> int:
+    """The memory tokenizer files of ``file_bytes`` bytes take once loaded, an
+    estimate: `TOKENIZER_BYTES_PER_FILE_BYTE` per byte."""
+    return TOKENIZER_BYTES_PER_FILE_BYTE * file_bytes
+
+
+def check_model_fits(label: str, nbytes: int, tokenizer_file_bytes: int = 0) -> None:
+    """Raise `BudgetError` when a model of ``nbytes`` (its float32 weights),
+    with its tokenizer files of ``tokenizer_file_bytes`` (counted as
+    `tokenizer_bytes`), is larger than `MODEL_BYTES`, saying the figures and
+    the setting that raises the share, e.g. "GPT-2 small needs about 475 MB;
+    this server allows 256 MB for models (EXPLORER_MEMORY_BUDGET_MB=512) ..."."""
+    counted = tokenizer_bytes(tokenizer_file_bytes)
+    nbytes += counted
     if nbytes > MODEL_BYTES:
         share = MODEL_BYTES / AVAILABLE_BYTES
+        parts = (f" ({_mb(nbytes - counted)} of weights and {_mb(counted)} for its "
+                 f"tokenizer, whose files hold {tokenizer_file_bytes / MIB:,.1f} MB)"
+                 if counted else "")
         raise BudgetError(
-            f"{label} needs about {_mb(nbytes)}; this server allows {_mb(MODEL_BYTES)} for "
+            f"{label} needs about {_mb(nbytes)}{parts}; this server allows "
+            f"{_mb(MODEL_BYTES)} for "
             f"models (EXPLORER_MEMORY_BUDGET_MB={MEMORY_BUDGET_BYTES // MIB}: {share:.0%} of "
             f"what is left after {_mb(BASELINE_BYTES)} for Python and its libraries). Pick a "
             "smaller model, or start the server with "
