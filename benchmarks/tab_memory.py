@@ -37,9 +37,9 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from explorer import models
+from explorer import AttentionConfig, models
 from explorer.models.anatomy import EVERY_ARCHITECTURE
-from explorer.server.budget import MIB, tab_bytes_drawn
+from explorer.server.budget import MIB, tab_bytes, tab_bytes_drawn
 from explorer.ui.real_model import drawn, tab_costs
 from tests.browser.test_browser import chart_count, choose_option, page_url, settle
 from tests.browser.test_browser_tab_budget import heap_bytes
@@ -151,11 +151,159 @@ def measure(playwright, server: Server, folder: Path, sentence: str) -> dict:
     return dict(renderers=renderers, heap=heap, charts=charts, errors=errors)
 
 
+SCROLL_STEP_S = 0.3
+SCROLL_TO_END = """() => {
+  const boxes = [document.scrollingElement, ...document.querySelectorAll("*")]
+    .filter((el) => el && el.scrollHeight > el.clientHeight + 10
+            && ["auto", "scroll"].includes(getComputedStyle(el).overflowY));
+  const box = boxes.sort((a, b) => b.scrollHeight - a.scrollHeight)[0]
+    ?? document.scrollingElement;
+  const before = box.scrollTop;
+  box.scrollTop = before + 0.8 * box.clientHeight;
+  return box.scrollTop + box.clientHeight >= box.scrollHeight - 2 || box.scrollTop === before;
+}"""
+"""Scroll the page's scrolling box (Streamlit's main area) down by 0.8 of a
+window; true once it is at the end."""
+LESSON_DRAWN = """() => {
+  const app = document.querySelector("[data-testid='stApp']");
+  const charts = [...document.querySelectorAll(".explorer-chart")];
+  return app?.dataset.testScriptState === "notRunning"
+    && performance.now() - window.__stateChanged > 1000 && charts.length > 0
+    && charts.every((c) => c.querySelector(".main-svg") && !c.dataset.drawing);
+}"""
+"""Every chart of a lesson page drawn, the script quiet for a second."""
+
+W32, W64, W512 = (" ".join(["w"] * n) for n in (32, 64, 512))
+WIDE = dict(d_in=1024, d_k=1024, d_v=1024)
+LESSON_CASES = {
+    "default": ("Causal_and_multi_head", {}),
+    "4h-32": ("Causal_and_multi_head", dict(n_heads=4, d_k=64, d_v=64, sentence=W32)),
+    "8h-32": ("Causal_and_multi_head", dict(n_heads=8, **WIDE, sentence=W32)),
+    "16h-32": ("Causal_and_multi_head", dict(n_heads=16, **WIDE, sentence=W32)),
+    "64h-32": ("Causal_and_multi_head", dict(n_heads=64, **WIDE, sentence=W32)),
+    "128h-32": ("Causal_and_multi_head", dict(n_heads=128, **WIDE, sentence=W32)),
+    "128h-64": ("Causal_and_multi_head", dict(n_heads=128, **WIDE, sentence=W64)),
+    "256h-32": ("Causal_and_multi_head", dict(n_heads=256, **WIDE, sentence=W32)),
+    "64h-32-din64": ("Causal_and_multi_head", dict(n_heads=64, d_in=64, d_k=1024, d_v=1024,
+                                                   sentence=W32)),
+    "64h-32-dk64": ("Causal_and_multi_head", dict(n_heads=64, d_in=1024, d_k=64, d_v=64,
+                                                  sentence=W32)),
+    "100h-1": ("Causal_and_multi_head", dict(n_heads=100, d_k=100, d_v=100, sentence="x")),
+    "300h-1": ("Causal_and_multi_head", dict(n_heads=300, d_k=300, d_v=300, sentence="x")),
+    "16h-512": ("Causal_and_multi_head", dict(n_heads=16, d_k=64, d_v=64, sentence=W512)),
+    "self-512": ("Self-attention", dict(**WIDE, sentence=W512)),
+}
+"""Lesson pages measured scrolled to the end (``--lessons``): a page and its
+link's fields; 32, 64 or 512 words of "w" (a token each)."""
+
+
+def lesson_config(page: str, fields: dict) -> AttentionConfig:
+    """The `explorer.AttentionConfig` a lesson link opens (the multi-head page's
+    defaults: 2 heads, causal)."""
+    defaults = dict(n_heads=2, causal=True) if page == "Causal_and_multi_head" else {}
+    return AttentionConfig(**{**defaults, **fields})
+
+
+def scroll_to_end(page) -> None:
+    """Scroll the page to its end a window at a time, each step given
+    `SCROLL_STEP_S` to paint, then wait until every chart is drawn."""
+    for _ in range(2000):
+        at_end = page.evaluate(SCROLL_TO_END)
+        time.sleep(SCROLL_STEP_S)
+        if at_end:
+            break
+    page.wait_for_function(LESSON_DRAWN, timeout=WAIT_MS, polling=250)
+
+
+SPARES = """() => Object.fromEntries([...document.querySelectorAll(".explorer-spare")]
+  .reduce((keys, spare) => {
+    const key = [...spare.closest("[class*='st-key-']")?.classList ?? []]
+      .find((c) => c.startsWith("st-key-")) ?? "?";
+    return keys.set(key, (keys.get(key) ?? 0) + (spare.querySelector(".main-svg") ? 1 : 0));
+  }, new Map()))"""
+"""The spare heads drawn (`explorer/render/chart/spares.js`), per chart's key."""
+SPARES_QUIET_S = 4
+
+
+def spares_drawn(page) -> dict[str, int]:
+    """Wait until no spare head has been drawn for `SPARES_QUIET_S` seconds (they
+    are drawn one per task once the page is idle); the spares per chart."""
+    spares, quiet = page.evaluate(SPARES), time.monotonic()
+    while time.monotonic() - quiet < SPARES_QUIET_S:
+        time.sleep(0.5)
+        now = page.evaluate(SPARES)
+        if now != spares:
+            spares, quiet = now, time.monotonic()
+    return spares
+
+
+def measure_lesson(playwright, server: Server, name: str, fields: dict) -> dict:
+    """One visit of a lesson page in a fresh browser: the renderers' peak MiB once
+    drawn (``unscrolled``) and after scrolling to the end (``scrolled``), charts, errors."""
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    peak = PeakRenderers()
+    peak.start()
+    unscrolled = 0.0
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.set_default_timeout(WAIT_MS)
+        context.add_init_script(RUN_COUNTER)
+        page = context.new_page()
+        page.goto(page_url(server, name, **{k: str(v).lower() if isinstance(v, bool) else str(v)
+                                            for k, v in fields.items()}))
+        settle(page, WAIT_MS)
+        errors = page.get_by_test_id("stAlertContentError").all_inner_texts()
+        if not errors:
+            page.wait_for_function(LESSON_DRAWN, timeout=WAIT_MS, polling=250)
+            time.sleep(2)
+            unscrolled = peak.peak_mib
+            scroll_to_end(page)
+            spares = spares_drawn(page)
+            time.sleep(2)
+        charts = page.locator(".explorer-chart").count()
+    finally:
+        scrolled = peak.stop()
+        browser.close()
+    return dict(unscrolled=unscrolled, scrolled=scrolled, charts=charts, errors=errors,
+                spares=spares if not errors else {})
+
+
+def lessons(names: list[str], repeat: int) -> None:
+    """Measure `LESSON_CASES` ``names`` unscrolled and scrolled, with the estimate."""
+    rows = []
+    with sync_playwright() as pw:
+        server = Server(env={"EXPLORER_MEMORY_BUDGET_MB": "2048"})
+        try:
+            for name in names:
+                page_name, fields = LESSON_CASES[name]
+                estimate = tab_bytes(lesson_config(page_name, fields)) / MIB
+                for run in range(repeat):
+                    got = measure_lesson(pw, server, page_name, fields)
+                    rows.append((name, estimate, got))
+                    print(f"{name} run {run + 1}: {got['unscrolled']:,.0f} MiB drawn, "
+                          f"{got['scrolled']:,.0f} MiB scrolled, {got['charts']} charts, "
+                          f"spares {got['spares']}, "
+                          f"estimate {estimate:,.0f} MiB {got['errors'] or ''}", flush=True)
+        finally:
+            server.stop()
+    print("\n| case | charts | drawn MiB | scrolled to the end MiB | estimate MiB "
+          "| estimate / scrolled |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, estimate, got in rows:
+        print(f"| {name} | {got['charts']} | {got['unscrolled']:,.0f} | {got['scrolled']:,.0f} "
+              f"| {estimate:,.0f} | {estimate / max(got['scrolled'], 1):.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*", help=f"of {', '.join(CASES)} (default: all)")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--lessons", action="store_true",
+                        help=f"lesson pages scrolled to the end: {', '.join(LESSON_CASES)}")
     args = parser.parse_args()
+    if args.lessons:
+        lessons(args.cases or list(LESSON_CASES), args.repeat)
+        return
     if unknown := set(args.cases) - set(CASES):
         parser.error(f"no case {', '.join(sorted(unknown))}; the cases: {', '.join(CASES)}")
     rows = []

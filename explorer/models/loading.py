@@ -89,6 +89,9 @@ class LoadedModel:
     - ``tokenizer``: the model's own tokenizer, or None (then only ids are read);
       ``tokenizer_problem``: why tokenizer files that were there are unusable
       ("" when there were none).
+    - ``tokenizer_bytes``: the memory its tokenizer takes, an estimate from its
+      files (`explorer.server.budget.tokenizer_bytes`; 0 without a tokenizer, or
+      for one from the Hub or its cache).
     - ``memory_bytes``: bytes of the parameters and buffers; ``dtype``: the
       weights' (``"float32"``; a Llama-family model keeps what it ships in, e.g.
       ``"bfloat16"``).
@@ -116,6 +119,7 @@ class LoadedModel:
     head_width: int = 0
     dtype: str = "float32"
     tokenizer_problem: str = ""
+    tokenizer_bytes: int = 0
 
     def __post_init__(self) -> None:
         if not self.n_kv_heads:  # one K/V head per query head (GPT-2, BERT)
@@ -397,6 +401,28 @@ def _weights(arch: Architecture, config: Any, location: str, local_files_only: b
 TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "vocab.txt")
 """A folder holds a tokenizer when it has one of these (GPT-2: vocab.json with
 merges.txt; BERT: vocab.txt; either: tokenizer.json)."""
+TOKENIZER_READ_FILES = (*TOKENIZER_FILES, "merges.txt", "tokenizer_config.json",
+                        "added_tokens.json", "special_tokens_map.json", "tokenizer.model",
+                        "spiece.model", "sentencepiece.bpe.model")
+"""Every file a tokenizer load may read from a folder, counted by
+`tokenizer_file_bytes`."""
+
+
+def tokenizer_file_bytes(location: str) -> int:
+    """The bytes of the tokenizer files (`TOKENIZER_READ_FILES`) in the folder
+    ``location``, which `_tokenizer` would read; 0 when it holds none of
+    `TOKENIZER_FILES` (nothing is read then) or is no folder (a Hub name)."""
+    folder = Path(location)
+    if not folder.is_dir() or not any(_is_file(folder / n) for n in TOKENIZER_FILES):
+        return 0
+    total = 0
+    for name in TOKENIZER_READ_FILES:
+        if _is_file(folder / name):
+            try:
+                total += (folder / name).stat().st_size
+            except OSError:  # gone since: nothing to read
+                pass
+    return total
 
 
 def _tokenizer(location: str, local_files_only: bool) -> tuple[Any, str]:
@@ -436,8 +462,10 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
     1. the config.json, as plain JSON;
     2. its architecture (one of ``architectures``), variant and sizes
        (`explorer.models.sizes.model_sizes`), and with ``within_budget`` its
-       bytes (float32, or the Llama family's shipped dtype) against the server's model
-       share (`explorer.server.budget.check_model_fits`): all before anything is built;
+       bytes (float32, or the Llama family's shipped dtype) with its tokenizer's
+       (a folder's tokenizer files, `tokenizer_file_bytes`, counted as
+       `explorer.server.budget.tokenizer_bytes`) against the server's model share
+       (`explorer.server.budget.check_model_fits`): all before anything is built or read;
     3. the safetensors weights, into the architecture's base class;
     4. the tokenizer, if there is one.
 
@@ -451,8 +479,10 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
            else _hub_config(location, local_files_only))
     arch, config = _model_config(raw, shown_as, architectures)
     sizes = model_sizes(arch.name, config, shown_as)
+    tokenizer_files = tokenizer_file_bytes(location)
     if within_budget:
-        budget.check_model_fits(shown_as[:1].upper() + shown_as[1:], sizes.nbytes)
+        budget.check_model_fits(shown_as[:1].upper() + shown_as[1:], sizes.nbytes,
+                                tokenizer_files)
     if source == "folder" and not any(_is_file(Path(location, f)) for f in WEIGHTS_FILES):
         raise _NotFound("it holds no model.safetensors (pickled weights such as "
                         "pytorch_model.bin are never read)")
@@ -468,6 +498,7 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
         causal=arch.causal(c), max_tokens=min(MAX_TOKENS, c.max_position_embeddings),
         vocab_size=c.vocab_size, memory_bytes=_memory_bytes(module), module=module,
         tokenizer=tokenizer, tokenizer_problem=tokenizer_problem,
+        tokenizer_bytes=budget.tokenizer_bytes(tokenizer_files) if tokenizer is not None else 0,
         n_kv_heads=sizes.n_kv_heads if decoder else 0,
         head_width=sizes.head_dim if decoder else 0,
         dtype=str(next(module.parameters()).dtype).removeprefix("torch."))
@@ -501,8 +532,10 @@ def load_folder(path: str | os.PathLike, *, within_budget: bool = False,
     config's ``auto_map`` (custom code) is ignored. The Hub is never asked.
 
     With ``within_budget`` (the Real model page), the float32 bytes the config
-    asks for are weighed against the server's model share before the model is
-    built (`explorer.server.budget.check_model_fits`; MB = 2**20 bytes).
+    asks for, with the memory its tokenizer files will take
+    (`explorer.server.budget.tokenizer_bytes`), are weighed against the server's
+    model share before the model is built or the tokenizer read
+    (`explorer.server.budget.check_model_fits`; MB = 2**20 bytes).
 
     Raises:
 

@@ -272,22 +272,62 @@ class TabCosts:
     """What a page costs in a browser tab, measured: ``base`` bytes for the page
     itself, ``cell`` per number drawn, ``panel`` per small chart of a grid
     (a head's panel, a thumbnail) and ``pair`` per pair of them (Plotly lays
-    out every panel of a figure against the others)."""
+    out every panel of a figure against the others); ``plot`` per plot of a
+    head (a panel of the heads grid, or a spare head drawn off-screen), at full
+    size (`tab_bytes`)."""
 
     base: int
     cell: int
     panel: int
     pair: int
+    plot: int = 0
 
 
-LESSON_TAB = TabCosts(base=576 * MIB, cell=24, panel=int(1.3 * MIB), pair=int(0.0042 * MIB))
-"""The lesson pages' costs, measured in Chromium 2 cores, software rendering (the
-renderer processes' resident memory, peak, page drawn; tests/server/test_tab_budget.py
-holds the measurements): a default page 573 MiB; the cells drawn 16-29 bytes each
-(512 tokens × 16 heads: 853 MiB; the Self-attention page at 512 tokens × d = 1024:
-746 MiB); each head's panel in the heads grid and colour in the head splits about
-1.3 MiB, plus 4.3 kB per pair of heads (100 heads 746 MiB, 300 heads 1,251 MiB,
-600 heads 2,856 MiB)."""
+SPARE_CELLS = 2**16
+"""A per-head chart whose heads hold at most this many numbers together has
+every other head drawn off-screen as a spare plot, for instant head switches
+(``PREDRAW_CELLS`` in explorer/render/chart/spares.js; a test holds them equal)."""
+PLOT_TOKENS = 32
+"""The tokens at which a head's plot costs `TabCosts.plot` in full; fewer tokens
+cost less, in proportion, down to `MIN_PLOT_SHARE` of it (`plot_share`)."""
+MIN_PLOT_SHARE = 1 / 8
+
+
+def spare_plots(config: AttentionConfig) -> int:
+    """The spare heads a lesson page of ``config`` draws off-screen: each
+    per-head chart (Q, K and V, the scores, scaled scores, masked scores and
+    weights, the dropout mask and dropped weights) draws its other heads once
+    all heads together hold at most `SPARE_CELLS` numbers."""
+    c, h = config, config.n_heads
+    if h < 2:
+        return 0
+    n = len(c.tokens)
+    square = 3 + (1 if c.causal else 0) + (2 if c.dropout > 0 else 0)  # (h, n, n) each
+    charts = ((square if h * n * n <= SPARE_CELLS else 0)
+              + (2 if n * c.d_k <= SPARE_CELLS else 0) + (1 if n * c.d_v <= SPARE_CELLS else 0))
+    return charts * (h - 1)
+
+
+def plot_share(n_tokens: int) -> float:
+    """A head's plot at ``n_tokens`` as a share of one at `PLOT_TOKENS`."""
+    return max(min(n_tokens, PLOT_TOKENS) / PLOT_TOKENS, MIN_PLOT_SHARE)
+
+
+LESSON_TAB = TabCosts(base=576 * MIB, cell=24, panel=0, pair=int(0.0042 * MIB),
+                      plot=9 * MIB)
+"""The lesson pages' costs, measured in Chromium, 2 cores, software rendering: the
+renderer processes' resident memory, peak, with the page drawn, then scrolled to the
+end and every spare head drawn (``python -m benchmarks.tab_memory --lessons``,
+benchmarks/results/history/2026-11-tab-memory.md; tests/server/test_tab_budget.py
+holds the figures). A default page 573 MiB; the numbers drawn 24 bytes each (the
+Self-attention page at 512 tokens × d = 1024, 6.6 M numbers: 746 MiB). What the
+heads add is their plots: each head's panel in the heads grid and each spare head
+(`spare_plots`), 8-9 MiB at 32 tokens (4 heads, 25 plots: 780 MiB; 8 heads at
+d = 1024, 57 plots: 1,224; 16 heads, 121: 1,586; 64 heads, 505: 2,555; 128, 509:
+2,764-4,351; 256, 1,021: 4,818), about 1 MiB at 1 token (100 heads, 793 plots:
+1,312 MiB; 300 heads, 2,393: 1,720 MiB), plus 4.3 kB per pair of the grid's
+panels. Before, measured unscrolled and without the plots, 256 heads at 32 tokens
+(d = 1024) were estimated at 1,309 MiB and accepted; now 10,165."""
 MODEL_TAB = TabCosts(base=808 * MIB, cell=24, panel=int(0.314 * MIB),
                      pair=int(0.00252 * MIB))
 """The Real model page's costs, its panels the overview's layers × heads
@@ -311,29 +351,43 @@ what they cost on GPT-2's page (the same chart). So Qwen3-0.6B draws up to 241
 tokens (1,308 MiB at 6), SmolLM2-135M every length (1,217 MiB at 512)."""
 
 
-def tab_bytes_drawn(cells: int, panels: int, costs: TabCosts = LESSON_TAB) -> int:
+def tab_bytes_drawn(cells: int, panels: int, costs: TabCosts = LESSON_TAB,
+                    plots: float = 0.0) -> int:
     """The memory a page takes in the visitor's browser tab, an estimate, from
     what it draws: ``costs.base``, plus ``costs.cell`` per number drawn
     (``cells``), plus ``costs.panel`` per panel of a grid and ``costs.pair``
-    per pair of them (``panels``). Every page's estimate (`tab_bytes`, the
+    per pair of them (``panels``), plus ``costs.plot`` per head's plot
+    (``plots``, counted at full size). Every page's estimate (`tab_bytes`, the
     Real model page's with `MODEL_TAB`) is this one."""
-    return costs.base + costs.cell * cells + costs.panel * panels + costs.pair * panels * panels
+    return int(costs.base + costs.cell * cells + costs.panel * panels
+               + costs.pair * panels * panels + costs.plot * plots)
+
+
+def _lesson_drawn(config: AttentionConfig) -> tuple[int, int, float]:
+    """What a lesson page of ``config`` draws: numbers, the heads grid's panels,
+    and its heads' plots at full size (`spare_plots` and the grid's, `plot_share`)."""
+    h = config.n_heads
+    plots = (h + spare_plots(config)) * plot_share(len(config.tokens))
+    return trace_bytes(config) // 4, h, plots
 
 
 def tab_bytes(config: AttentionConfig) -> int:
     """The memory a page of ``config``'s charts takes in the visitor's browser
     tab (`tab_bytes_drawn`): every matrix of the trace (`trace_bytes` / 4
-    numbers) and a panel per head (the heads grid)."""
-    return tab_bytes_drawn(trace_bytes(config) // 4, config.n_heads)
+    numbers), a panel per head (the heads grid) and the heads' plots (the
+    grid's and the spares, `spare_plots`)."""
+    cells, panels, plots = _lesson_drawn(config)
+    return tab_bytes_drawn(cells, panels, plots=plots)
 
 
 def check_tab_drawn(cells: int, panels: int, counted: str, advice: str,
-                    costs: TabCosts = LESSON_TAB) -> None:
-    """Raise `TabBudgetError` when a page drawing ``cells`` numbers and ``panels``
-    panels would take a browser tab past `BROWSER_BUDGET_BYTES`
-    (`tab_bytes_drawn` with ``costs``), with both figures, like the server's own
-    budget: ``counted`` says what was counted ("1,000 heads"), ``advice`` what to do."""
-    nbytes = tab_bytes_drawn(cells, panels, costs)
+                    costs: TabCosts = LESSON_TAB, plots: float = 0.0) -> None:
+    """Raise `TabBudgetError` when a page drawing ``cells`` numbers, ``panels``
+    panels and ``plots`` heads' plots would take a browser tab past
+    `BROWSER_BUDGET_BYTES` (`tab_bytes_drawn` with ``costs``), with both figures,
+    like the server's own budget: ``counted`` says what was counted ("1,000
+    heads"), ``advice`` what to do."""
+    nbytes = tab_bytes_drawn(cells, panels, costs, plots)
     if nbytes > BROWSER_BUDGET_BYTES:
         raise TabBudgetError(
             f"This page would take about {_mb(nbytes)} of your browser's memory to draw "
@@ -346,8 +400,9 @@ def check_tab(config: AttentionConfig) -> None:
     """Raise `TabBudgetError` when drawing ``config`` would take a browser tab past
     `BROWSER_BUDGET_BYTES` (`tab_bytes`), with both figures: nothing is
     computed or sent then."""
-    check_tab_drawn(trace_bytes(config) // 4, config.n_heads, f"{config.n_heads:,} heads",
-                    "Use fewer heads, tokens or dimensions.")
+    cells, panels, plots = _lesson_drawn(config)
+    check_tab_drawn(cells, panels, f"{config.n_heads:,} heads", "Use fewer heads, tokens or "
+                    "dimensions.", plots=plots)
 
 
 _M_MMAP_THRESHOLD, _M_ARENA_MAX = -3, -8  # glibc's mallopt parameters (malloc.h)
@@ -393,15 +448,46 @@ def model_pass_bytes(n_layers: int, n_heads: int, d_model: int, n_tokens: int) -
     return 4 * (n_layers * n_heads * n_tokens * n_tokens + 16 * n_tokens * d_model)
 
 
-def check_model_fits(label: str, nbytes: int) -> None:
-    """Raise `BudgetError` when a model of ``nbytes`` (its float32 weights) is
-    larger than `MODEL_BYTES`, saying both figures and the setting that
-    raises the share, e.g. "GPT-2 small needs about 475 MB; this server allows
-    256 MB for models (EXPLORER_MEMORY_BUDGET_MB=512) ..."."""
+TOKENIZER_BYTES_PER_FILE_BYTE = 24
+"""The memory a tokenizer takes once loaded, per byte of its files
+(`tokenizer_bytes`). Measured with ``python -m benchmarks.tokenizer_memory``
+(a fresh Python with transformers 5.23 imported, the resident growth of
+`explorer.models.loading`'s tokenizer load; benchmarks/results/history/2026-11-tokenizer-memory.md):
+byte-level BPE tokenizer.json files shaped like GPT-2's, Llama 3's and Gemma 3's
+(1.5, 4.1 and 8.8 MB) take 43, 98 and 172 MB (peak 49, 117, 227), 11 MB of it
+the first load's own; 100,000 and 500,000 added tokens (12.8 and 64.3 MB of
+JSON) take 224 and 994 MB (peak 242 and 1,180). Past the first 11 MB that is
+15-21 bytes per byte resident and 18-26 at the peak: 24 covers the resident
+growth of every case and the peak of all but the smallest.
+
+So a model's tokenizer counts: GPT-2's (tokenizer.json 1.4 MB, with vocab.json
+and merges.txt 2.9 MB) 33-69 MB, BERT's (vocab.txt 230 kB, with tokenizer.json
+0.7 MB) 6-16 MB, Llama 3's (9 MB) 216 MB, Qwen's (11 MB) 264 MB, Gemma 3's
+(33 MB) 792 MB; a folder with 2 M added tokens (258 MB of JSON) 6.2 GB."""
+
+
+def tokenizer_bytes(file_bytes: int) -> int:
+    """The memory tokenizer files of ``file_bytes`` bytes take once loaded, an
+    estimate: `TOKENIZER_BYTES_PER_FILE_BYTE` per byte."""
+    return TOKENIZER_BYTES_PER_FILE_BYTE * file_bytes
+
+
+def check_model_fits(label: str, nbytes: int, tokenizer_file_bytes: int = 0) -> None:
+    """Raise `BudgetError` when a model of ``nbytes`` (its float32 weights),
+    with its tokenizer files of ``tokenizer_file_bytes`` (counted as
+    `tokenizer_bytes`), is larger than `MODEL_BYTES`, saying the figures and
+    the setting that raises the share, e.g. "GPT-2 small needs about 475 MB;
+    this server allows 256 MB for models (EXPLORER_MEMORY_BUDGET_MB=512) ..."."""
+    counted = tokenizer_bytes(tokenizer_file_bytes)
+    nbytes += counted
     if nbytes > MODEL_BYTES:
         share = MODEL_BYTES / AVAILABLE_BYTES
+        parts = (f" ({_mb(nbytes - counted)} of weights and {_mb(counted)} for its "
+                 f"tokenizer, whose files hold {tokenizer_file_bytes / MIB:,.1f} MB)"
+                 if counted else "")
         raise BudgetError(
-            f"{label} needs about {_mb(nbytes)}; this server allows {_mb(MODEL_BYTES)} for "
+            f"{label} needs about {_mb(nbytes)}{parts}; this server allows "
+            f"{_mb(MODEL_BYTES)} for "
             f"models (EXPLORER_MEMORY_BUDGET_MB={MEMORY_BUDGET_BYTES // MIB}: {share:.0%} of "
             f"what is left after {_mb(BASELINE_BYTES)} for Python and its libraries). Pick a "
             "smaller model, or start the server with "

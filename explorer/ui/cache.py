@@ -231,8 +231,12 @@ def waiting_note() -> Callable[[int], None]:
 T = TypeVar("T")
 SMALL_RESULT_BYTES = 4096
 """What a cached model result without ``nbytes`` (a check, a measured example) counts as."""
-_models = cachetools.LRUCache(maxsize=budget.MODEL_BYTES,
-                              getsizeof=lambda model: model.memory_bytes)
+_models = cachetools.LRUCache(
+    maxsize=budget.MODEL_BYTES,
+    getsizeof=lambda model: model.memory_bytes + getattr(model, "tokenizer_bytes", 0))
+"""The loaded models, each with its tokenizer (`explorer.models.LoadedModel`,
+the one place either is held, so both go when the entry goes), counted by
+their weights' bytes and the tokenizer's estimate."""
 _model_results = cachetools.LRUCache(
     maxsize=budget.MODEL_TRACE_CACHE_BYTES,
     getsizeof=lambda value: getattr(value, "nbytes", SMALL_RESULT_BYTES))
@@ -246,7 +250,7 @@ def cached_model(key: str, load: Callable[[], T], label: str,
 
     ``expected_bytes`` (its float32 weights, when known before loading) is
     checked against `explorer.server.budget.MODEL_BYTES` first, and the loaded
-    model's ``memory_bytes`` after, so a model that does not fit is refused
+    model's ``memory_bytes`` and ``tokenizer_bytes`` after, so a model that does not fit is refused
     with the figures (`explorer.server.budget.BudgetError`, naming it ``label``). To
     make room, the least recently used models are dropped before loading. Two
     sessions asking for the same model at once load it once. Errors of
@@ -269,7 +273,7 @@ def cached_model(key: str, load: Callable[[], T], label: str,
                     _models.popitem()
         try:
             model = load()
-            budget.check_model_fits(label, model.memory_bytes)
+            budget.check_model_fits(label, _models.getsizeof(model))
             with _lock:
                 _models[key] = model
         finally:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
+import time
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from explorer import AttentionConfig
@@ -47,7 +50,7 @@ def test_the_link_that_took_a_tab_to_six_gib_is_refused_and_the_tab_stays_small(
                        d_v="1000", sentence="x"))
     settle(page)
     expect(page.get_by_test_id("stAlertContentError")).to_contain_text(
-        "would take about 6,099 MB of your browser's memory to draw (1,000 heads")
+        "would take about 13,791 MB of your browser's memory to draw (1,000 heads")
     assert page.locator(".explorer-chart").count() == 0
     heap, renderers = heap_bytes(page), renderer_bytes()
     print(f"refused link: JS heap {heap / MIB:.0f} MiB, renderers {renderers / MIB:.0f} MiB")
@@ -55,25 +58,54 @@ def test_the_link_that_took_a_tab_to_six_gib_is_refused_and_the_tab_stays_small(
     assert 0 < renderers < 1024 * MIB
 
 
-def test_a_large_page_the_budget_allows_stays_within_it(shared_server, page: Page):
-    fields = dict(n_heads=256, d_k=256, d_v=256, sentence="x", causal=True)
+W32 = " ".join(["w"] * 32)
+
+
+def test_the_link_issue_52_measured_past_the_budget_once_scrolled_is_refused(
+        shared_server, page: Page):
+    """Issue 52: estimated at 1,308 MB and accepted, 2,959-3,407 MB once scrolled."""
+    page.goto(page_url(shared_server, "Causal_and_multi_head", n_heads="256", d_k="1024",
+                       d_v="1024", d_in="1024", sentence=W32))
+    settle(page)
+    expect(page.get_by_test_id("stAlertContentError")).to_contain_text(
+        "of your browser's memory to draw (256 heads")
+    assert page.locator(".explorer-chart").count() == 0
+
+
+@pytest.mark.slow
+def test_a_large_page_the_budget_allows_stays_within_it_scrolled_to_the_end(
+        shared_server, page: Page):
+    """8 heads at 32 tokens, d = 1024 (estimated 1,194 MiB; measured 1,224 MiB
+    scrolled): drawn, scrolled to the end a window at a time, every spare head
+    drawn, the renderers' peak polled all along."""
+    from benchmarks.tab_memory import LESSON_DRAWN, scroll_to_end, spares_drawn
+
+    fields = dict(n_heads=8, d_in=1024, d_k=1024, d_v=1024, sentence=W32, causal=True)
     estimate = tab_bytes(AttentionConfig(**fields))
     assert estimate <= BROWSER_BUDGET_BYTES
-    page.goto(page_url(shared_server, "Causal_and_multi_head",
-                       **{k: str(v).lower() for k, v in fields.items()}))
-    # Every chart drawn, the heads grid's 256 panels included (a first run can end
-    # quickly in a rerun, before anything is drawn).
-    page.wait_for_function("""() => {
-      const charts = [...document.querySelectorAll(".explorer-chart")];
-      return charts.length > 10 && charts.every((c) => c.querySelector(".main-svg")
-                                               && !c.dataset.drawing)
-        && document.querySelector(".st-key-heads-grid .explorer-chart .main-svg");
-    }""", timeout=300_000)
-    settle(page, timeout=300_000)
-    alerts = page.get_by_test_id("stAlertContentError").all_inner_texts()
-    assert alerts == [], alerts
-    heap, renderers = heap_bytes(page), renderer_bytes()
-    print(f"256 heads: JS heap {heap / MIB:.0f} MiB, renderers {renderers / MIB:.0f} MiB, "
-          f"estimate {estimate / MIB:.0f} MiB")
-    assert renderers <= BROWSER_BUDGET_BYTES
-    assert renderers <= 1.2 * estimate
+    peak, done = [0], threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], renderer_bytes())
+            done.wait(0.1)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    try:
+        page.goto(page_url(shared_server, "Causal_and_multi_head",
+                           **{k: str(v).lower() for k, v in fields.items()}))
+        settle(page, timeout=300_000)
+        page.wait_for_function(LESSON_DRAWN, timeout=300_000, polling=250)
+        assert page.get_by_test_id("stAlertContentError").all_inner_texts() == []
+        scroll_to_end(page)
+        spares = spares_drawn(page)
+        time.sleep(2)
+    finally:
+        done.set()
+        poller.join()
+    print(f"8 heads at 32 tokens, scrolled: renderers {peak[0] / MIB:.0f} MiB, estimate "
+          f"{estimate / MIB:.0f} MiB, spares {spares}")
+    assert sum(spares.values()) == 7 * 7  # 7 per-head charts, 7 spare heads each
+    assert peak[0] <= BROWSER_BUDGET_BYTES
+    assert peak[0] <= 1.2 * estimate

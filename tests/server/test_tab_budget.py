@@ -28,35 +28,80 @@ from tests.ui.test_app import charts, errors, open_link
 
 W512 = " ".join(["w"] * 512)
 
+W32, W64 = " ".join(["w"] * 32), " ".join(["w"] * 64)
+WIDE = dict(d_in=1024, d_k=1024, d_v=1024)
+
 # Measured in Chromium (Debian 12's, headless, 2 cores, --disable-gpu): the peak resident
-# memory of the browser's renderer processes, in MiB, once the page had drawn, with
-# CDP's Performance.getMetrics JSHeapUsedSize beside it (issue 41's calibration run).
+# memory of the browser's renderer processes, in MiB, with the page drawn, then scrolled
+# to the end and every spare head drawn (`python -m benchmarks.tab_memory --lessons`,
+# 2026-11-27, benchmarks/results/history/2026-11-tab-memory.md), and beside it the peak
+# once drawn, before scrolling.
 MEASURED_MIB = [
-    # (page, config, renderer MiB, JS heap MiB)
-    (MULTI_HEAD_PAGE, dict(n_heads=2, causal=True), 573, 39),
-    (MULTI_HEAD_PAGE, dict(n_heads=100, d_k=100, d_v=100, sentence="x", causal=True), 746, 81),
-    (MULTI_HEAD_PAGE, dict(n_heads=300, d_k=300, d_v=300, sentence="x", causal=True), 1251, 157),
-    (MULTI_HEAD_PAGE, dict(n_heads=600, d_k=600, d_v=600, sentence="x", causal=True), 2856, 353),
-    (MULTI_HEAD_PAGE, dict(n_heads=16, d_k=64, d_v=64, sentence=W512, causal=True), 853, 102),
-    ("Self-attention", dict(d_in=1024, d_k=1024, d_v=1024, sentence=W512), 746, 93),
+    # (page, config, scrolled MiB, drawn MiB)
+    (MULTI_HEAD_PAGE, dict(n_heads=2, causal=True), 573, 569),
+    (MULTI_HEAD_PAGE, dict(n_heads=4, d_k=64, d_v=64, sentence=W32, causal=True), 780, 760),
+    (MULTI_HEAD_PAGE, dict(n_heads=8, **WIDE, sentence=W32, causal=True), 1224, 1161),
+    (MULTI_HEAD_PAGE, dict(n_heads=16, **WIDE, sentence=W32, causal=True), 1586, 1396),
+    (MULTI_HEAD_PAGE, dict(n_heads=64, **WIDE, sentence=W32, causal=True), 2555, 2167),
+    (MULTI_HEAD_PAGE, dict(n_heads=128, **WIDE, sentence=W32, causal=True), 4351, 3194),
+    (MULTI_HEAD_PAGE, dict(n_heads=128, **WIDE, sentence=W64, causal=True), 1817, 1305),
+    (MULTI_HEAD_PAGE, dict(n_heads=256, **WIDE, sentence=W32, causal=True), 4818, 4728),
+    (MULTI_HEAD_PAGE, dict(n_heads=100, d_k=100, d_v=100, sentence="x", causal=True), 1312,
+     770),
+    (MULTI_HEAD_PAGE, dict(n_heads=300, d_k=300, d_v=300, sentence="x", causal=True), 1720,
+     1295),
+    (MULTI_HEAD_PAGE, dict(n_heads=16, d_k=64, d_v=64, sentence=W512, causal=True), 940, 854),
+    ("Self-attention", dict(**WIDE, sentence=W512), 746, 746),  # drawn only (2026-11-26)
 ]
+WITHIN_BAND = 1.3
+"""The estimate lies within 0.95-1.3 × the measured tab for every page measured
+within the budget but those of 512 tokens (16 heads: 1.6 ×); past the budget
+(refused either way) it may say more: a head's plot costs less at 64 tokens (no
+numbers printed in its cells) than at 32, which the estimate does not tell apart
+(128 heads at 64 tokens: 2.7 ×)."""
 
 
-@pytest.mark.parametrize("page, fields, renderer_mib, heap_mib", MEASURED_MIB)
-def test_the_estimate_follows_the_measured_tabs(page, fields, renderer_mib, heap_mib):
+@pytest.mark.parametrize("page, fields, scrolled_mib, drawn_mib", MEASURED_MIB)
+def test_the_estimate_follows_the_measured_tabs(page, fields, scrolled_mib, drawn_mib):
     estimate = tab_bytes(AttentionConfig(**fields)) / MIB
-    # Within 20% of the measured tab, and never far below it (the budget must hold).
-    assert 0.95 * renderer_mib <= estimate <= 1.2 * renderer_mib, (estimate, renderer_mib)
+    assert estimate >= 0.95 * scrolled_mib, (estimate, scrolled_mib)  # the budget must hold
+    if scrolled_mib * MIB <= BROWSER_BUDGET_BYTES and fields.get("sentence") != W512:
+        assert estimate <= WITHIN_BAND * scrolled_mib, (estimate, scrolled_mib)
 
+
+@pytest.mark.parametrize("page, fields, scrolled_mib, drawn_mib", MEASURED_MIB)
+def test_every_page_measured_past_the_budget_is_refused(page, fields, scrolled_mib,
+                                                        drawn_mib):
+    config = AttentionConfig(**fields)
+    assert (tab_bytes(config) > BROWSER_BUDGET_BYTES) == (scrolled_mib * MIB
+                                                          > BROWSER_BUDGET_BYTES)
+
+
+def test_the_spare_heads_counted_are_the_browsers():
+    """`SPARE_CELLS` is spares.js's ``PREDRAW_CELLS``, and a chart carrying every
+    head (`HEADS_IN_BROWSER_BYTES` of float32) holds at least that many numbers."""
+    import re
+    from pathlib import Path
+
+    from explorer.render.figures import HEADS_IN_BROWSER_BYTES
+    from explorer.server.budget import SPARE_CELLS, spare_plots
+
+    source = (Path(__file__).parents[2] / "explorer/render/chart/spares.js").read_text()
+    power = re.search(r"const PREDRAW_CELLS = 2 \*\* (\d+);", source)
+    assert power and 2 ** int(power.group(1)) == SPARE_CELLS
+    assert HEADS_IN_BROWSER_BYTES // 4 >= SPARE_CELLS
+    # Measured: 4 heads at 32 tokens drew 3 spares of each of 7 charts.
+    assert spare_plots(AttentionConfig(n_heads=4, d_k=64, d_v=64, sentence=W32,
+                                       causal=True)) == 21
 
 
 def test_the_link_that_took_a_tab_to_six_gib_is_refused_with_the_figures():
     config = AttentionConfig(n_heads=1000, d_k=1000, d_v=1000, sentence="x", causal=True)
-    assert 5.7 * 1024 <= tab_bytes(config) / MIB <= 6.8 * 1024  # the probe's 5.7-6.8 GiB
+    assert tab_bytes(config) / MIB >= 6.8 * 1024  # the probe's 5.7-6.8 GiB, unscrolled
     with pytest.raises(BudgetError) as info:
         check_tab(config)
     message = str(info.value)
-    assert "about 6,099 MB of your browser's memory" in message
+    assert "about 13,791 MB of your browser's memory" in message
     assert "1,000 heads" in message and "at most 1,536 MB in a tab" in message
 
 
@@ -66,15 +111,17 @@ def test_every_config_the_server_draws_at_the_largest_cells_fits_the_tab():
                               sentence=W512, causal=True, dropout=0.1)
     assert largest.n_heads * 512**2 == MAX_ATTENTION_CELLS
     check_tab(largest)
-    check_tab(AttentionConfig(n_heads=256, d_k=256, d_v=256, sentence="x", causal=True))
+    check_tab(AttentionConfig(n_heads=100, d_k=100, d_v=100, sentence="x", causal=True))
     assert tab_bytes(largest) < BROWSER_BUDGET_BYTES
 
 
-def test_the_largest_head_count_allowed_is_between_300_and_400():
-    allowed = [h for h in (64, 128, 256, 300, 320, 400, 512)
+def test_the_largest_head_count_allowed_is_between_100_and_128():
+    """At one token, not causal: 100 heads (causal) measured 1,312 MiB once
+    scrolled (793 plots), 300 heads 1,720 MiB (2,393 plots)."""
+    allowed = [h for h in (64, 100, 128, 150, 200, 256, 300)
                if tab_bytes(AttentionConfig(n_heads=h, d_k=h, d_v=h, sentence="x"))
                <= BROWSER_BUDGET_BYTES]
-    assert allowed == [64, 128, 256, 300, 320]
+    assert allowed == [64, 100]
 
 
 def test_the_page_refuses_the_link_before_computing_anything(monkeypatch):
@@ -90,9 +137,39 @@ def test_the_page_refuses_the_link_before_computing_anything(monkeypatch):
     assert charts(at) == {} and computed == []
 
 
+@pytest.mark.parametrize("fields, scrolled_mib", [
+    (dict(n_heads=256, **WIDE, sentence=W32), 2959),  # the issue's figures, scrolled
+    (dict(n_heads=128, **WIDE, sentence=W64), 2589),
+])
+def test_the_links_issue_52_measured_scrolled_past_the_budget_are_refused(fields,
+                                                                          scrolled_mib):
+    """Issue 52: "accepted links exhaust a tab once it is scrolled": estimated at
+    1,308 MB and accepted, 2,959-3,407 MB once scrolled to the end."""
+    config = AttentionConfig(causal=True, **fields)
+    assert scrolled_mib * MIB > BROWSER_BUDGET_BYTES
+    with pytest.raises(BudgetError, match="of your browser's memory to draw"):
+        check_tab(config)
+
+
+def test_the_page_refuses_the_issues_link(monkeypatch):
+    from explorer.ui import cache
+
+    computed = []
+    monkeypatch.setattr(cache, "compute_trace", lambda *args, **kwargs: computed.append(args))
+    at = open_link(PAGES[MULTI_HEAD_PAGE][0], {"n_heads": "256", "d_k": "1024",
+                                              "d_v": "1024", "d_in": "1024", "sentence": W32})
+    assert not at.exception, at.exception
+    shown = errors(at)
+    assert len(shown) == 1 and "of your browser's memory to draw (256 heads" in shown[0], shown
+    assert charts(at) == {} and computed == []
+
+
 def test_every_page_estimates_with_one_formula():
+    from explorer.server.budget import plot_share, spare_plots
+
     config = AttentionConfig(n_heads=7, d_k=14, d_v=21, sentence=W512, causal=True)
-    assert tab_bytes(config) == tab_bytes_drawn(trace_bytes(config) // 4, 7)
+    plots = (7 + spare_plots(config)) * plot_share(512)
+    assert tab_bytes(config) == tab_bytes_drawn(trace_bytes(config) // 4, 7, plots=plots)
 
 
 # The Real model page with tiny random GPT-2 models (tests.support.tiny_models), measured
