@@ -11,7 +11,8 @@ keeps the build quick until then. The imported image replaces any
 
 Then the Dockerfile is built with ``--pull=never``; the container is run with ``$PORT``
 set as a host sets it, and the test reads its health, its home page, its headers, its
-user and its metrics. Each step's time is printed (``-s``, or ``make test-image``).
+user and its metrics, and Chromium draws a page through it. Each step's time is printed
+(``-s``, or ``make test-image``).
 
 What this machine needs, measured: podman with ``--runtime runc --cgroup-manager
 cgroupfs``, the file and process limits given explicitly (`ulimits`), and pip in the
@@ -34,8 +35,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Page
 
+from explorer.lessons.pages import SELF_ATTENTION_PAGE
+from explorer.lessons.presets import PRESETS
 from tests.conftest import ROOT
+from tests.server.test_replicas import DRAWN_X_JS
+from tests.support import soak
 
 pytestmark = pytest.mark.slow
 
@@ -219,6 +225,15 @@ def test_it_serves_the_explorer_on_the_port_the_host_sets(container):
     assert (status, body) == (200, "ok")
     status, _, body = _get(url + "/app/static/explorer-chart.js")  # the committed static/
     assert status == 200 and len(body) > 1000
+
+
+def test_a_page_draws_its_numbers_in_chromium_through_the_container(container, page: Page):
+    # Streamlit's websocket and the chart's scripts, through nginx, as a learner opens a link.
+    _, url = container
+    page.goto(f"{url}/{soak.url_path(SELF_ATTENTION_PAGE)}?preset=illustrated")
+    drawn = page.wait_for_function(f"() => {DRAWN_X_JS}")
+    assert drawn.json_value() == [list(row) for row in
+                                  PRESETS["illustrated"].config.embeddings]
 
 
 def test_no_other_site_may_frame_it(container):
