@@ -120,9 +120,11 @@ image:
 	$(CONTAINER) $(CONTAINER_FLAGS) build $(if $(findstring podman,$(CONTAINER)),--format docker) \
 		$(BUILD_FLAGS) --tag $(IMAGE) .
 
-## make serve-image: the image on http://localhost:$(PORT), for this machine only (Ctrl-C stops it)
+## make serve-image: the image on http://localhost:$(PORT), for this machine only (Ctrl-C stops
+## it); RUN_FLAGS go after `run` (e.g. --env EXPLORER_MEMORY_BUDGET_MB=1536)
+RUN_FLAGS ?=
 serve-image:
-	$(CONTAINER) $(CONTAINER_FLAGS) run --rm --interactive --tty \
+	$(CONTAINER) $(CONTAINER_FLAGS) run --rm --interactive --tty $(RUN_FLAGS) \
 		--publish 127.0.0.1:$(PORT):8501 $(IMAGE)
 
 ## make test-image: tests/deploy/test_image.py alone, printing each step's time: the base image
