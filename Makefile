@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8501
 REPLICAS ?= 2
 
-.PHONY: run test test-fast test-browser docs bench fuzz probe soak replicas download-models plotly-bundle clean
+.PHONY: run test test-fast test-browser test-image docs bench fuzz probe soak replicas image serve-image download-models plotly-bundle clean
 
 # requirements.txt takes torch's CPU build from PyTorch's CPU wheel index (CPU_INDEX). Where
 # that index cannot be reached (a machine whose own package mirror serves the CPU wheel), pip
@@ -106,6 +106,32 @@ soak: $(VENV)/.dev-installed
 ## sticky by cookie (deploy/explorer.conf); needs Debian's nginx
 replicas: $(VENV)/.app-installed
 	PYTHON=$(BIN)/python deploy/replicas.sh $(REPLICAS)
+
+## make image: the Dockerfile built into $(IMAGE) by podman or docker, whichever is installed
+## (podman first; CONTAINER=docker to choose); podman builds Docker's format, which keeps the
+## HEALTHCHECK. CONTAINER_FLAGS go before the command (e.g. "--runtime runc"), BUILD_FLAGS
+## after it (e.g. --build-arg CPU_INDEX=off)
+IMAGE ?= attention-explorer
+CONTAINER ?= $(firstword $(shell command -v podman docker 2>/dev/null))
+CONTAINER_FLAGS ?=
+BUILD_FLAGS ?=
+image:
+	@test -n "$(CONTAINER)" || { echo "make image needs podman or docker" >&2; exit 1; }
+	$(CONTAINER) $(CONTAINER_FLAGS) build $(if $(findstring podman,$(CONTAINER)),--format docker) \
+		$(BUILD_FLAGS) --tag $(IMAGE) .
+
+## make serve-image: the image on http://localhost:$(PORT), for this machine only (Ctrl-C stops
+## it); RUN_FLAGS go after `run` (e.g. --env EXPLORER_MEMORY_BUDGET_MB=1536)
+RUN_FLAGS ?=
+serve-image:
+	$(CONTAINER) $(CONTAINER_FLAGS) run --rm --interactive --tty $(RUN_FLAGS) \
+		--publish 127.0.0.1:$(PORT):8501 $(IMAGE)
+
+## make test-image: tests/deploy/test_image.py alone, printing each step's time: the base image
+## made by mmdebstrap (cached for the week), the build, the container (needs podman, runc and
+## mmdebstrap, as root; make test runs it too)
+test-image: $(VENV)/.dev-installed
+	$(BIN)/python -m pytest -s tests/deploy/test_image.py
 
 ## make download-models: fetch GPT-2 small, DistilGPT-2, SmolLM2-135M and Qwen3-0.6B once
 ## (online) for offline use

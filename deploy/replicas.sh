@@ -12,7 +12,10 @@
 # the replicas' logs and replicas.pids), EXPLORER_MEMORY_BUDGET_MB (each
 # replica's budget; default: three quarters of the machine's memory shared
 # out, at most 1024 each), LIMIT_LOOPBACK (1: rate-limit loopback visitors too;
-# default 0, since every test or benchmark visitor comes from 127.0.0.1). The
+# default 0, since every test or benchmark visitor comes from 127.0.0.1), UNLIMITED (a
+# regular expression of the addresses nginx does not rate-limit, in place of loopback's:
+# the Dockerfile's "." limits no one), LOGS (files: each replica's log in RUN_DIR;
+# stdout: in this script's output, as a container's log). The
 # replicas are named replica-0, replica-1 ... in the X-Explorer-Replica header
 # (never their addresses). Needs nginx (Debian: apt-get install nginx).
 set -euo pipefail
@@ -27,6 +30,11 @@ NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 
 if [ ! -x "$NGINX" ]; then
     echo "nginx is missing: apt-get install nginx (Debian's package)" >&2
+    exit 1
+fi
+if (( PORT >= BASE_PORT && PORT < BASE_PORT + N )); then
+    echo "PORT ($PORT) is one of the replicas' ports ($BASE_PORT to $(( BASE_PORT + N - 1 ))):" \
+         "set BASE_PORT to another port" >&2
     exit 1
 fi
 if [ -z "${EXPLORER_MEMORY_BUDGET_MB:-}" ]; then
@@ -50,14 +58,20 @@ trap stop EXIT INT TERM
 : > "$RUN_DIR/explorer-upstreams.conf"
 : > "$RUN_DIR/explorer-replica-names.conf"
 : > "$RUN_DIR/replicas.pids"
-if [ "${LIMIT_LOOPBACK:-0}" != 1 ]; then
-    echo '~^127\. 1;' > "$RUN_DIR/explorer-unlimited.conf"
-fi
+unlimited=${UNLIMITED:-}
+if [ -z "$unlimited" ] && [ "${LIMIT_LOOPBACK:-0}" != 1 ]; then unlimited='^127\.'; fi
+if [ -n "$unlimited" ]; then echo "~$unlimited 1;" > "$RUN_DIR/explorer-unlimited.conf"; fi
+replica() {  # replica PORT: one streamlit, in place of the (background) shell that runs it
+    exec "$PYTHON" -m streamlit run streamlit_app.py --server.port "$1" \
+        --server.address 127.0.0.1 --server.headless true
+}
 for (( i = 0; i < N; i++ )); do
     port=$(( BASE_PORT + i ))
-    "$PYTHON" -m streamlit run streamlit_app.py --server.port "$port" \
-        --server.address 127.0.0.1 --server.headless true \
-        > "$RUN_DIR/replica-$port.log" 2>&1 &
+    if [ "${LOGS:-files}" = stdout ]; then
+        replica "$port" 2>&1 &
+    else
+        replica "$port" > "$RUN_DIR/replica-$port.log" 2>&1 &
+    fi
     pids+=($!)
     echo "$!" >> "$RUN_DIR/replicas.pids"
     echo "server 127.0.0.1:$port;" >> "$RUN_DIR/explorer-upstreams.conf"
@@ -69,7 +83,7 @@ for (( i = 0; i < N; i++ )); do
         if "$PYTHON" -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/_stcore/health', timeout=1)" 2>/dev/null; then
             break
         fi
-        kill -0 "${pids[$i]}" 2>/dev/null || { cat "$RUN_DIR/replica-$port.log" >&2; exit 1; }
+        kill -0 "${pids[$i]}" 2>/dev/null || { cat "$RUN_DIR/replica-$port.log" >&2 2>/dev/null; exit 1; }
         sleep 0.5
     done
 done
@@ -91,8 +105,8 @@ http {
     include explorer.conf;
 }
 CONF
-"$NGINX" -t -q -p "$RUN_DIR" -c "$RUN_DIR/nginx.conf"
+"$NGINX" -t -q -e stderr -p "$RUN_DIR" -c "$RUN_DIR/nginx.conf"
 echo "$N replicas (pids ${pids[*]}, ${EXPLORER_MEMORY_BUDGET_MB} MB budget each) behind" \
      "nginx on http://127.0.0.1:$PORT; files in $RUN_DIR"
-"$NGINX" -p "$RUN_DIR" -c "$RUN_DIR/nginx.conf" -g "daemon off;" &
+"$NGINX" -e stderr -p "$RUN_DIR" -c "$RUN_DIR/nginx.conf" -g "daemon off;" &
 wait $!
