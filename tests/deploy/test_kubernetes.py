@@ -1,4 +1,4 @@
-"""The Kubernetes manifests in deploy/k8s/ (issue 49): valid against Kubernetes' own
+"""The Kubernetes manifests in deploy/kubernetes/ (issue 49): valid against Kubernetes' own
 schemas, offline and strictly (`kubernetes-validate`), and agreeing with the image: its
 port and user, the memory budget, the health probes, cookie affinity, and one cookie
 secret and cache hash seed for every replica. No cluster runs here."""
@@ -17,7 +17,7 @@ from streamlit import config
 
 from tests.conftest import ROOT
 
-K8S = ROOT / "deploy" / "k8s"
+K8S = ROOT / "deploy" / "kubernetes"
 VERSION = kubernetes_validate.latest_version()
 HEALTH = "/_stcore/health"
 
