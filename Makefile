@@ -42,12 +42,15 @@ run: $(VENV)/.app-installed
 
 ## make test: the whole suite (the docs built by make docs, the chart modules' unit tests in
 ## Node, then backend, AppTest and Playwright in /usr/bin/chromium on $(JOBS) workers, each
-## test file on one, so that its module's server stays shared); prints the 25 slowest tests
+## test file on one, so that its module's server stays shared); prints the 25 slowest tests;
+## then the container test alone (tests/deploy/test_image.py), whose image build would
+## otherwise starve the browser tests beside it of CPU (a 90 s wait timed out so)
 JOBS ?= 2
 PYTEST := $(BIN)/python -m pytest -n $(JOBS) --dist loadfile --durations=25
 test: $(VENV)/.dev-installed docs
 	node --test tests/render/chart/*.test.mjs
-	$(PYTEST)
+	$(PYTEST) --ignore=tests/deploy/test_image.py
+	$(BIN)/python -m pytest --durations=5 tests/deploy/test_image.py
 
 ## make test-fast: the quick tier, for every edit: the chart modules' unit tests in Node,
 ## the backend and every page in AppTest; leaves out the tests that drive Chromium

@@ -484,7 +484,7 @@ def check_model_fits(label: str, nbytes: int, tokenizer_file_bytes: int = 0) -> 
         share = MODEL_BYTES / AVAILABLE_BYTES
         parts = (f" ({_mb(nbytes - counted)} of weights and {_mb(counted)} for its "
                  f"tokenizer, whose files hold {tokenizer_file_bytes / MIB:,.1f} MB)"
-                 if counted else "")
+                 if counted >= MIB else "")  # a tokenizer worth naming
         raise BudgetError(
             f"{label} needs about {_mb(nbytes)}{parts}; this server allows "
             f"{_mb(MODEL_BYTES)} for "
