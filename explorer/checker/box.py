@@ -274,11 +274,11 @@ ROOT_UNCAPPED = ("this server runs as root, which RLIMIT_NPROC does not limit, a
                  "create a pids and a memory cgroup to cap the box's processes and their "
                  "memory in total (run it as another user, or give it cgroups)")
 
-_SETTINGS = {"pids": [("pids.max", lambda: MAX_PROCESSES)],
-             "memory": [("memory.limit_in_bytes", lambda: MEMORY_BYTES),  # v1
-                        ("memory.memsw.limit_in_bytes", lambda: MEMORY_BYTES),
-                        ("memory.max", lambda: MEMORY_BYTES),  # v2
-                        ("memory.swap.max", lambda: 0)]}
+_SETTINGS = {"pids": [("pids.max", MAX_PROCESSES)],
+             "memory": [("memory.limit_in_bytes", MEMORY_BYTES),  # v1
+                        ("memory.memsw.limit_in_bytes", MEMORY_BYTES),
+                        ("memory.max", MEMORY_BYTES),  # v2
+                        ("memory.swap.max", 0)]}
 """Each controller's files in a box's cgroup (those present are written, in order)."""
 
 
@@ -341,7 +341,7 @@ def limits(required: bool = True):
                 group = next(m for m in made if m.parent == group.parent)
             for name, value in files:
                 if (group / name).exists():
-                    (group / name).write_text(str(value()))
+                    (group / name).write_text(str(value))
     except OSError as error:
         for group in made:
             _remove(group)

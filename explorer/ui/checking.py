@@ -167,9 +167,7 @@ def settings() -> Request | None:
         st.caption("“Your journey starts with one step” with d_in = 3 uses the book's "
                    "hand-picked vectors; any other input is drawn as on the other pages "
                    "(an nn.Embedding table from the seed).")
-    problem = sandbox.ENABLED and (box.problem() and NO_BOX.format(problem=box.problem())
-                                   or budget.checks_problem() and NO_ROOM.format(
-                                       problem=budget.checks_problem()))
+    problem = sandbox.ENABLED and why_not_run()
     if not sandbox.ENABLED or problem:
         frame.finish(None, values)
         if problem:
@@ -187,6 +185,15 @@ def settings() -> Request | None:
     return Request(values["check_code"], values["check_class"].strip(), values["d_in"],
                    values["d_out"], values["num_heads"], values["qkv_bias"],
                    values["sentence"], values["seed"], *assumed(values))
+
+
+def why_not_run() -> str:
+    """Why this server, asked to run pasted code, cannot ("" when it can): no box
+    (`NO_BOX`), or a memory budget that cannot hold its checks (`NO_ROOM`)."""
+    if box.problem():
+        return NO_BOX.format(problem=box.problem())
+    room = budget.checks_problem()
+    return NO_ROOM.format(problem=room) if room else ""
 
 
 def _elsewhere(values: dict) -> None:
