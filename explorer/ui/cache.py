@@ -142,9 +142,9 @@ _run = _PageRun()
 def drawing(page: str) -> Iterator[None]:
     """Hold ``page``'s bytes of the work allowance through the ``with``, which
     reads the page's settings and draws its charts: from its first `cached_trace`
-    (`_hold`: `explorer.server.budget.drawing_bytes` of that config, with
-    the page's `explorer.lessons.pages.Page.traces` and its checks while it draws) until its browser has read
-    the charts. A page therefore waits for memory before it computes or holds a
+    (`_hold`: `explorer.server.budget.drawing_bytes` of that config, with the
+    page's `explorer.lessons.pages.Page.traces` and its checks while it draws)
+    until its browser has read the charts. A page therefore waits for memory before it computes or holds a
     trace, told its place on the page, and no trace it holds goes uncounted.
     Then the memory goes back (`explorer.server.budget.trim_malloc`). A small page
     draws at once. If the server stays busy for
@@ -233,7 +233,7 @@ SMALL_RESULT_BYTES = 4096
 """What a cached model result without ``nbytes`` (a check, a measured example) counts as."""
 _models = cachetools.LRUCache(
     maxsize=budget.MODEL_BYTES,
-    getsizeof=lambda model: model.memory_bytes + getattr(model, "tokenizer_bytes", 0))
+    getsizeof=lambda model: model.memory_bytes + model.tokenizer_bytes)
 """The loaded models, each with its tokenizer (`explorer.models.LoadedModel`,
 the one place either is held, so both go when the entry goes), counted by
 their weights' bytes and the tokenizer's estimate."""
@@ -250,8 +250,8 @@ def cached_model(key: str, load: Callable[[], T], label: str,
 
     ``expected_bytes`` (its float32 weights, when known before loading) is
     checked against `explorer.server.budget.MODEL_BYTES` first, and the loaded
-    model's ``memory_bytes`` and ``tokenizer_bytes`` after, so a model that does not fit is refused
-    with the figures (`explorer.server.budget.BudgetError`, naming it ``label``). To
+    model's ``memory_bytes`` and ``tokenizer_bytes`` after, so a model that does not
+    fit is refused with the figures (`explorer.server.budget.BudgetError`, naming it ``label``). To
     make room, the least recently used models are dropped before loading. Two
     sessions asking for the same model at once load it once. Errors of
     ``load`` (e.g. `explorer.models.ModelUnavailable`) pass through.
