@@ -13,7 +13,7 @@ import hashlib
 import math
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Sequence, cast, runtime_checkable
 
 import torch
 
@@ -292,7 +292,7 @@ class Matrix(Sequence):
     @property
     def shape(self) -> tuple[int, int]:
         """``(rows, columns)``."""
-        return tuple(self._values.shape)
+        return cast(tuple[int, int], tuple(self._values.shape))
 
     def tensor(self) -> torch.Tensor:
         """A fresh float32 copy, shape ``(rows, columns)``."""
@@ -472,6 +472,8 @@ class AttentionConfig:
     W_query: Matrix | None = field(default=None, repr=False)
     W_key: Matrix | None = field(default=None, repr=False)
     W_value: Matrix | None = field(default=None, repr=False)
+    if TYPE_CHECKING:  # per config, set once by __post_init__; not a field (the JSON writes those)
+        _tokens: ClassVar[tuple[str, ...]]
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
@@ -552,3 +554,51 @@ class AttentionConfig:
     def replace(self, **changes: Any) -> "AttentionConfig":
         """A copy with ``changes`` applied (and validated again)."""
         return dataclasses.replace(self, **changes)
+
+
+@runtime_checkable
+class TraceConfig(Protocol):
+    """What a `Trace`'s ``config`` tells every reader of the trace (the pages,
+    `explorer.lessons.explain`, `explorer.core.verify`, the figures): the
+    book's `AttentionConfig` and a real model's layer
+    (`explorer.models.layer_trace.ModelConfig`) alike.
+
+    ``tokens`` (n_tokens labels); the widths ``d_in`` (of X), ``d_k`` (of Q and
+    K, all heads), ``d_v`` (of V and the context, all heads), ``head_dim`` and
+    ``head_dim_v`` (one head's, ``d_k // n_heads`` and ``d_v // n_heads``);
+    ``n_heads``; how the weights were computed: ``causal``, ``scale`` (scores
+    ÷ √head_dim), ``normalization`` (``"softmax"``, ``"naive_softmax"``,
+    ``"sum"``), ``dropout`` (p), ``has_out_proj``, ``weight_init`` (a recipe's
+    name, ``"given"``, or ``"model"`` for trained weights). Every implementation
+    is a dataclass (the JSON writes its fields), which ``__dataclass_fields__``
+    declares.
+    """
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def tokens(self) -> list[str]: ...
+    @property
+    def d_in(self) -> int: ...
+    @property
+    def d_k(self) -> int: ...
+    @property
+    def d_v(self) -> int: ...
+    @property
+    def head_dim(self) -> int: ...
+    @property
+    def head_dim_v(self) -> int: ...
+    @property
+    def n_heads(self) -> int: ...
+    @property
+    def causal(self) -> bool: ...
+    @property
+    def scale(self) -> bool: ...
+    @property
+    def normalization(self) -> str: ...
+    @property
+    def dropout(self) -> float: ...
+    @property
+    def has_out_proj(self) -> bool: ...
+    @property
+    def weight_init(self) -> str: ...

@@ -9,7 +9,10 @@ the same numbers as ``torch.manual_seed(seed)`` followed by that code.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor
@@ -20,6 +23,21 @@ from explorer.core.config import MAX_TOKENS
 def seeded_generator(seed: int) -> torch.Generator:
     """A fresh CPU generator, ``torch.Generator().manual_seed(seed)``."""
     return torch.Generator().manual_seed(seed)
+
+
+_GLOBAL_RNG = threading.Lock()
+
+
+@contextlib.contextmanager
+def global_rng(seed: int) -> Iterator[None]:
+    """PyTorch's global random state seeded with ``seed`` for the block, then put
+    back, one thread at a time. Only for PyTorch's own modules that draw from it
+    and take no generator (``nn.Dropout``, a transformers model's init), used as
+    the independent reference a learner's notebook would run after
+    ``torch.manual_seed(seed)``; the explorer's own numbers never come from it."""
+    with _GLOBAL_RNG, torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 TABLE_CHUNK = 1 << 20

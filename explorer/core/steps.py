@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from explorer.core.config import OPTION_HELP, AttentionConfig
+from explorer.core.config import OPTION_HELP, TraceConfig
 
 # Axis kinds: how a heatmap axis is labelled.
 TOKENS = "tokens"  # one label per token
@@ -60,8 +60,8 @@ class Step:
     name: str
     label: str
     symbol: str
-    expr: Callable[[AttentionConfig], str]
-    latex: Callable[[AttentionConfig], str]
+    expr: Callable[[TraceConfig], str]
+    latex: Callable[[TraceConfig], str]
     rows: Axis
     cols: Axis
     colour: str = SIGNED
@@ -69,19 +69,19 @@ class Step:
     projection: bool = False
     heatmap: bool = True
     explain: str = ""
-    shown: Callable[[AttentionConfig], bool] = lambda config: True
+    shown: Callable[[TraceConfig], bool] = lambda config: True
     head_columns: bool = False
     cell_text: tuple[str, str] | None = None
     remark: Callable[[Any, int], str] | None = None
 
-    def caption(self, config: AttentionConfig) -> str:
+    def caption(self, config: TraceConfig) -> str:
         """The explanation under the chart, with the weight recipe filled in; for
         a real model's X, what X is there (``config.input_note``)."""
         text = self.explain.format(recipe=OPTION_HELP["weight_init"][config.weight_init])
         note = getattr(config, "input_note", "")
         return f"{text} {note}".strip() if note and self.name in _INPUT_STEPS else text
 
-    def title(self, config: AttentionConfig, shape: tuple[int, ...]) -> str:
+    def title(self, config: TraceConfig, shape: tuple[int, ...]) -> str:
         """Chart title: name, symbol and formula, and shape, e.g.
         ``"Queries: Q = X·W_query (6×2)"``."""
         expr = self.expr(config)
@@ -100,22 +100,22 @@ def plain_step(name: str, rows: Axis, cols: Axis, colour: str = SIGNED,
                 cell_text=cell_text)
 
 
-def _simple(config: AttentionConfig) -> bool:
+def _simple(config: TraceConfig) -> bool:
     """No trainable weights: Q = K = V = X."""
     return config.weight_init == "identity"
 
 
-def _const(text: str) -> Callable[[AttentionConfig], str]:
+def _const(text: str) -> Callable[[TraceConfig], str]:
     return lambda config: text
 
 
-def _scaled_expr(c: AttentionConfig) -> str:
+def _scaled_expr(c: TraceConfig) -> str:
     if not c.scale:
         return "ω (scaling off)"
     return f"ω / √{c.head_dim}"
 
 
-def _scaled_latex(c: AttentionConfig) -> str:
+def _scaled_latex(c: TraceConfig) -> str:
     if not c.scale:
         return r"\tilde\omega = \omega \quad\text{(scaling off)}"
     d = r"d_k" if c.n_heads == 1 else r"\text{head\_dim}"
@@ -134,27 +134,27 @@ _NORM_LATEX = {
 }
 
 
-def _weights_input(c: AttentionConfig) -> tuple[str, str]:
+def _weights_input(c: TraceConfig) -> tuple[str, str]:
     """The (text, latex) symbol the normalisation is applied to."""
     if c.causal:
         return "masked", r"\hat\omega"
     return ("ω̃", r"\tilde\omega") if c.scale else ("ω", r"\omega")
 
 
-def _weights_expr(c: AttentionConfig) -> str:
+def _weights_expr(c: TraceConfig) -> str:
     return _NORM_EXPR[c.normalization].format(_weights_input(c)[0])
 
 
-def _weights_latex(c: AttentionConfig) -> str:
+def _weights_latex(c: TraceConfig) -> str:
     return _NORM_LATEX[c.normalization].format(s=_weights_input(c)[1])
 
 
-def _context_expr(c: AttentionConfig) -> str:
+def _context_expr(c: TraceConfig) -> str:
     a = "α′" if c.dropout > 0 else "α"
     return f"{a}·X" if _simple(c) else f"{a}·V"
 
 
-def _context_latex(c: AttentionConfig) -> str:
+def _context_latex(c: TraceConfig) -> str:
     a = r"\alpha'" if c.dropout > 0 else r"\alpha"
     v = "X" if _simple(c) else "V"
     formula = rf"Z = {a} {v}, \quad z_i = \sum_j {a}_{{ij}}\, {v.lower()}_j"
@@ -164,21 +164,21 @@ def _context_latex(c: AttentionConfig) -> str:
     return rf"\begin{{gathered}}{formula} \\ \text{{(heads concatenated)}}\end{{gathered}}"
 
 
-def _bias(c: AttentionConfig) -> bool:
+def _bias(c: TraceConfig) -> bool:
     """Whether Q, K and V add a bias (real models: ``config.qkv_bias``)."""
     return getattr(c, "qkv_bias", False)
 
 
-def _proj(letter: str, weight: str) -> Callable[[AttentionConfig], str]:
-    def expr(c: AttentionConfig) -> str:
+def _proj(letter: str, weight: str) -> Callable[[TraceConfig], str]:
+    def expr(c: TraceConfig) -> str:
         if _simple(c):
             return "X (no weights)"
         return f"X·{weight}" + (f" + b_{weight[2:]}" if _bias(c) else "")
     return expr
 
 
-def _proj_latex(letter: str, weight: str) -> Callable[[AttentionConfig], str]:
-    def latex(c: AttentionConfig) -> str:
+def _proj_latex(letter: str, weight: str) -> Callable[[TraceConfig], str]:
+    def latex(c: TraceConfig) -> str:
         if _simple(c):
             return rf"{letter} = X"
         bias = rf" + b_{{\text{{{weight[2:]}}}}}" if _bias(c) else ""
@@ -189,18 +189,18 @@ def _proj_latex(letter: str, weight: str) -> Callable[[AttentionConfig], str]:
     return latex
 
 
-def _weight_latex(name: str, out: str) -> Callable[[AttentionConfig], str]:
+def _weight_latex(name: str, out: str) -> Callable[[TraceConfig], str]:
     return lambda c: rf"W_{{\text{{{name}}}}} \in \mathbb{{R}}^{{d_{{in}} \times {out}}}"
 
 
-def _bias_latex(name: str, out: str) -> Callable[[AttentionConfig], str]:
+def _bias_latex(name: str, out: str) -> Callable[[TraceConfig], str]:
     return lambda c: rf"b_{{\text{{{name}}}}} \in \mathbb{{R}}^{{{out}}}"
 
 
-def _input_latex(c: AttentionConfig) -> str:
+def _input_latex(c: TraceConfig) -> str:
     if getattr(c, "input_note", ""):  # a real model: X is a layer's input, not an embedding
         return (rf"\begin{{gathered}}X \in \mathbb{{R}}^{{n \times d_{{model}}}} \\ x_i = "
-                rf"\text{{token }} i\text{{'s input to layer }} {c.layer}\end{{gathered}}")  # a phone
+                rf"\text{{token }} i\text{{'s input to layer }} {getattr(c, 'layer', 0)}\end{{gathered}}")  # a phone
     return r"X \in \mathbb{R}^{n \times d_{in}},\quad x_i = \text{embedding of token } i"
 
 

@@ -6,63 +6,19 @@ import dataclasses
 import json
 import math
 from collections.abc import Iterator, Mapping
-from typing import Callable, Protocol, runtime_checkable
+from typing import Callable
 
 import torch
 from torch import Tensor
 
 from explorer.core import attention as att
 from explorer.core import recipes
-from explorer.core.config import AttentionConfig
+from explorer.core.config import AttentionConfig, TraceConfig
 from explorer.core.tokenizer import token_ids as ids_of
 
 EmbeddingTable = Callable[[int, int, int], tuple[Tensor, Tensor]]
 """``(seed, vocab_size, d_in) -> (first rows of the table, rng_state_after)``,
 see `recipes.embedding_table`."""
-
-
-@runtime_checkable
-class TraceConfig(Protocol):
-    """What a `Trace`'s ``config`` tells every reader of the trace (the pages,
-    `explorer.lessons.explain`, `explorer.core.verify`, the figures): the
-    book's `AttentionConfig` and a real model's layer
-    (`explorer.models.layer_trace.ModelConfig`) alike.
-
-    ``tokens`` (n_tokens labels); the widths ``d_in`` (of X), ``d_k`` (of Q and
-    K, all heads), ``d_v`` (of V and the context, all heads), ``head_dim`` and
-    ``head_dim_v`` (one head's, ``d_k // n_heads`` and ``d_v // n_heads``);
-    ``n_heads``; how the weights were computed: ``causal``, ``scale`` (scores
-    ÷ √head_dim), ``normalization`` (``"softmax"``, ``"naive_softmax"``,
-    ``"sum"``), ``dropout`` (p), ``has_out_proj``, ``weight_init`` (a recipe's
-    name, ``"given"``, or ``"model"`` for trained weights).
-    """
-
-    @property
-    def tokens(self) -> list[str]: ...
-    @property
-    def d_in(self) -> int: ...
-    @property
-    def d_k(self) -> int: ...
-    @property
-    def d_v(self) -> int: ...
-    @property
-    def head_dim(self) -> int: ...
-    @property
-    def head_dim_v(self) -> int: ...
-    @property
-    def n_heads(self) -> int: ...
-    @property
-    def causal(self) -> bool: ...
-    @property
-    def scale(self) -> bool: ...
-    @property
-    def normalization(self) -> str: ...
-    @property
-    def dropout(self) -> float: ...
-    @property
-    def has_out_proj(self) -> bool: ...
-    @property
-    def weight_init(self) -> str: ...
 
 
 class Trace(Mapping):
@@ -189,9 +145,13 @@ def with_embeddings(trace: Trace, embeddings: Tensor) -> AttentionConfig:
     seed). Not kept: ``out_proj``'s weight and bias, drawn again after the
     given weights (steps before ``output`` are the page's). Used by the
     overflow lesson (X × c). Raises `ConfigError` when a cell of
-    ``embeddings`` is beyond `explorer.core.config.MAX_ABS_GIVEN`.
+    ``embeddings`` is beyond `explorer.core.config.MAX_ABS_GIVEN`, TypeError for
+    a trace that is not the book's (a real model's layer draws no weights).
     """
-    return trace.config.replace(
+    config = trace.config
+    if not isinstance(config, AttentionConfig):
+        raise TypeError(f"with_embeddings needs the book's trace, not {type(config).__name__}'s")
+    return config.replace(
         embedding="given", embeddings=embeddings, weight_init="given",
         **{name: trace[name] for name in ("W_query", "W_key", "W_value")})
 

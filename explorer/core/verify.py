@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from explorer.core import attention as att
+from explorer.core import recipes
 from explorer.core.agreement import (
     Agreement,
     largest_abs,
@@ -27,6 +28,7 @@ from explorer.core.agreement import (
     relative_tolerance,
     relative_tolerance_text,
 )
+from explorer.core.config import AttentionConfig
 from explorer.core.trace import Trace
 
 TOLERANCE = 1e-4
@@ -77,16 +79,23 @@ def _dropped(weights: torch.Tensor, trace: Trace) -> torch.Tensor:
     c = trace.config
     if c.dropout == 0:
         return weights
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(c.mask_seed)
+    with recipes.global_rng(_mask_seed(trace)):
         return torch.nn.Dropout(c.dropout).train()(weights)
+
+
+def _mask_seed(trace: Trace) -> int:
+    """The seed of the book's trace's dropout mask. Raises TypeError for a trace
+    that is not the book's (no other trace has dropout)."""
+    if not isinstance(trace.config, AttentionConfig):
+        raise TypeError(f"no dropout seed in {type(trace.config).__name__}")
+    return trace.config.mask_seed
 
 
 def _dropout_note(trace: Trace) -> str:
     if trace.config.dropout == 0:
         return ""
     c = trace.config
-    return (f"Dropout compared too: PyTorch drew its own mask, torch.manual_seed({c.mask_seed}) "
+    return (f"Dropout compared too: PyTorch drew its own mask, torch.manual_seed({_mask_seed(trace)}) "
             f"then nn.Dropout({c.dropout:g}) in training mode, and it is the page's.")
 
 
@@ -146,7 +155,7 @@ def with_multihead_attention(trace: Trace) -> Agreement:
     mha = torch.nn.utils.skip_init(torch.nn.MultiheadAttention, c.d_in, c.n_heads, bias=True,
                                    batch_first=True, dropout=c.dropout)
     mha.train()  # its dropout (p = 0 when off) draws as in training
-    with torch.no_grad(), torch.random.fork_rng(devices=[]):
+    with torch.no_grad(), recipes.global_rng(_mask_seed(trace)):
         mha.in_proj_weight.copy_(torch.cat([trace["W_query"].T, trace["W_key"].T,
                                             trace["W_value"].T]))
         mha.in_proj_bias.zero_()
@@ -154,7 +163,6 @@ def with_multihead_attention(trace: Trace) -> Agreement:
         mha.out_proj.bias.copy_(trace["b_out"])
         x = trace["embeddings"][None]  # (1, n, d_in)
         mask = att.causal_mask(trace.n_tokens) if c.causal else None
-        torch.manual_seed(c.mask_seed)
         output, weights = mha(x, x, x, attn_mask=mask, need_weights=True,
                               average_attn_weights=False)
     ours = _per_head(trace, "dropped_weights" if c.dropout else "attn_weights")

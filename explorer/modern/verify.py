@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from explorer.core import recipes
 from explorer.core.agreement import Agreement, max_abs_diff, of_all
 from explorer.modern import attention as modern
 from explorer.modern.attention import ModernTrace
@@ -139,8 +140,7 @@ def tiny_llama(hidden_size: int, n_heads: int, n_kv_heads: int, head_dim: int, b
                          max_position_embeddings=2048,
                          rope_parameters={"rope_type": "default", "rope_theta": base},
                          attn_implementation="eager")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with recipes.global_rng(seed):  # transformers draws its init from the global RNG
         model = LlamaModel(config).eval()
     return model
 

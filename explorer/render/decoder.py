@@ -106,8 +106,8 @@ def decoder_chart(trace: Any, head_slice: Any, chart: str, tokens: list[str], *,
     """Chart ``chart`` of query head ``head_slice.head``: its matrix
     (`explorer.models.explain.chart_matrix`), axes labelled with ``tokens``
     (the prompt's and the generated ones), title, the explained cell outlined."""
-    values = decoder_explain.chart_matrix(trace, head_slice, chart, generation, generated)
-    values = np.asarray(values.detach().to(torch.float64))
+    values = np.asarray(decoder_explain.chart_matrix(trace, head_slice, chart, generation,
+                                                     generated).detach().to(torch.float64))
     step = kind_of(chart)
     n_prompt = trace.n_tokens
     offset = n_prompt if chart == "generated_rows" else 0

@@ -624,7 +624,7 @@ def _sections(trace: Trace, names: list[str], heads: Sequence[int] | None
         return [("", None, names)]
     first, last = names.index(per_head[0]), names.index(per_head[-1])
     shared = [name for name in names[first:last + 1] if name not in per_head]
-    sections = [("", None, names[:first] + shared)]
+    sections: list[tuple[str, int | None, list[str]]] = [("", None, names[:first] + shared)]
     sections += [(f"Head {head}", head, per_head) for head in _chart_heads(trace, heads)]
     if names[last + 1:]:
         sections.append(("Every head together", None, names[last + 1:]))

@@ -220,7 +220,7 @@ def _matrix_layout(step: Step, title: str, columns: int, shapes: list[dict],
     and a colour bar)."""
     n_rows, n_cols = shape
     tokens_on_x = step.cols.labels == TOKENS
-    layout = {
+    layout: dict[str, Any] = {
         "title": {"text": literal.plotly(title), "x": 0, "xanchor": "left",
                   "font": {"size": 15 if columns == 1 else 13}},
         # standoff: air between an axis title and its tick labels (they touched on a phone)
@@ -354,12 +354,12 @@ def _add_head_variants(chart: Chart, trace: Trace, name: str, head: int, title: 
                                                       head_slice=head_slice)
         if h != head:
             chart.matrices.append(other.matrices[0])
-        spec = other.figure["data"][0]
+        spec, marks = other.figure["data"][0], other.marks or {}
         variants.append({"block": 0 if h == head else len(chart.matrices) - 1,
                          "title": other.figure["layout"]["title"]["text"],
                          "zmin": spec["zmin"], "zmax": spec["zmax"],
                          "colorscale": spec["colorscale"], "frame": head_colour(h),
-                         "colOffset": other.marks["colOffset"], "filename": other.filename,
+                         "colOffset": marks["colOffset"], "filename": other.filename,
                          "x": spec["x"] if head_slice else None})
     chart.heads = variants
     chart._hashes = None
@@ -526,8 +526,9 @@ def heads_grid_chart(trace: Trace, name: str = "attn_weights", columns: int = 4,
     smaller number of columns with the width ``below`` which it applies
     (``explorer/render/chart/chart.js`` picks by the chart's real width)."""
     step = STEPS[name]
-    values = trace[name]
-    values = (values if values.dim() == 3 else values[None]).to(torch.float64).numpy()
+    step_values = trace[name]
+    values = (step_values if step_values.dim() == 3 else step_values[None]
+              ).to(torch.float64).numpy()
     n_heads, n, _ = values.shape
     labels = [literal.plotly(s) for s in token_labels(trace.tokens)]
     zrange = (colour_range(trace, name) if step.colour != WEIGHTS

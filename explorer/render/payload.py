@@ -19,6 +19,7 @@ import json
 import re
 import struct
 import sys
+from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,8 @@ def chart_script(entry: str = "chart.js") -> str:
         order.append(name)
 
     visit(entry)
-    parts, declared = [], {}
+    parts: list[str] = []
+    declared: dict[str, str] = {}
     for name in order:
         text = sources[name]
         for declaration in _DECLARED.findall(text):
@@ -104,10 +106,12 @@ class Chart:
     view: dict[str, Any] | None = None
     heads: list[dict[str, Any]] | None = None
     lines: dict[str, Any] | None = None
+    _hashes: list[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def hashes(self) -> list[str]:
-        """The `matrix_hash` of each matrix, computed once."""
-        if getattr(self, "_hashes", None) is None:
+        """The `matrix_hash` of each matrix, computed once (a change to
+        ``matrices`` sets ``_hashes`` back to None)."""
+        if self._hashes is None:
             self._hashes = [matrix_hash(m) for m in self.matrices]
         return self._hashes
 
@@ -126,7 +130,7 @@ def matrix_hash(values: np.ndarray) -> str:
                            digest_size=12).hexdigest()
 
 
-def encode(chart: Chart, known: set[str] = frozenset(), plotly_url: str | None = None) -> bytes:
+def encode(chart: Chart, known: Set[str] = frozenset(), plotly_url: str | None = None) -> bytes:
     """The payload the chart modules decode (``explorer/render/chart/decode.js``), leaving out the blocks whose hash is
     in ``known`` (the page holds them)."""
     blocks, data = [], []
@@ -149,17 +153,18 @@ def decode(payload: bytes, known: dict[str, np.ndarray] | None = None
     (length,) = struct.unpack_from("<I", payload)
     header = json.loads(payload[4:4 + length])
     offset = 4 + length + (4 - length % 4) % 4
-    matrices = []
+    matrices: list[np.ndarray | None] = []
     for block in header["blocks"]:
         if block["cached"]:
             matrices.append((known or {}).get(block["hash"]))
             continue
         n = block["rows"] * block["cols"]
         values = np.frombuffer(payload, dtype="<f4", count=n, offset=offset)
-        matrices.append(values.reshape(block["rows"], block["cols"]))
+        values = values.reshape(block["rows"], block["cols"])
+        matrices.append(values)
         offset += 4 * n
         if known is not None:
-            known[block["hash"]] = matrices[-1]
+            known[block["hash"]] = values
     return header, matrices
 
 

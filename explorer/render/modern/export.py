@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import torch
 from torch import Tensor
 
 from explorer.core import literal
@@ -60,7 +61,7 @@ def modern_json(trace: ModernTrace, tokens: list[str]) -> str:
     """Every matrix of `modern_steps`, the tokens and the settings, as strict
     JSON (−∞ as the string ``"-Infinity"``, as `explorer.core.trace.Trace.to_json`)."""
     return json.dumps({"tokens": list(tokens), "config": dataclasses.asdict(trace.config),
-                       "steps": {name: json_safe(t.to(float).tolist() if t.dtype.is_floating_point
+                       "steps": {name: json_safe(t.to(torch.float64).tolist() if t.dtype.is_floating_point
                                                  else t.tolist())
                                  for name, t in modern_steps(trace).items()}},
                       allow_nan=False)

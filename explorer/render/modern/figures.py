@@ -5,6 +5,7 @@ pandas table. No Streamlit."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,16 +52,16 @@ def _np(values: torch.Tensor) -> np.ndarray:
 
 def chart(values: torch.Tensor, kind: str, title: str, labels: list[str], *,
           row_labels: list[str] | None = None, columns: int = 1, zrange=None,
-          shapes: list[dict[str, Any]] = (), highlight_row: int | None = None):
+          shapes: Sequence[dict[str, Any]] = (), highlight_row: int | None = None):
     """A heatmap of ``values`` (2-D) drawn as ``kind`` (`STEPS`): token axes are
     labelled with ``labels``, dimension axes 0, 1, 2 …; ``shapes`` are added outlines."""
     step = STEPS[kind]
-    values = _np(values)
-    rows = row_labels or (labels[:values.shape[0]] if step.rows.labels != DIMS
-                          else [str(i) for i in range(values.shape[0])])
-    cols = labels[:values.shape[1]] if step.cols.labels != DIMS else [
-        str(i) for i in range(values.shape[1])]
-    drawn = figures.matrix_chart(values, rows, cols, step, title, zrange=zrange, columns=columns,
+    matrix = _np(values)
+    rows = row_labels or (labels[:matrix.shape[0]] if step.rows.labels != DIMS
+                          else [str(i) for i in range(matrix.shape[0])])
+    cols = labels[:matrix.shape[1]] if step.cols.labels != DIMS else [
+        str(i) for i in range(matrix.shape[1])]
+    drawn = figures.matrix_chart(matrix, rows, cols, step, title, zrange=zrange, columns=columns,
                                  highlight_row=highlight_row,
                                  filename=f"modern-{kind}")
     drawn.figure["layout"]["shapes"] += list(shapes)
@@ -138,7 +139,7 @@ def _titles(trace: ModernTrace, head: int, position: int) -> dict[str, tuple[str
 
 
 def chart_of(trace: ModernTrace, key: str, head: int, labels: list[str], *, position: int = 0,
-             columns: int = 1, shapes: list[dict[str, Any]] = ()):
+             columns: int = 1, shapes: Sequence[dict[str, Any]] = ()):
     """The page's chart ``key`` (`explorer.modern.explain.CHARTS`) for query head
     ``head`` as the page and its report draw it: its matrix
     (`explorer.modern.explain.chart_matrix`, the rows `chart_rows` says; the
