@@ -29,13 +29,20 @@ WEIGHT_NAMES = ("W_query", "W_key", "W_value", "b_query", "b_key", "b_value", "W
 """The trace steps that hold a layer's attention weights, in pipeline order."""
 
 
+Submodule = Any
+"""A transformers module read by the attribute names its architecture gives it
+(``block.attn.c_attn``, ``layer.self_attn.q_proj``). Typed as Any: torch types
+every attribute of an ``nn.Module`` as ``Tensor | Module``, and these names
+are transformers', not torch's."""
+
+
 def _copy(t: Tensor) -> Tensor:
     """A contiguous copy, detached from the model: a trace must never share
     storage with a model that other sessions use."""
     return t.detach().clone(memory_format=torch.contiguous_format)
 
 
-def gpt2_weights(block: nn.Module) -> dict[str, Tensor]:
+def gpt2_weights(block: Submodule) -> dict[str, Tensor]:
     """One ``GPT2Block``'s attention weights, as (d_model, d_model) matrices and (d_model,) biases.
 
     Mirrors ``GPT2Attention``: ``c_attn`` is a ``Conv1D`` computing
@@ -56,7 +63,7 @@ def gpt2_weights(block: nn.Module) -> dict[str, Tensor]:
     return {name: parts[name] for name in WEIGHT_NAMES}
 
 
-def bert_weights(layer: nn.Module) -> dict[str, Tensor]:
+def bert_weights(layer: Submodule) -> dict[str, Tensor]:
     """One ``BertLayer``'s attention weights, as (d_model, d_model) matrices and (d_model,) biases.
 
     Mirrors ``BertSelfAttention``: ``query``, ``key`` and ``value`` are
@@ -119,15 +126,15 @@ class Architecture:
     model_class: str
     config_class: str
     model_kwargs: dict
-    blocks: Callable[[nn.Module], nn.ModuleList]
-    attention: Callable[[nn.Module], nn.Module]
-    output: Callable[[nn.Module], nn.Module]
+    blocks: Callable[[Submodule], nn.ModuleList]
+    attention: Callable[[Submodule], nn.Module]
+    output: Callable[[Submodule], nn.Module]
     output_name: str
-    weights: Callable[[nn.Module], dict[str, Tensor]]
+    weights: Callable[[Submodule], dict[str, Tensor]]
     causal: Callable[[Any], bool]
     unsupported: Callable[[Any], str | None]
     input_note: str
-    base: Callable[[nn.Module], nn.Module] = lambda module: module
+    base: Callable[[Submodule], nn.Module] = lambda module: module
     family: str = "classic"
 
 
@@ -169,7 +176,7 @@ CLASSIC = tuple(ARCHITECTURES)
 # ---------------------------------------------------------------------------
 # The Llama family
 # ---------------------------------------------------------------------------
-def decoder_weights(block: nn.Module) -> dict[str, Tensor]:
+def decoder_weights(block: Submodule) -> dict[str, Tensor]:
     """One decoder layer's attention weights in the convention Q = X @ W_query (+ b_query).
 
     Mirrors ``LlamaAttention`` (and Mistral's, Qwen2's, Qwen3's, Gemma 3's):

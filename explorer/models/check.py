@@ -12,7 +12,7 @@ against the module that computes it in the model.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -83,7 +83,11 @@ def require(check: Agreement, advice: str) -> Agreement:
     return check
 
 
-def _config_of(trace: Trace, model: LoadedModel, kind: type, check: str, maker: str) -> Any:
+Config = TypeVar("Config", ModelConfig, DecoderConfig)
+
+
+def _config_of(trace: Trace, model: LoadedModel, kind: type[Config], check: str, maker: str
+               ) -> Config:
     """The trace's config, a ``kind`` from ``model``; else `ModelError` saying
     that ``check`` needs a trace from ``maker`` of this model."""
     c = trace.config
@@ -186,6 +190,9 @@ def against_model_steps(trace: Trace, model: LoadedModel) -> Agreement:
     theirs = {"embeddings": call.x, "queries": q, "keys": k,
               "values": _heads(call.v_proj, c.n_kv_heads)}
     if c.qk_norm:
+        if call.q_norm is None or call.k_norm is None:
+            raise ModelMismatch(f"{call.reference} has no q_norm or k_norm, but its config "
+                                "says QK-norm")
         theirs.update(queries_normed=call.q_norm, keys_normed=call.k_norm)
         q, k = call.q_norm, call.k_norm
     q_rope, k_rope = _model_rope(model, call, q, k)

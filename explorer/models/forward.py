@@ -18,11 +18,13 @@ import copy
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from explorer.models.anatomy import Submodule
 from explorer.models.loading import LoadedModel
 
 
@@ -53,7 +55,7 @@ def _run(model: LoadedModel, ids: Sequence[int], output_attentions: bool = False
                                                 use_cache=False)
 
 
-def _block(model: LoadedModel, layer: int) -> torch.nn.Module:
+def _block(model: LoadedModel, layer: int) -> Submodule:
     return model.anatomy.blocks(model.module)[layer]
 
 
@@ -179,10 +181,10 @@ def _catch_outputs(modules: dict[str, torch.nn.Module], caught: dict[str, Tensor
             if name == "o_proj":
                 caught["context"] = args[0]
         return hook
-    return [lambda m=m, n=n: m.register_forward_hook(keep(n)) for n, m in modules.items()]
+    return [partial(m.register_forward_hook, keep(n)) for n, m in modules.items()]
 
 
-def _submodules(norm: torch.nn.Module, attention: torch.nn.Module) -> dict[str, torch.nn.Module]:
+def _submodules(norm: Submodule, attention: Submodule) -> dict[str, torch.nn.Module]:
     """The modules whose outputs `LayerCall` keeps, by name."""
     names = ("q_proj", "k_proj", "v_proj", "q_norm", "k_norm", "o_proj")
     found = {name: getattr(attention, name) for name in names if hasattr(attention, name)}
@@ -238,15 +240,18 @@ def decoder_layer_call(model: LoadedModel, ids: Sequence[int], layer: int) -> La
             else torch.zeros(n, n).masked_fill(~mask[0, 0], torch.finfo(torch.float32).min))
     cos, sin = seen["position_embeddings32"] if not float32 else seen["position_embeddings"]
 
-    def plain(t: Tensor | None, *shape: int) -> Tensor | None:
-        return None if t is None else t[0].to(torch.float32).clone().reshape(*shape)
+    def plain(t: Tensor, *shape: int) -> Tensor:
+        return t[0].to(torch.float32).clone().reshape(*shape)
+
+    after_transpose = getattr(model.anatomy, "norm_after_transpose", False)  # decoders'
 
     def heads_first(t: Tensor | None) -> Tensor | None:
-        """QK-norm's output as (h, n, e): Qwen3 normalises before the heads'
-        transpose, (1, n, h, e); Gemma 3 after it, (1, h, n, e)."""
+        """QK-norm's output as (h, n, e), (-1, n, e) as plain tensors: Qwen3
+        normalises before the heads' transpose, (1, n, h, e); Gemma 3 after it,
+        (1, h, n, e). None for a layer without QK-norm."""
         if t is None:
             return None
-        return t if model.anatomy.norm_after_transpose else t.transpose(1, 2)
+        return plain(t if after_transpose else t.transpose(1, 2), -1, n, e)
 
     e = model.head_dim
     where = ("output_attentions and forward hooks on the layer's modules" if float32 else
@@ -257,14 +262,13 @@ def decoder_layer_call(model: LoadedModel, ids: Sequence[int], layer: int) -> La
         layer_input=plain(seen["layer_input"], n, -1), x=plain(caught["input_layernorm"], n, -1),
         q_proj=plain(caught["q_proj"], n, -1), k_proj=plain(caught["k_proj"], n, -1),
         v_proj=plain(caught["v_proj"], n, -1),
-        q_norm=plain(heads_first(caught.get("q_norm")), -1, n, e),
-        k_norm=plain(heads_first(caught.get("k_norm")), -1, n, e),
+        q_norm=heads_first(caught.get("q_norm")), k_norm=heads_first(caught.get("k_norm")),
         cos=plain(cos, n, e), sin=plain(sin, n, e), mask=mask.clone(),
         attn_weights=plain(caught["attn_weights"], -1, n, n),
         context=plain(caught["context"], n, -1), output=plain(caught["o_proj"], n, -1))
 
 
-def _rerun_in_float32(model: LoadedModel, block: torch.nn.Module, attention: torch.nn.Module,
+def _rerun_in_float32(model: LoadedModel, block: Submodule, attention: Submodule,
                       seen: dict[str, Any], caught: dict[str, Any]) -> None:
     """Run float32 copies of ``block.input_layernorm`` and ``attention`` on the
     caught layer input, mask and positions, catching their tensors in ``caught``
@@ -276,7 +280,7 @@ def _rerun_in_float32(model: LoadedModel, block: torch.nn.Module, attention: tor
     positions = seen["position_ids"]
     if positions is None:
         positions = torch.arange(hidden.shape[1])[None]
-    rotary = base.rotary_emb
+    rotary: Submodule = base.rotary_emb
     layer_type = getattr(attention, "layer_type", None)
     with torch.inference_mode():
         if hasattr(rotary, "layer_types"):  # Gemma 3: one RoPE per layer type

@@ -79,7 +79,7 @@ class DecoderConfig(ModelConfig):
     norm_offset: float = 0.0
     rms_eps: float = 1e-6
     dtype: str = "float32"
-    qkv_bias: bool = False  # type: ignore[misc]  # a field here, fixed True in ModelConfig
+    qkv_bias: bool = False  # a field here, fixed True in ModelConfig
     out_bias: bool = False
 
     @property

@@ -45,7 +45,7 @@ import transformers
 from huggingface_hub import constants as hub_constants
 
 from explorer.core.config import MAX_TOKENS, shown
-from explorer.models.anatomy import CLASSIC, EVERY_ARCHITECTURE, Architecture
+from explorer.models.anatomy import CLASSIC, EVERY_ARCHITECTURE, Architecture, Submodule
 from explorer.models.catalogue import DECODER_CHOICES
 from explorer.models.errors import (
     DOWNLOAD_COMMAND,
@@ -54,7 +54,7 @@ from explorer.models.errors import (
     ModelUnavailable,
     download_command,
 )
-from explorer.models.sizes import model_sizes, shipped_dtype
+from explorer.models.sizes import DecoderSizes, model_sizes, shipped_dtype
 from explorer.server import budget
 
 HUB_TIMEOUT = 2.0
@@ -112,7 +112,7 @@ class LoadedModel:
     max_tokens: int
     vocab_size: int
     memory_bytes: int
-    module: torch.nn.Module = field(repr=False)
+    module: Submodule = field(repr=False)
     tokenizer: Any = field(default=None, repr=False)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     n_kv_heads: int = 0
@@ -369,7 +369,7 @@ def _model_config(raw: dict, model: str, architectures: tuple[str, ...] = CLASSI
 
 
 def _weights(arch: Architecture, config: Any, location: str, local_files_only: bool
-             ) -> torch.nn.Module:
+             ) -> Submodule:
     """The model built from ``config`` with the safetensors weights at ``location``,
     in float32 (GPT-2, BERT) or in the dtype the weights ship in (the Llama family).
 
@@ -490,7 +490,6 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
         _check_shards(Path(location), shown_as)
     module = _weights(arch, config, location, local_files_only)
     c = module.config
-    decoder = arch.family == "decoder"
     tokenizer, tokenizer_problem = _tokenizer(location, local_files_only)
     return LoadedModel(
         name=name, source=source, location=location, architecture=arch.name,
@@ -499,8 +498,8 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
         vocab_size=c.vocab_size, memory_bytes=_memory_bytes(module), module=module,
         tokenizer=tokenizer, tokenizer_problem=tokenizer_problem,
         tokenizer_bytes=budget.tokenizer_bytes(tokenizer_files) if tokenizer is not None else 0,
-        n_kv_heads=sizes.n_kv_heads if decoder else 0,
-        head_width=sizes.head_dim if decoder else 0,
+        n_kv_heads=sizes.n_kv_heads if isinstance(sizes, DecoderSizes) else 0,
+        head_width=sizes.head_dim if isinstance(sizes, DecoderSizes) else 0,
         dtype=str(next(module.parameters()).dtype).removeprefix("torch."))
 
 

@@ -152,7 +152,7 @@ def model_sizes(architecture: str, config: Any,
     if architecture in DECODER_FIELDS_OF:
         return decoder_sizes(architecture, config, model)
     fields = CONFIG_FIELDS[architecture]
-    values = {}
+    values: dict[str, int] = {}
     for name, field in fields.items():
         if name == "d_mlp" and architecture == "gpt2" and getattr(config, field, None) is None:
             values[name] = 4 * values["d_model"]  # GPT-2's default MLP width
@@ -271,7 +271,7 @@ def decoder_sizes(architecture: str, config: Any, model: str = "this model") -> 
     `DECODER_LIMITS`, and for K/V heads that do not divide the query heads
     (each K/V head serves a group of n_heads / n_kv_heads query heads).
     """
-    values = {}
+    values: dict[str, int] = {}
     for name, field in DECODER_FIELDS.items():
         if name == "n_kv_heads" and getattr(config, field, None) is None:
             values[name] = values["n_heads"]

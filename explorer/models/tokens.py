@@ -141,7 +141,7 @@ def _tokenize(model: Any, text: Any) -> list[int]:
     if len(text) > MAX_SENTENCE_CHARS:
         raise ModelError("text", f"text must be at most {MAX_SENTENCE_CHARS:,} characters "
                                  f"(got {len(text):,})")
-    if model.tokenizer is None and getattr(model, "tokenizer_problem", ""):
+    if model.tokenizer is None and model.tokenizer_problem:
         raise ModelError("text", f"{model.name!r} has tokenizer files, but they are unusable: "
                                  f"{model.tokenizer_problem}. So it cannot read text: pass "
                                  "input_ids=[...] instead, or replace them with the model's "
