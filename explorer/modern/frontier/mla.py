@@ -269,16 +269,25 @@ def cache_facts(config: FrontierConfig) -> dict[str, str]:
 TRANSFORMERS = "transformers' DeepseekV3Attention (eager, rope_interleave=True)"
 
 
-def check_absorbed(trace: MLATrace, absorbed_output: Tensor | None = None) -> Agreement:
-    """The absorbed form's output against the expanded form's, within
-    float32 rounding relative to the output's size. ``absorbed_output`` (n,
-    d_in): another absorbed output to check (a broken one fails)."""
-    absorbed = trace.absorbed_output if absorbed_output is None else absorbed_output
-    scale = largest_abs(trace.output)
-    return Agreement("Absorbed = expanded", "attention output (n_tokens, d_in)",
-                     "the expanded form (k_nope and values up-projected per head)",
-                     max_abs_diff(absorbed, trace.output),
-                     TOLERANCE * max(1.0, scale), n_values=trace.output.numel(), scale=scale)
+def _agreement(name: str, reference: str, ours: Tensor, theirs: Tensor) -> Agreement:
+    """``name`` against ``reference``, within float32 rounding relative to its size."""
+    scale = largest_abs(theirs)
+    return Agreement(name, name, reference, max_abs_diff(ours, theirs),
+                     TOLERANCE * max(1.0, scale), n_values=theirs.numel(), scale=scale)
+
+
+def check_absorbed(trace: MLATrace, absorbed_scores: Tensor | None = None,
+                   absorbed_output: Tensor | None = None) -> Agreement:
+    """The absorbed form against the expanded one: its attn_scores over c_KV
+    (h, n, n) and its output (n, d_in), each within float32 rounding relative
+    to its size. ``absorbed_scores``, ``absorbed_output``: other absorbed
+    results to check (a broken one fails)."""
+    scores = trace.absorbed_scores if absorbed_scores is None else absorbed_scores
+    output = trace.absorbed_output if absorbed_output is None else absorbed_output
+    expanded = "the expanded form (k_nope and values up-projected per head)"
+    return of_all("Absorbed = expanded", "attn_scores and the attention output", expanded,
+                  [_agreement("attn_scores", expanded, scores, trace.attn_scores),
+                   _agreement("output", expanded, output, trace.output)])
 
 
 def tiny_deepseek(x: Tensor, config: FrontierConfig, w: MLAWeights):
@@ -342,16 +351,11 @@ def check_transformers(x: Tensor, config: FrontierConfig, trace: MLATrace) -> Ag
         k_pass = attention.kv_a_proj_with_mqa(x[None])[..., config.kv_lora_rank:][:, None]
         q_rot, k_rot = apply_rotary_pos_emb_interleave(q_pass, k_pass, cos, sin)
     back = torch.argsort(deinterleave(config.rope_dim))  # transformers' layout -> interleaved
-    parts = []
-    for name, ours, theirs in (
-            ("q_rope", trace.q_rope, q_rot[0][..., back]),
-            ("k_rope", trace.k_rope, k_rot[0, 0][..., back]),
-            ("attn_weights", trace.attn_weights, weights[0]),
-            ("output", trace.output, output[0])):
-        scale = largest_abs(theirs)
-        parts.append(Agreement(name, name, TRANSFORMERS, max_abs_diff(ours, theirs),
-                               TOLERANCE * max(1.0, scale), n_values=theirs.numel(),
-                               scale=scale))
+    parts = [_agreement(name, TRANSFORMERS, ours, theirs) for name, ours, theirs in (
+        ("q_rope", trace.q_rope, q_rot[0][..., back]),
+        ("k_rope", trace.k_rope, k_rot[0, 0][..., back]),
+        ("attn_weights", trace.attn_weights, weights[0]),
+        ("output", trace.output, output[0]))]
     return of_all("transformers' DeepseekV3Attention", "rotated q_rope and k_rope, every head's "
                   "attn_weights and the output", TRANSFORMERS, parts,
                   note="transformers' interleaved RoPE returns each head's rope dimensions "

@@ -8,8 +8,9 @@ usually the first token (Xiao et al., "Efficient Streaming Language Models with
 Attention Sinks", 2023; the Real model page's first-token share); gpt-oss
 learns the logit instead.
 
-Recipe: OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card" (2025), §2.1
-("a learned bias in the denominator of the softmax"); transformers 5.23,
+Recipe: OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card" (2025), its
+architecture section (each head has "a learned bias in the denominator of the
+softmax"); transformers 5.23,
 ``models/gpt_oss/modeling_gpt_oss.py`` (``eager_attention_forward``: the sinks
 concatenated to the scores, softmax, ``probs[..., :-1]``). Shapes: per-head
 tensors are ``(n_heads, n_tokens, width)``; weights are ``(inputs, outputs)``.
@@ -34,7 +35,7 @@ PAIRING = modern.ROTATE_HALF
 """gpt-oss rotates dimension i with i + head_dim/2 (its ``_apply_rotary_emb``
 splits each head in halves)."""
 TOLERANCE = 1e-4
-SOURCE = ("gpt-oss model card (OpenAI, 2025), §2.1: a learned bias (the sink) in each "
+SOURCE = ("gpt-oss model card (OpenAI, 2025), architecture: a learned bias (the sink) in each "
           "head's softmax denominator; transformers 5.23 models/gpt_oss/modeling_gpt_oss.py "
           "(eager_attention_forward: cat(scores, sinks), softmax, probs[..., :-1])")
 TRANSFORMERS = "transformers' GptOssAttention (eager, default RoPE, full attention)"

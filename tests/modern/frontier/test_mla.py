@@ -45,6 +45,7 @@ def trace_of(config: FrontierConfig, n: int = 6, d_in: int = 8, seed: int = 1):
 def test_every_check_agrees(config):
     part = mla(randn(6, 8), config, torch.Generator().manual_seed(3))
     assert [c.ok for c in part.checks] == [True, True]
+    assert [p.name for p in part.checks[0].parts] == ["attn_scores", "output"]
     hf = part.checks[1]
     assert [p.name for p in hf.parts] == ["q_rope", "k_rope", "attn_weights", "output"]
     assert hf.max_abs_diff < 1e-5 and part.checks[0].max_abs_diff < 1e-5
@@ -101,11 +102,11 @@ def test_rms_norm_matches_transformers():
 def test_absorbed_form_without_the_transpose_fails_its_check():
     x, t = trace_of(DEFAULT)  # head_dim == kv_lora_rank: the wrong product still fits
     w = t.weights
-    _, _, _, context = absorbed_attention(t.q_nope, t.q_rope, t.c_kv_norm, t.k_rope,
+    _, scores, _, context = absorbed_attention(t.q_nope, t.q_rope, t.c_kv_norm, t.k_rope,
                                           w.W_UK.transpose(-1, -2), w.W_UV, t.causal,
                                           mla_module.mla_scale(DEFAULT))
-    broken = check_absorbed(t, merge_heads(context) @ w.W_O)
-    assert not broken.ok and broken.max_abs_diff > 1e-2
+    broken = check_absorbed(t, scores, merge_heads(context) @ w.W_O)
+    assert broken.failed == ["attn_scores", "output"] and broken.max_abs_diff > 1e-2
     assert check_absorbed(t).ok
 
 
