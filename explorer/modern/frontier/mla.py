@@ -290,6 +290,33 @@ def check_absorbed(trace: MLATrace, absorbed_scores: Tensor | None = None,
                    _agreement("output", expanded, output, trace.output)])
 
 
+def decode_from_latent_cache(trace: MLATrace, config: FrontierConfig) -> Tensor:
+    """Decode token by token reading only the cache: at step t the cache holds
+    c_KV and k_rope of tokens 0 … t (kv_lora_rank + rope_dim numbers a token),
+    and the absorbed form attends token t's query over it; no per-head key or
+    value is ever formed. -> the outputs, (n, d_in), row t from step t."""
+    w, n = trace.weights, trace.c_kv_norm.shape[0]
+    rows = []
+    for t in range(n):
+        c_kv, k_rope = trace.c_kv_norm[: t + 1], trace.k_rope[: t + 1]  # the cache after step t
+        everything = torch.ones(1, t + 1, dtype=torch.bool)  # the cache holds only the past
+        *_, context = absorbed_attention(trace.q_nope[:, t: t + 1], trace.q_rope[:, t: t + 1],
+                                         c_kv, k_rope, w.W_UK, w.W_UV, everything,
+                                         mla_scale(config))
+        rows.append(merge_heads(context) @ w.W_O)                        # (1, d_in)
+    return torch.cat(rows) if rows else trace.output.clone()
+
+
+def check_decoding(trace: MLATrace, config: FrontierConfig) -> Agreement:
+    """Decoding from the latent cache (`decode_from_latent_cache`) against the
+    full pass's output, within float32 rounding relative to its size."""
+    return of_all("Decoding from the latent cache", "the output, one token at a time",
+                  "the full (expanded) pass",
+                  [_agreement("output", "the full (expanded) pass",
+                              decode_from_latent_cache(trace, config), trace.output)],
+                  note="each step reads only c_KV and k_rope of the tokens so far")
+
+
 def tiny_deepseek(x: Tensor, config: FrontierConfig, w: MLAWeights):
     """A ``DeepseekV3Attention`` (layer 0) on a tiny ``DeepseekV3Config`` built
     offline with MLA's sizes and ``w`` copied in, and its rotary embedding:
@@ -438,7 +465,8 @@ SUMMARY = ("Multi-head latent attention caches one small latent **c_KV** per tok
 
 def mla(x: Tensor, config: FrontierConfig, generator: torch.Generator) -> Part:
     """The MLA part: weights drawn from ``generator``, every step of `mla_attention`
-    on x (n_tokens, d_in), the cache facts, and two checks: absorbed = expanded,
+    on x (n_tokens, d_in), the cache facts, and three checks: absorbed =
+    expanded, decoding token by token from the latent cache = the full pass,
     and the expanded form against transformers' ``DeepseekV3Attention``.
     Raises `ConfigError` for sizes MLA cannot run (`check_sizes`)."""
     check_sizes(config, x.shape[1])
@@ -446,5 +474,6 @@ def mla(x: Tensor, config: FrontierConfig, generator: torch.Generator) -> Part:
     trace = mla_attention(x, config, weights)
     return Part(KEY, "Multi-head latent attention (DeepSeek-V2/V3)", SUMMARY, SOURCE,
                 steps(trace, config),
-                checks=(check_absorbed(trace), check_transformers(x, config, trace)),
+                checks=(check_absorbed(trace), check_decoding(trace, config),
+                        check_transformers(x, config, trace)),
                 facts=cache_facts(config))

@@ -44,11 +44,21 @@ def trace_of(config: FrontierConfig, n: int = 6, d_in: int = 8, seed: int = 1):
 @pytest.mark.parametrize("config", [DEFAULT, WIDE], ids=["default", "wide"])
 def test_every_check_agrees(config):
     part = mla(randn(6, 8), config, torch.Generator().manual_seed(3))
-    assert [c.ok for c in part.checks] == [True, True]
+    assert [c.ok for c in part.checks] == [True, True, True]
     assert [p.name for p in part.checks[0].parts] == ["attn_scores", "output"]
-    hf = part.checks[1]
+    hf = part.checks[2]
     assert [p.name for p in hf.parts] == ["q_rope", "k_rope", "attn_weights", "output"]
-    assert hf.max_abs_diff < 1e-5 and part.checks[0].max_abs_diff < 1e-5
+    assert all(c.max_abs_diff < 1e-5 for c in part.checks)
+
+
+def test_decoding_reads_only_the_latent_cache():
+    x, t = trace_of(WIDE)
+    decoded = mla_module.decode_from_latent_cache(t, WIDE)
+    torch.testing.assert_close(decoded, t.output, atol=1e-5, rtol=0)
+    # a cache that lost its first token's latent no longer reproduces the later rows
+    from dataclasses import replace as swap
+    lost = swap(t, c_kv_norm=torch.cat((torch.zeros_like(t.c_kv_norm[:1]), t.c_kv_norm[1:])))
+    assert not mla_module.check_decoding(lost, WIDE).ok
 
 
 def test_the_part_leaves_the_global_generator_alone():
