@@ -254,6 +254,9 @@ def cache_facts(config: FrontierConfig) -> dict[str, str]:
             f"{c.n_heads} heads × ({c.head_dim} + {c.rope_dim} key + {c.head_dim} value) = "
             f"{full} numbers: {full * f32} bytes in float32, {full * bf16} in bfloat16",
         "compression": f"{full / mla:.1f}× fewer numbers",
+        "what transformers caches": "the latents too: c_KV as the layer's keys and k_rope as "
+                                    "its values (one head each), up-projected again at every "
+                                    "step; DeepSeek's absorbed code never up-projects them",
         "DeepSeek-V3, per token and layer (bfloat16)":
             f"MLA {v3_mla} numbers = {v3_mla * bf16:,} bytes; expanded {v3_full:,} numbers = "
             f"{v3_full * bf16:,} bytes ({v3_full / v3_mla:.0f}× more)",
