@@ -35,7 +35,13 @@ import math
 import torch
 from torch import Tensor
 
-from explorer.core.agreement import TOLERANCE, Agreement, max_abs_diff, of_all
+from explorer.core.agreement import (
+    Agreement,
+    largest_abs,
+    max_abs_diff,
+    of_all,
+    relative_tolerance,
+)
 from explorer.modern import attention as modern
 from explorer.modern.frontier import FrontierConfig, Part, Step
 
@@ -212,8 +218,11 @@ def transformers_cache_context(x: Tensor, projections: tuple[Tensor, Tensor, Ten
 
 def _agreement(name: str, compared: str, reference: str, ours: Tensor,
                theirs: Tensor) -> Agreement:
-    return Agreement(name, compared, reference, max_abs_diff(ours, theirs), TOLERANCE,
-                     exact=torch.equal(ours, theirs), n_values=theirs.numel())
+    """ours against theirs, float32 rounding relative to theirs' largest |value|."""
+    scale = largest_abs(theirs)
+    return Agreement(name, compared, reference, max_abs_diff(ours, theirs),
+                     relative_tolerance(scale), exact=torch.equal(ours, theirs),
+                     n_values=theirs.numel(), scale=scale)
 
 
 FULL_PASS = "the full pass with the window's mask (sliding_window_mask, 'w keys')"

@@ -74,6 +74,8 @@ def test_transformers_own_dynamic_cache_decodes_the_same_context(window):
     earlier = modern.grouped_query_attention(
         q, k, v, modern.sliding_window_mask(6, window, modern.WINDOW_EARLIER)).context
     assert float((theirs - earlier).abs().max()) > 1e-3
+    causal = modern.grouped_query_attention(q, k, v, modern.causal_allowed(6)).context
+    assert float((theirs - causal).abs().max()) > 1e-3  # the cache really dropped old keys
 
 
 @pytest.mark.parametrize("window", [2, 3, 4, 5])
