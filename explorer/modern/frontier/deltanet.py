@@ -3,7 +3,8 @@ head_dim × head_dim per head, updated token by token with a decay gate and
 the delta rule, and the same numbers computed chunk by chunk.
 
 The gated delta rule (Yang, Kautz, Hatamizadeh, "Gated Delta Networks:
-Improving Mamba2 with Delta Rule", 2024, §3.1, eq. 10), with S laid out
+Improving Mamba2 with Delta Rule", ICLR 2025 / arXiv 2412.06464v3, §3.1
+"Formulation: Gated Delta Rule", eq. 10), with S laid out
 (d_k, d_v) as transformers keeps it (the paper's Sᵀ):
 
     S_t = α_t (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ,    o_t = S_tᵀ q_t
@@ -12,9 +13,9 @@ Improving Mamba2 with Delta Rule", 2024, §3.1, eq. 10), with S laid out
 the value stored under k_t moves towards v_t (the delta rule: it first reads
 what S already holds for k_t, S_{t−1}ᵀ k_t, and writes only the difference).
 
-The chunked form (§3.2, the WY / UT representation): inside a chunk of C
-tokens, with Γ_i = α_1 ⋯ α_i the decay since the chunk's start, the state is
-S_i = Γ_i S_0 + Σ_{j≤i} (Γ_i/Γ_j) k_j u_jᵀ, and the pseudo-values u solve a
+The chunked form (§3.3, the chunkwise algorithm, WY / UT representation):
+inside a chunk of C tokens, with Γ_i = α_1 ⋯ α_i the decay since the chunk's
+start, the state is S_i = Γ_i S_0 + Σ_{j≤i} (Γ_i/Γ_j) k_j u_jᵀ, and the pseudo-values u solve a
 lower-triangular system, (I + A) U = β ⊙ (V − Γ ⊙ K S_0) with
 A_ij = β_i (Γ_i/Γ_j) k_iᵀ k_j for j < i: the C sequential steps become a few
 matrix products and one triangular solve per chunk.
@@ -45,7 +46,8 @@ BYTES_PER_VALUE = modern.BYTES_PER_VALUE["float32"]
 LENGTHS = (1_000, 100_000)
 """The sequence lengths the state's size is compared with a KV cache at, beside the sentence's."""
 SOURCE = ("Yang, Kautz, Hatamizadeh, \"Gated Delta Networks: Improving Mamba2 with Delta Rule\" "
-          "(2024): §3.1 eq. 10 (the gated delta rule), §3.2 (the chunkwise form); Qwen3-Next: "
+          "(ICLR 2025, arXiv 2412.06464v3): §3.1 eq. 10 (the gated delta rule), §3.3 (the "
+          "chunkwise form); Qwen3-Next: "
           "transformers' Qwen3NextGatedDeltaNet, torch_recurrent_gated_delta_rule and "
           "torch_chunk_gated_delta_rule (models/qwen3_next/modeling_qwen3_next.py).")
 
