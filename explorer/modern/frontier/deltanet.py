@@ -15,8 +15,8 @@ what S already holds for k_t, S_{t−1}ᵀ k_t, and writes only the difference).
 
 The chunked form (§3.3, the chunkwise algorithm, WY / UT representation):
 inside a chunk of C tokens, with Γ_i = α_1 ⋯ α_i the decay since the chunk's
-start, the state is S_i = Γ_i S_0 + Σ_{j≤i} (Γ_i/Γ_j) k_j u_jᵀ, and the pseudo-values u solve a
-lower-triangular system, (I + A) U = β ⊙ (V − Γ ⊙ K S_0) with
+start, the state is S_i = Γ_i S_0 + Σ_{j≤i} (Γ_i/Γ_j) k_j u_jᵀ, and the
+pseudo-values u solve a lower-triangular system, (I + A) U = β ⊙ (V − Γ ⊙ K S_0) with
 A_ij = β_i (Γ_i/Γ_j) k_iᵀ k_j for j < i: the C sequential steps become a few
 matrix products and one triangular solve per chunk.
 
@@ -81,7 +81,8 @@ def project(x: Tensor, weights: dict[str, Tensor], n_heads: int) -> dict[str, Te
     k_raw = modern.split_heads(x @ weights["k"], n_heads)
     q, k = l2norm(q_raw), l2norm(k_raw)
     v = modern.split_heads(x @ weights["v"], n_heads)
-    g = -weights["A_log"].exp() * torch.nn.functional.softplus(x @ weights["a"] + weights["dt_bias"])
+    dt = torch.nn.functional.softplus(x @ weights["a"] + weights["dt_bias"])  # (n, h)
+    g = -weights["A_log"].exp() * dt
     beta = torch.sigmoid(x @ weights["b"])
     return {"q": q / math.sqrt(q.shape[-1]), "k": k, "v": v, "g": g.T, "beta": beta.T,
             "q_raw": q_raw, "k_raw": k_raw}
@@ -135,7 +136,7 @@ def chunked(q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor,
         rhs = bc * (vc - gamma * (kc @ state))                           # β ⊙ (V − Γ K S_0)
         eye = torch.eye(e - s).expand_as(a)
         u = torch.linalg.solve_triangular(eye + a, rhs, upper=False, unitriangular=True)
-        scores = (qc @ kc.transpose(-1, -2)) * decay_ij                  # (Γ_i/Γ_j) q_iᵀ k_j, j ≤ i
+        scores = (qc @ kc.transpose(-1, -2)) * decay_ij                  # (Γ_i/Γ_j) q_iᵀ k_j
         outputs[:, s:e] = gamma * (qc @ state) + scores @ u
         last = log_gamma[:, -1:]                                         # log Γ_C
         to_end = (last - log_gamma).exp()[..., None]                     # Γ_C / Γ_j

@@ -78,7 +78,8 @@ def apply_partial_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     return torch.cat((turned, x[..., r:]), dim=-1)
 
 
-def draw_weights(d_in: int, config: FrontierConfig, generator: torch.Generator) -> dict[str, Tensor]:
+def draw_weights(d_in: int, config: FrontierConfig,
+                 generator: torch.Generator) -> dict[str, Tensor]:
     """The layer's weights, drawn with ``generator`` in this order: ``q_proj``
     (d_in, n_heads · 2 · head_dim: per head its query then its gate),
     ``k_proj``, ``v_proj`` (d_in, n_heads · head_dim), ``o_proj``

@@ -6,19 +6,26 @@ context as one full pass with the window's mask
 (`explorer.modern.attention.sliding_window_mask`, convention `WINDOW_KEYS`:
 the query's own key is one of the ``window`` keys it sees).
 
-- Ring buffer: mistral-inference's ``RotatingBufferCache``
-  (``mistral_inference/cache.py``): ``window`` slots, the key of position p
-  written to slot p mod window, and ``unrotate`` reading the slots back in
-  position order. The cache writes before it reads, so the ``window`` slots
-  hold the query's own key and ``window`` − 1 earlier ones: `WINDOW_KEYS`.
-  (Mistral's reference mask, ``torch.triu(mask, diagonal=-sliding_window)``,
-  counts the query plus ``window`` earlier tokens, `WINDOW_EARLIER`: one key
-  more than its own cache holds; transformers issues #29623, #39408.)
+- Ring buffer: Mistral's rolling buffer cache (mistral-src's
+  ``RotatingBufferCache`` in ``cache.py``, kept by early mistral-inference
+  releases; today's ``BufferCache`` no longer rolls): ``window`` slots, the
+  key of position p written to slot p mod window, and ``unrotate`` putting
+  the slots back in position order (Mistral calls it where the order
+  matters, when a prompt's new keys are joined to the cached ones; a single
+  decoded query over keys already rotated by RoPE reads the slots in any
+  order, under a key mask). The cache writes before
+  it reads, so the ``window`` slots hold the query's own key and
+  ``window`` − 1 earlier ones: `WINDOW_KEYS`. (Mistral's reference mask,
+  ``torch.triu(mask, diagonal=-sliding_window)``, counts the query plus
+  ``window`` earlier tokens, `WINDOW_EARLIER`: one key more than its own
+  cache holds; transformers issues #29623, #39408.)
 - transformers' ``cache_utils.DynamicSlidingWindowLayer``: the new key is
   concatenated to the cache, attention reads them all, then only the last
   ``window`` − 1 are kept.
-- Trim-and-concatenate (rasbt/LLMs-from-scratch, ch. 4's KV-cache bonus with
-  a window): concatenate the new key, keep the last ``window``, attend.
+- Trim-and-concatenate: concatenate the new key, keep the last ``window``,
+  attend. rasbt/LLMs-from-scratch's ``ch04/03_kv-cache/
+  gpt_with_kv_cache_optimized.py`` keeps the same keys in a ``window_size``
+  buffer shifted left when full.
 
 Keys are rotated by RoPE at their true positions before they are cached (as
 Mistral and transformers do), so softmax over the slots does not care about
@@ -50,10 +57,11 @@ EMPTY = -1
 """The position an empty slot holds in `slot_positions`."""
 CONVENTION = modern.WINDOW_KEYS
 """The window's count every cache here keeps: ``window`` keys, the query's own among them."""
-SOURCE = ("Jiang et al., \"Mistral 7B\" (2023), §2 \"Rolling Buffer Cache\"; mistral-inference's "
-          "RotatingBufferCache and unrotate (mistral_inference/cache.py); transformers' "
-          "cache_utils.DynamicSlidingWindowLayer; rasbt/LLMs-from-scratch ch. 4 KV cache with a "
-          "window (trim and concatenate).")
+SOURCE = ("Jiang et al., \"Mistral 7B\" (2023), §2 \"Rolling Buffer Cache\"; Mistral's "
+          "RotatingBufferCache and unrotate (mistral-src's cache.py, early mistral-inference); "
+          "transformers' cache_utils.DynamicSlidingWindowLayer; rasbt/LLMs-from-scratch "
+          "ch04/03_kv-cache/gpt_with_kv_cache_optimized.py (a window buffer shifted left when "
+          "full: trim and concatenate).")
 
 
 def draw_projections(d_in: int, config: FrontierConfig,
@@ -94,7 +102,8 @@ def _attend(query: Tensor, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor
 
 def unrotate(position: int, window: int) -> Tensor:
     """The ring's slot indices in position order after position ``position``
-    was written (mistral-inference's ``unrotate``): the oldest slot first.
+    was written (Mistral's ``unrotate(cache, seqlen)`` with seqlen = position
+    + 1): the oldest slot first.
     Returns (min(position + 1, window),) long."""
     filled = min(position + 1, window)
     if filled < window:
