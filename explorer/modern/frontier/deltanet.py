@@ -29,6 +29,7 @@ its gated RMSNorm and its out_proj: q and k l2-normalised (``l2norm``, eps
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -152,20 +153,24 @@ def transformers_reference(parts: dict[str, Tensor], chunk: int) -> dict[str, Te
     v, g, β. They take q and k before their l2-norm and scaling and apply both
     themselves (``use_qk_l2norm_in_kernel=True``, as Qwen3NextGatedDeltaNet
     calls them), so they are given the raw projections (``parts`` as `project`
-    returns them). Returns
+    returns them). The functions are unwrapped (``inspect.unwrap``) so that
+    the pure-torch reference runs even where the flash-linear-attention
+    package is installed (transformers would dispatch to its kernel). Returns
     ``recurrent`` and ``chunked`` outputs (h, n, d_v) and their final states
     (h, d_k, d_v)."""
     from transformers.models.qwen3_next.modeling_qwen3_next import (
         torch_chunk_gated_delta_rule,
         torch_recurrent_gated_delta_rule,
     )
+    recurrent_rule = inspect.unwrap(torch_recurrent_gated_delta_rule)
+    chunk_rule = inspect.unwrap(torch_chunk_gated_delta_rule)
     lay = (lambda t: t.transpose(0, 1)[None])  # (h, n, ...) -> (1, n, h, ...)
     args = (lay(parts["q_raw"]), lay(parts["k_raw"]), lay(parts["v"]), lay(parts["g"]),
             lay(parts["beta"]))
     with torch.no_grad():
-        rec, rec_state = torch_recurrent_gated_delta_rule(
+        rec, rec_state = recurrent_rule(
             *args, output_final_state=True, use_qk_l2norm_in_kernel=True)
-        chu, chu_state = torch_chunk_gated_delta_rule(
+        chu, chu_state = chunk_rule(
             *args, chunk_size=chunk, output_final_state=True, use_qk_l2norm_in_kernel=True)
     unlay = (lambda t: t[0].transpose(0, 1))
     return {"recurrent": unlay(rec), "recurrent_state": rec_state[0],

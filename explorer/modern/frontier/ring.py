@@ -320,6 +320,8 @@ def ring(x: Tensor, config: FrontierConfig, generator: torch.Generator) -> Part:
     facts = {
         "window (keys, the query's own included)": str(w),
         "ring slots": str(w),
+        "window convention": f"'{CONVENTION}': the query plus {w - 1} earlier tokens "
+                             f"(Mistral's reference mask: the query plus {w} earlier)",
         "ring read in slot order: max |difference| of weights":
             f"{max_abs_diff(wrong_weights, full.attn_weights):.2e}",
     }
