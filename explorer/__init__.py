@@ -9,15 +9,15 @@
 
 The package is laid out by part, each folder importing only those before it:
 
-- `explorer.core`: the book's attention (config, tokenizer, recipes, attention,
+- `core`: the book's attention (config, tokenizer, recipes, attention,
   trace, steps, verify, literal);
-- `explorer.server`: the settings and the memory budget;
-- `explorer.lessons`, `explorer.checker`, `explorer.modern`, `explorer.models`:
-  the worked examples and explanations, checking a learner's own code, today's
-  attention, real models;
-- `explorer.render`: figures, payloads, exports and the browser's chart modules
+- `server`: the settings and the memory budget;
+- `lessons`, `checker`, `modern`, `models`: the page catalogue, the worked
+  examples and explanations, checking a learner's own code, today's and the
+  frontier's attention, real models;
+- `render`: figures, payloads, exports and the browser's chart modules
   (plotly, pandas);
-- `explorer.ui`: the Streamlit glue.
+- `ui`: the Streamlit glue.
 
 The compute folders (core, server, lessons, checker, modern, models) import
 neither Streamlit, Plotly nor pandas (`tests/core/test_backend.py`).

@@ -28,6 +28,8 @@ Modules: `catalogue` (the models offered by name and the memory budget's
 default), `anatomy` (where each architecture keeps its attention), `sizes`
 (what a config asks for, checked before building), `loading`,
 `tokens` (readable sub-word tokens), `forward` (hooked forward passes),
+`errors` (what a model refuses, and why), `explain` (the terms behind a cell of
+a Llama-family layer),
 `layer_trace` (the trace), `check` (against the model), `heads` (every head at
 a glance; heads found by measuring), `llama` (a Llama-family layer, every
 step), `generation` (token by token, each new row over the KV cache). Pure torch and transformers: no UI.

@@ -167,3 +167,22 @@ def test_imports_are_sorted():
     result = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."],
                             cwd=ROOT, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout[-3000:]
+
+
+def _parts(package: Path) -> list[str]:
+    """A package's modules and sub-packages, by name (``__main__`` is its command)."""
+    modules = {p.stem for p in package.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    folders = {p.name for p in package.iterdir() if (p / "__init__.py").is_file()}
+    return sorted(modules | folders)
+
+
+@pytest.mark.parametrize("package", sorted(p.parent.relative_to(ROOT).as_posix() for p in
+                                           (ROOT / "explorer").rglob("__init__.py")))
+def test_every_folder_docstring_names_each_of_its_modules(package):
+    """A newcomer finds every part from its folder's docstring: each module is
+    named in it as ```name``` (a sub-package as ```name``` or ```name/```)."""
+    folder = ROOT / package
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text("utf-8"))) or ""
+    missing = [name for name in _parts(folder)
+               if f"`{name}`" not in doc and f"`{name}/`" not in doc]
+    assert not missing, f"{package}/__init__.py's docstring does not name {missing}"
