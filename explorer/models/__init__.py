@@ -30,7 +30,8 @@ default), `anatomy` (where each architecture keeps its attention), `sizes`
 `tokens` (readable sub-word tokens), `forward` (hooked forward passes),
 `errors` (what a model refuses, and why), `explain` (the terms behind a cell of
 a Llama-family layer),
-`layer_trace` (the trace), `check` (against the model), `heads` (every head at
+`layer_trace` (the trace), `layer_steps` (a Llama-family layer's steps, declared
+once), `check` (against the model), `heads` (every head at
 a glance; heads found by measuring), `llama` (a Llama-family layer, every
 step), `generation` (token by token, each new row over the KV cache). Pure torch and transformers: no UI.
 

@@ -12,7 +12,7 @@ against the module that computes it in the model.
 from __future__ import annotations
 
 import sys
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import torch
 
@@ -20,6 +20,7 @@ from explorer.core.agreement import Agreement, max_abs_diff, of_all
 from explorer.core.trace import Trace
 from explorer.models.errors import ModelError, ModelMismatch
 from explorer.models.forward import LayerCall, attention_outputs, decoder_layer_call
+from explorer.models.layer_steps import LAYER_STEPS
 from explorer.models.layer_trace import ModelConfig
 from explorer.models.llama import DecoderConfig
 from explorer.models.loading import LoadedModel
@@ -136,23 +137,9 @@ def assert_matches_model(trace: Trace, model: LoadedModel) -> Agreement:
 # ---------------------------------------------------------------------------
 # The Llama family, step by step
 # ---------------------------------------------------------------------------
-STEP_REFERENCES = {
-    "embeddings": "input_layernorm's output",
-    "queries": "q_proj's output, cut into heads",
-    "keys": "k_proj's output, cut into heads",
-    "values": "v_proj's output, cut into heads",
-    "queries_normed": "q_norm's output",
-    "keys_normed": "k_norm's output",
-    "rope_cos": "the cos the layer was given (the model's rotary_emb)",
-    "rope_sin": "the sin the layer was given (the model's rotary_emb)",
-    "queries_rope": "apply_rotary_pos_emb of the model's Q with its cos and sin",
-    "keys_rope": "apply_rotary_pos_emb of the model's K with its cos and sin",
-    "causal_mask": "where the mask the layer was given adds more than 0 (True = hidden)",
-    "attn_weights": "output_attentions",
-    "context": "o_proj's input",
-    "output": "o_proj's output",
-}
-"""What each step of a decoder trace is compared with, in pipeline order."""
+STEP_REFERENCES = {step.name: step.reference for step in LAYER_STEPS if step.reference}
+"""What each step of a decoder trace is compared with, in pipeline order
+(`explorer.models.layer_steps`)."""
 
 
 def _model_rope(model: LoadedModel, call: LayerCall, queries: torch.Tensor, keys: torch.Tensor

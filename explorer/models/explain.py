@@ -42,16 +42,12 @@ from explorer.lessons.explain import (
     dot_product_terms,
     softmax_terms,
 )
+from explorer.models.layer_steps import COLUMN, KV_COLUMNS, KV_HEAD, LAYER, LAYER_STEPS, ROW
 from explorer.modern.explain import rotation_terms
 
-STEP_CHARTS = (
-    "layer_input", "input_norm", "rms", "embeddings",
-    "W_query", "W_key", "W_value", "b_query", "b_key", "b_value",
-    "queries", "keys", "values", "q_norm", "k_norm", "queries_normed", "keys_normed",
-    "rope_frequencies", "rope_cos", "rope_sin", "queries_rope", "keys_rope",
-    "attn_scores", "scaled_scores", "causal_mask", "masked_scores", "attn_weights",
-    "context", "W_out", "head_output", "b_out", "output")
-"""The charts of one layer and one query head, in pipeline order: every step of
+STEP_CHARTS = tuple(step.name for step in LAYER_STEPS if step.charted)
+"""The charts of one layer and one query head, in pipeline order
+(`explorer.models.layer_steps`): every step of
 `explorer.models.llama.DECODER_STEPS` but the token ids, and the head's own
 share of the output (``head_output``). A model draws those its trace holds."""
 GENERATION_CHARTS = ("generated_scores", "generated_weights", "generated_rows")
@@ -59,16 +55,13 @@ GENERATION_CHARTS = ("generated_scores", "generated_weights", "generated_rows")
 scaled scores and of weights over the cache, and every generated row at once."""
 CHARTS = STEP_CHARTS + GENERATION_CHARTS
 """Every chart the page can explain a cell of (the ``decoder_cell`` entry names them)."""
-ROW_VECTORS = ("input_norm", "rope_frequencies", "q_norm", "k_norm", "b_query", "b_key",
-               "b_value", "b_out")
+ROW_VECTORS = tuple(step.name for step in LAYER_STEPS if step.layout == ROW)
 """Vectors drawn as one row (their columns: dimensions)."""
-TOKEN_COLUMN = ("rms",)
+TOKEN_COLUMN = tuple(step.name for step in LAYER_STEPS if step.layout == COLUMN)
 """Vectors drawn as one column (their rows: tokens)."""
-FULL_LAYER = ("layer_input", "embeddings", "output", "b_out", "input_norm", "rms",
-              "rope_frequencies", "rope_cos", "rope_sin", "causal_mask", "q_norm", "k_norm")
+FULL_LAYER = tuple(step.name for step in LAYER_STEPS if step.charted and step.cut == LAYER)
 """Charts that every query head shares (the others are the head's, or its K/V head's)."""
-KV_CHARTS = ("W_key", "W_value", "b_key", "b_value", "keys", "values", "keys_normed",
-             "keys_rope")
+KV_CHARTS = tuple(step.name for step in LAYER_STEPS if step.cut in (KV_HEAD, KV_COLUMNS))
 """Charts of the K/V head the query head reads."""
 
 

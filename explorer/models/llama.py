@@ -44,6 +44,15 @@ from explorer.core.trace import Trace
 from explorer.models import anatomy
 from explorer.models.errors import ModelError
 from explorer.models.forward import layer_input
+from explorer.models.layer_steps import BY_NAME as STEP
+from explorer.models.layer_steps import (
+    HEAD,
+    HEAD_COLUMNS,
+    HEAD_ROWS,
+    KV_COLUMNS,
+    KV_HEAD,
+    LAYER_STEPS,
+)
 from explorer.models.layer_trace import ModelConfig
 from explorer.models.loading import LoadedModel
 from explorer.models.tokens import model_input
@@ -351,46 +360,11 @@ def compute_decoder_trace(model: LoadedModel, text: str | None = None, *, input_
     return Trace(config, list(seq.tokens), {"token_ids": torch.tensor(seq.ids), **steps})
 
 
-DECODER_STEPS: dict[str, str] = {
-    "token_ids": "the tokens' ids",
-    "layer_input": "the residual stream entering the layer: LlamaDecoderLayer's hidden_states",
-    "input_norm": "input_layernorm's weight",
-    "rms": "√(mean(x²) + eps) of each row, as LlamaRMSNorm computes it",
-    "embeddings": "X = RMSNorm(layer_input): input_layernorm(hidden_states)",
-    "W_query": "q_proj.weight.T", "b_query": "q_proj.bias (Qwen2)",
-    "W_key": "k_proj.weight.T", "b_key": "k_proj.bias (Qwen2)",
-    "W_value": "v_proj.weight.T", "b_value": "v_proj.bias (Qwen2)",
-    "queries": "q_proj(hidden_states).view(hidden_shape).transpose(1, 2)",
-    "keys": "k_proj(hidden_states).view(hidden_shape).transpose(1, 2)",
-    "values": "v_proj(hidden_states).view(hidden_shape).transpose(1, 2)",
-    "q_norm": "q_norm.weight (Qwen3, Gemma 3)", "k_norm": "k_norm.weight (Qwen3, Gemma 3)",
-    "queries_normed": "self.q_norm(query_states): QK-norm (Qwen3, Gemma 3)",
-    "keys_normed": "self.k_norm(key_states): QK-norm (Qwen3, Gemma 3)",
-    "rope_frequencies": "rotary_emb.inv_freq: θ^(−2i/e), scaled (ROPE_INIT_FUNCTIONS)",
-    "rope_cos": "cos of LlamaRotaryEmbedding.forward: cat(freqs, freqs).cos()",
-    "rope_sin": "sin of LlamaRotaryEmbedding.forward: cat(freqs, freqs).sin()",
-    "queries_rope": "apply_rotary_pos_emb: q · cos + rotate_half(q) · sin",
-    "keys_rope": "apply_rotary_pos_emb: k · cos + rotate_half(k) · sin",
-    "attn_scores": "torch.matmul(query, repeat_kv(key).transpose(2, 3))",
-    "scaled_scores": "… * self.scaling (head_dim^−½; Gemma 3: query_pre_attn_scalar^−½)",
-    "causal_mask": "create_causal_mask / create_sliding_window_causal_mask, negated "
-                   "(True = hidden, as in the book)",
-    "masked_scores": "attn_weights + attention_mask (the model adds the dtype's minimum)",
-    "attn_weights": "softmax(…, dim=-1, dtype=torch.float32): output_attentions",
-    "context": "torch.matmul(attn_weights, repeat_kv(value)), heads side by side: o_proj's input",
-    "W_out": "o_proj.weight.T", "b_out": "o_proj.bias (attention_bias)",
-    "output": "o_proj(attn_output): the attention's output, before the residual",
-}
+DECODER_STEPS: dict[str, str] = {step.name: step.code for step in LAYER_STEPS if step.in_trace}
 """Every step of `compute_decoder_trace`, in pipeline order, and the line of
 transformers' ``eager_attention_forward`` / ``LlamaAttention.forward`` (or its
-Qwen3, Gemma 3 variant) that computes it: for the page's click-to-explain and
-the docs."""
-
-KV_STEPS = ("keys", "values", "keys_normed", "keys_rope")
-"""Steps with one entry per K/V head (a query head reads its group's)."""
-QUERY_STEPS = ("queries", "queries_normed", "queries_rope", "attn_scores", "scaled_scores",
-               "masked_scores", "attn_weights")
-"""Steps with one entry per query head."""
+Qwen3, Gemma 3 variant) that computes it (`explorer.models.layer_steps`): for
+the page's click-to-explain and the docs."""
 
 
 @dataclass(frozen=True)
@@ -421,21 +395,11 @@ def head_slice(trace: Trace, head: int | None = None) -> HeadSlice:
     head = c.replace(head=c.head if head is None else head).head  # checked
     kv, e = c.kv_head(head), c.head_dim
     q_cols, kv_cols = slice(head * e, (head + 1) * e), slice(kv * e, (kv + 1) * e)
-    steps: dict[str, Tensor] = {}
-    for name in trace:
-        t = trace[name]
-        if name in QUERY_STEPS:
-            steps[name] = t[head]
-        elif name in KV_STEPS:
-            steps[name] = t[kv]
-        elif name in ("W_query", "b_query"):
-            steps[name] = t[..., q_cols]
-        elif name in ("W_key", "W_value", "b_key", "b_value"):
-            steps[name] = t[..., kv_cols]
-        elif name == "context":
-            steps[name] = t[:, q_cols]
-        elif name == "W_out":
-            steps[name] = t[q_cols]
+    cut = {HEAD: lambda t: t[head], KV_HEAD: lambda t: t[kv],
+           HEAD_COLUMNS: lambda t: t[..., q_cols], KV_COLUMNS: lambda t: t[..., kv_cols],
+           HEAD_ROWS: lambda t: t[q_cols]}
+    steps = {name: cut[STEP[name].cut](trace[name]) for name in trace
+             if STEP[name].cut in cut}
     steps["head_output"] = steps["context"] @ steps["W_out"]  # (n, e) @ (e, d) -> (n, d)
     return HeadSlice(head, kv, c.sharing(head), steps)
 

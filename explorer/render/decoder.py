@@ -14,12 +14,8 @@ import pandas as pd
 import torch
 
 from explorer.core.steps import (
-    DIM_COLS,
     DIMS,
     KEY_COLS,
-    MASK,
-    QUERY_ROWS,
-    TOKEN_ROWS,
     TOKENS,
     WEIGHTS,
     Axis,
@@ -27,70 +23,43 @@ from explorer.core.steps import (
     plain_step,
 )
 from explorer.models import explain as decoder_explain
+from explorer.models.layer_steps import BY_NAME as STEP
 from explorer.render import figures
 
-DIM_ROWS = Axis("input dim (d_model)", DIMS)
-HEAD_DIM_ROWS = Axis("head dim (e)", DIMS)
-ONE_ROW = Axis("", DIMS)
-ONE_COL = Axis("", DIMS)
 GENERATED_ROWS = Axis("generated token (row)", TOKENS)
+NEW_QUERY = Axis("new query", DIMS)
+GENERATION_KINDS = {
+    "generated_scores": plain_step("generated_scores", NEW_QUERY, KEY_COLS),
+    "generated_weights": plain_step("generated_weights", NEW_QUERY, KEY_COLS, WEIGHTS),
+    "generated_rows": plain_step("generated_rows", GENERATED_ROWS, KEY_COLS, WEIGHTS),
+}
+"""How the generation's charts are drawn (the layer's: `explorer.models.layer_steps`)."""
 
 
 def kind_of(chart: str) -> Step:
-    """How chart ``chart`` (`explorer.models.explain.CHARTS`) is drawn."""
-    if chart in ("W_query", "W_key", "W_value"):
-        return plain_step(chart, DIM_ROWS, DIM_COLS)
-    if chart == "W_out":
-        return plain_step(chart, HEAD_DIM_ROWS, DIM_COLS)
-    if chart == "rope_frequencies":
-        return plain_step(chart, ONE_ROW, Axis("pair i (dimensions i, i + e/2)", DIMS))
-    if chart in decoder_explain.ROW_VECTORS:
-        return plain_step(chart, ONE_ROW, DIM_COLS)
-    if chart == "rms":
-        return plain_step(chart, TOKEN_ROWS, ONE_COL)
-    if chart == "causal_mask":
-        return plain_step(chart, QUERY_ROWS, KEY_COLS, MASK, ("seen", "hidden"))
-    if chart in ("attn_weights", "generated_weights", "generated_rows"):
-        rows = GENERATED_ROWS if chart == "generated_rows" else QUERY_ROWS
-        return plain_step(chart, rows if chart != "generated_weights" else Axis("new query", DIMS),
-                          KEY_COLS, WEIGHTS)
-    if chart in ("attn_scores", "scaled_scores", "masked_scores"):
-        return plain_step(chart, QUERY_ROWS, KEY_COLS)
-    if chart == "generated_scores":
-        return plain_step(chart, Axis("new query", DIMS), KEY_COLS)
-    return plain_step(chart, TOKEN_ROWS, DIM_COLS)
+    """How chart ``chart`` (`explorer.models.explain.CHARTS`) is drawn: its
+    axes, colours and a mask's cell text, from its `LayerStep` (or
+    `GENERATION_KINDS`). Raises KeyError for no such chart."""
+    return GENERATION_KINDS[chart] if chart in GENERATION_KINDS else STEP[chart].kind
 
 
 def title_of(chart: str, config: Any, head: int, kv_head: int, position: int = 0) -> str:
-    """The chart's title: what it is, whose (query head, K/V head, the layer's), its shape."""
-    h, k = f"head {head}", f"K/V head {kv_head}"
+    """The chart's title: what it is, whose (query head, K/V head, the layer's),
+    from its `LayerStep`'s title with the config's numbers filled in."""
+    h = f"head {head}"
     theta = f"θ = {config.rope_theta:g}" + ("" if config.rope_type == "default"
                                             else f", {config.rope_type} scaling")
-    titles = {
-        "layer_input": "layer input (residual stream)", "input_norm": "input_layernorm weight",
-        "rms": "rms of each token", "embeddings": "X = RMSNorm(layer input)",
-        "W_query": f"W_query, {h}'s columns", "W_key": f"W_key, {k}'s columns",
-        "W_value": f"W_value, {k}'s columns", "b_query": f"b_query, {h}",
-        "b_key": f"b_key, {k}", "b_value": f"b_value, {k}",
-        "queries": f"Q of {h}", "keys": f"K of {k}", "values": f"V of {k}",
-        "q_norm": "q_norm weight", "k_norm": "k_norm weight",
-        "queries_normed": f"Q of {h} after QK-norm", "keys_normed": f"K of {k} after QK-norm",
-        "rope_frequencies": f"RoPE θ_i per pair ({theta})",
-        "rope_cos": f"cos(m·θ_i) ({theta})", "rope_sin": f"sin(m·θ_i) ({theta})",
-        "queries_rope": f"Q of {h} after RoPE", "keys_rope": f"K of {k} after RoPE",
-        "attn_scores": f"scores Q·Kᵀ of {h}",
-        "scaled_scores": f"scaled scores of {h} (× {config.scaling:.4g})",
-        "causal_mask": ("causal mask" if config.window is None
-                        else f"sliding window of {config.window} keys"),
-        "masked_scores": f"masked scores of {h}", "attn_weights": f"attention weights of {h}",
-        "context": f"context of {h} (A·V)", "W_out": f"W_out (o_proj), {h}'s rows",
-        "head_output": f"{h}'s share of the output", "b_out": "b_out (o_proj bias)",
-        "output": "the layer's attention output (o_proj)",
+    generation = {
         "generated_scores": f"{h}: token {position}'s scaled scores over the cache",
         "generated_weights": f"{h}: token {position}'s weights over the cache",
         "generated_rows": f"{h}: every generated token's row of weights",
     }
-    return titles[chart]
+    if chart in generation:
+        return generation[chart]
+    mask = ("causal mask" if config.window is None
+            else f"sliding window of {config.window} keys")
+    return STEP[chart].title.format(head=h, kv_head=f"K/V head {kv_head}", theta=theta,
+                                    scaling=f"{config.scaling:.4g}", mask=mask)
 
 
 def _labels(axis: Axis, size: int, tokens: list[str], offset: int = 0) -> list[str]:

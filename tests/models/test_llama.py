@@ -458,6 +458,23 @@ def test_every_step_is_named_and_mapped_to_transformers(models):
         assert [s for s in DECODER_STEPS if s in trace] == list(trace)  # pipeline order
 
 
+@pytest.mark.parametrize("arch", ["qwen2", "qwen3", "gemma3_text", "mistral"])
+def test_every_step_has_the_shape_its_table_declares(models, arch):
+    """explorer.models.layer_steps gives each step's shape once, in n, d, h, k, e:
+    the trace's tensors (and a head's share, ``head_output``) have it."""
+    from explorer.models.layer_steps import LAYER_STEPS
+    trace = compute_decoder_trace(models[arch], input_ids=IDS[:5], head=1)
+    c = trace.config
+    sizes = {"n": 5, "d": c.d_model, "h": c.n_heads, "k": c.n_kv_heads, "e": c.head_dim}
+    steps = {**trace, "head_output": head_slice(trace).steps["head_output"]}
+    for step in LAYER_STEPS:
+        if step.name not in steps:
+            continue
+        declared = tuple(eval(dim.replace("·", "*"), {}, sizes)  # "(h·e, d)" -> (h * e, d)
+                         for dim in step.shape.strip("(),").split(",") if dim.strip())
+        assert tuple(steps[step.name].shape) == declared, (arch, step.name, step.shape)
+
+
 def test_a_generation_reads_back_from_json(models):
     run = generate(models["mistral"], input_ids=IDS[:5], max_new_tokens=3)
     doc = json.loads(run.to_json())
