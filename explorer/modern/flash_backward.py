@@ -191,7 +191,7 @@ def not_shown(config: AttentionConfig) -> tuple[str, str] | None:
 def masked_tiles(result: FlashBackward) -> list[int]:
     """The steps (0-based, in the order walked) of ``result`` whose tile lies
     wholly above the diagonal (`explorer.modern.attention.masked_tile`): with
-    the causal mask their P, dP and dS are 0 and they add nothing; this walk
+    the causal mask their P and dS are 0 and they add nothing; this walk
     goes through every tile, causal FlashAttention skips these."""
     return [i for i, tile in enumerate(result.tiles) if masked_tile(tile.rows, tile.cols)]
 

@@ -425,12 +425,16 @@ def masked_tiles_text(result: FlashBackward, chosen: int) -> str:
     if not masked:
         return (f"None of the {total} tiles lies wholly above the diagonal: each holds a key "
                 "at or before one of its queries, so every one is walked.")
-    this = (" The tile shown is one of them: its P, dP and dS are all 0."
-            if chosen in masked else "")
-    return (f"{len(masked)} of these {total} tiles hold only keys after their queries. "
+    this = (" The tile shown is one of them: its P and dS are all 0 (its dP = dO·Vᵀ is "
+            "not, but dS = P ⊙ (dP − D) multiplies it by 0)." if chosen in masked else "")
+    numbers = [str(i + 1) for i in masked]  # as the grid and the slider count them
+    named = numbers[0] if len(numbers) == 1 else f"{', '.join(numbers[:-1])} and {numbers[-1]}"
+    return (f"{len(masked)} of these {total} tiles (number {named} in the grid) hold only "
+            "keys after their queries. "
             f"{SKIPPED_TILE[0].upper()}{SKIPPED_TILE[1:]}, as the Modern attention page's "
             "forward walk does. This walk goes through them too, to show that their "
-            f"P, dP and dS are 0 and add nothing: a real kernel walks {total - len(masked)} "
+            f"P and dS are 0 and add nothing to dV, dQ or dK: a real kernel walks "
+            f"{total - len(masked)} "
             f"of the {total}.{this}")
 
 

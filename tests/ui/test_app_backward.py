@@ -369,7 +369,8 @@ def test_flashattentions_memory_is_counted_per_head_and_masked_tiles_are_named(o
                       "(144 bytes per head, 288 for the 2 heads)."]
     from explorer.modern.attention import SKIPPED_TILE
     masked = [c for c in captions if "hold only keys after their queries" in c]
-    assert len(masked) == 1 and masked[0].startswith("3 of these 9 tiles")
+    assert len(masked) == 1 and masked[0].startswith("3 of these 9 tiles (number 4, 7 and 8 "
+                                                     "in the grid)")
     assert SKIPPED_TILE[1:] in masked[0] and "a real kernel walks 6 of the 9" in masked[0]
 
 
@@ -387,6 +388,16 @@ def test_a_clicked_dq_cell_prints_a_quotient_that_checks():
     *_, quotient, result = written.replace("\u2212", "-").split(" = ")
     a, b = (float(x.strip("()")) for x in quotient.split(" / "))
     assert float(result.strip("()")) == pytest.approx(a / b, rel=1e-3)
+
+
+def test_a_wholly_masked_tile_shown_is_said_to_be_zero():
+    at = open_link(PAGE, {"flash_tile": "3"})  # key tile 1, query tile 0: above the diagonal
+    assert not at.exception and errors(at) == []
+    masked = [c for c in _captions(at) if "hold only keys after their queries" in c]
+    assert "The tile shown is one of them: its P and dS are all 0" in masked[0]
+    for which in ("P", "dS"):
+        assert not np.any(z_values(all_charts(at)[f"backward-flash-{which}"])), which
+    assert np.any(z_values(all_charts(at)["backward-flash-dP"]))  # dO·Vᵀ: not masked
 
 
 def test_flashattention_for_another_computation_is_a_note_not_an_error():
