@@ -19,7 +19,7 @@ import streamlit as st
 
 from explorer.core import literal
 from explorer.core.agreement import Agreement
-from explorer.core.config import ConfigError
+from explorer.core.config import AttentionConfig, ConfigError
 from explorer.core.steps import STEPS, TOKENS
 from explorer.core.tokenizer import token_labels
 from explorer.lessons.backward.check import TOLERANCE
@@ -207,12 +207,24 @@ def gradients_part(view: View, gradients: Gradients) -> None:
                            key=CHART_KEY + name, on_click=partial(_clicked, name, shown))
         if cell is not None:
             explanation_box(explain_gradient(gradients, name, *cell, head=shown))
+        if name == "attn_scores" and c.scale and c.head_dim == 1:
+            st.caption(head_dim_one_text(c))
         if name == ("masked_scores" if c.causal else "scaled_scores"):
             _jacobian(view, query, head)
         if name == "W_query" and c.n_heads > 1:
             st.caption(f"The heads meet in W_query's columns: head h's dL/dQ_h reaches only "
                        f"the {c.head_dim} columns it was cut from (outlined), so dL/dW_query is "
                        "every head's Xᵀ·dL/dQ_h side by side; dL/dX sums the heads back.")
+
+
+def head_dim_one_text(config: AttentionConfig) -> str:
+    """Why dL/dω equals dL/dω̃ at head_dim 1 (settings carried over from another
+    page, d_k = 2 over 2 heads), and what to change to see the scaling."""
+    c = config
+    return (f"head_dim is 1 here (d_k = {c.d_k} over {c.n_heads} head"
+            f"{'s' if c.n_heads > 1 else ''}), so ÷√1 changes nothing and dL/dω equals "
+            f"dL/dω̃. Set d_k to {2 * c.d_k}{' or n_heads to 1' if c.n_heads > 1 else ''} "
+            "to see the scaling at work.")
 
 
 def _section(name: str, causal: bool) -> str | None:

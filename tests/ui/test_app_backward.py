@@ -331,6 +331,19 @@ def test_the_default_head_dim_shows_the_scaling_in_the_scores_gradients(opened):
     np.testing.assert_allclose(unscaled, scaled / np.sqrt(2), rtol=1e-6)
 
 
+def test_head_dim_one_carried_from_another_page_is_said_to_hide_the_scaling(opened):
+    """The multi-head page's d_k = 2 over 2 heads, carried over in the session."""
+    assert not any("head_dim is 1 here" in c for c in _captions(opened))
+    at = open_link(PAGE, {"d_k": "2"})
+    assert not at.exception and errors(at) == []
+    said = [c for c in _captions(at) if c.startswith("head_dim is 1 here")]
+    assert said == ["head_dim is 1 here (d_k = 2 over 2 heads), so ÷√1 changes nothing and "
+                    "dL/dω equals dL/dω̃. Set d_k to 4 or n_heads to 1 to see the scaling at work."]
+    charts = all_charts(at)
+    np.testing.assert_array_equal(z_values(charts["backward-grad-attn_scores"]),
+                                  z_values(charts["backward-grad-scaled_scores"]))
+
+
 def test_the_scaling_stars_and_curves_use_the_same_keys_and_say_the_mask_is_not_applied(opened):
     """The stars took the sentence's 6 keys, the curves 16 (issue 51); as on the
     Experiments page, the curves follow the keys per query, the sentence's by default."""
