@@ -328,6 +328,9 @@ def divergence_text(run: TrainingRun) -> str:
            "it started from")
     peak = run.largest_loss
     top = f" (at most {peak:.3g} in the run)" if math.isfinite(peak) and peak > went else ""
+    lost = next((i for i, x in enumerate(run.losses) if not math.isfinite(x)), None)
+    if lost is not None and lost > step:
+        top = f", and from step {lost} it is no longer a number"
     return (f"Training diverged at step {step}: the loss {how}{top}. The learning rate "
             f"{training.learning_rate:g} is too large for these numbers, so each step "
             f"overshoots; try a smaller one ({DEFAULT_LEARNING_RATE[training.optimizer]:g} is "

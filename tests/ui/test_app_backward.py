@@ -366,6 +366,8 @@ def test_a_learning_rate_that_blows_the_loss_up_is_warned_about():
     warned = errors(at, "warning")
     assert len(warned) == 1 and warned[0].startswith(f"Training diverged at step {run.diverged_at}")
     assert "learning rate 10 is too large" in warned[0] and "0.5 is SGD's default" in warned[0]
+    lost = next(i for i, x in enumerate(run.losses) if not np.isfinite(x))  # inf at last
+    assert f"from step {lost} it is no longer a number" in warned[0]
     assert all_charts(at)["backward-loss-curve"]["layout"]["title"]["text"].startswith(
         f"Loss over {TrainingConfig().steps} steps of SGD (lr = 10)")
     at = open_link(PAGE, {"optimizer": "adamw"})
