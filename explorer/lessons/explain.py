@@ -85,10 +85,12 @@ class Explanation:
             return (f"Σ of the terms + {self.offset_name} = {total} + "
                     f"{_num(self.offset, decimals)} = {result}")
         if self.combine == SCALED:
-            return (f"(Σ of the terms) / {number(self.divisor, decimals)} = {total} / "
-                    f"{number(self.divisor, decimals)} = {result}")
+            total, divisor, result = quotient_texts(self.total, self.divisor, self.result(),
+                                                    decimals)
+            return f"(Σ of the terms) / {divisor} = {total} / {divisor} = {result}"
         if self.combine == RATIO:
-            numerator = number(self.numerator, decimals)
+            numerator, total, result = quotient_texts(self.numerator, self.total,
+                                                      self.result(), decimals)
             return (f"Σ of the terms = {total}, the denominator: {numerator} / {total} = "
                     f"{result}")
         return f"Σ of the terms = {total}"
@@ -116,14 +118,14 @@ class Explanation:
                 total += f" + {_num(self.offset, decimals)}"
             return f"{total} = {_num(self.result(), decimals)}"
         if self.combine == SCALED:
-            return (f"({total}) / {_num(self.divisor, decimals)} = "
-                    f"{_num(self.total, decimals)} / {_num(self.divisor, decimals)} = "
-                    f"{_num(self.result(), decimals)}")
+            summed, divisor, result = (_bracketed(t) for t in quotient_texts(
+                self.total, self.divisor, self.result(), decimals))
+            return f"({total}) / {divisor} = {summed} / {divisor} = {result}"
         if self.combine == RATIO:
             parts = " + ".join(_num(t.value, decimals) for t in self.terms)
-            return (f"{_num(self.numerator, decimals)} / ({parts}) = "
-                    f"{_num(self.numerator, decimals)} / {_num(self.total, decimals)} = "
-                    f"{_num(self.result(), decimals)}")
+            numerator, summed, result = (_bracketed(t) for t in quotient_texts(
+                self.numerator, self.total, self.result(), decimals))
+            return f"{numerator} / ({parts}) = {numerator} / {summed} = {result}"
         if self.combine == PRODUCT:
             return f"{total} = {_num(self.result(), decimals)}"
         if self.combine == MASKED:
@@ -150,10 +152,48 @@ def number(x: float, decimals: int = 4) -> str:
     return format_value(x, decimals)
 
 
+def quotient_number(x: float, decimals: int = 4) -> str:
+    """A number of a division as written (a / b = c): `number`, except a
+    nonzero value below 10^−(decimals − 2) (0.01 at 4 decimals, which `number`
+    writes with two significant digits or fewer), written with ``decimals``
+    significant digits (``6.400e−5``): a quotient's digits (`quotient_texts`)."""
+    x = float(x)
+    if x != 0 and math.isfinite(x) and abs(x) < 10.0 ** -(decimals - 2):
+        mantissa, exponent = f"{x:.{decimals - 1}e}".split("e")
+        return f"{mantissa}e{int(exponent)}".replace("-", "−")
+    return number(x, decimals)
+
+
+def _printed(text: str) -> float:
+    """A number as `number` or `quotient_number` wrote it, read back."""
+    return float(text.replace("−", "-").replace("∞", "inf"))
+
+
+def quotient_texts(a: float, b: float, quotient: float, decimals: int = 4
+                   ) -> tuple[str, str, str]:
+    """a, b and a / b (``quotient``, as computed) written so that the printed
+    a divided by the printed b, written as the quotient is, gives the printed
+    quotient: the quotient by `quotient_number`, a and b with as many more
+    digits as that takes (at most 8 more). Without them, 6.4e−5 written as
+    0.0001 made "0.0001 / 1.4142 = 4.5e−5" (issue 51)."""
+    result = quotient_number(quotient, decimals)
+    if not all(math.isfinite(x) for x in (a, b, quotient)) or b == 0:
+        return quotient_number(a, decimals), quotient_number(b, decimals), result
+    for more in range(9):
+        a_text, b_text = (quotient_number(x, decimals + more) for x in (a, b))
+        if quotient_number(_printed(a_text) / _printed(b_text), decimals) == result:
+            break
+    return a_text, b_text, result
+
+
+def _bracketed(text: str) -> str:
+    """A written number in parentheses when negative: ``0.3374·(−0.1000)``."""
+    return f"({text})" if text.startswith("−") and text != "−∞" else text
+
+
 def _num(x: float, decimals: int) -> str:
     """`number`, in parentheses when negative: ``0.3374·(−0.1000)``."""
-    text = number(x, decimals)
-    return f"({text})" if text.startswith("−") and text != "−∞" else text
+    return _bracketed(number(x, decimals))
 
 
 def dot_product_terms(a: Tensor, b: Tensor, labels: list[str]) -> tuple[Term, ...]:

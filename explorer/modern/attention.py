@@ -402,15 +402,30 @@ def tile_steps(n_tokens: int, block_q: int, block_k: int) -> int:
     return -(-n_tokens // block_q) * -(-n_tokens // block_k)
 
 
+SKIPPED_TILE = ("with the causal mask a tile whose keys all come after its queries would only "
+                "add zeros, so causal FlashAttention skips it (FlashAttention-2, §3.1.1)")
+"""Why causal kernels skip the tiles above the diagonal (`masked_tile`), in
+the words the Modern and the Backward pass pages both use."""
+
+
+def masked_tile(rows: range, cols: range) -> bool:
+    """Whether every key of the tile (``cols``) comes after every query of it
+    (``rows``): the causal mask hides all of it, and causal FlashAttention
+    skips it (`SKIPPED_TILE`)."""
+    return cols.start > rows.stop - 1
+
+
 def causal_tiles(n_tokens: int, block_q: int, block_k: int) -> list[tuple[int, int]]:
     """The (query tile, key tile) steps causal FlashAttention walks, in order
     (the key tiles of a query tile in turn): those with at least one key at or
     before the tile's last query. The tiles above the diagonal, whose every key
-    comes after every query, are skipped (FlashAttention-2, §3.1.1): of T × T
-    equal tiles T(T + 1)/2 are walked, about half for long sentences."""
+    comes after every query (`masked_tile`), are skipped (FlashAttention-2,
+    §3.1.1): of T × T equal tiles T(T + 1)/2 are walked, about half for long
+    sentences."""
     return [(qi, kj) for qi, start in enumerate(range(0, n_tokens, block_q))
             for kj, kstart in enumerate(range(0, n_tokens, block_k))
-            if kstart <= min(start + block_q, n_tokens) - 1]
+            if not masked_tile(range(start, min(start + block_q, n_tokens)),
+                               range(kstart, min(kstart + block_k, n_tokens)))]
 
 
 def check_tiles(n_tokens: int, block_q: int, block_k: int) -> None:

@@ -30,11 +30,12 @@ import torch
 from torch import Tensor
 
 from explorer.core import attention as att
-from explorer.core.config import ConfigError
+from explorer.core.config import AttentionConfig, ConfigError
 from explorer.lessons.backward.gradients import Gradients
 from explorer.modern.attention import (
     attention_scores,
     check_tiles,
+    masked_tile,
     online_softmax_attention,
     tile_steps,
 )
@@ -93,7 +94,8 @@ class FlashBackward:
     """The tiled backward pass's result: ``d_queries``, ``d_keys`` (h, n, d),
     ``d_values`` (h, n, hv); the saved ``m``, ``l`` and ``D`` (h, n); the
     output O (h, n, hv); every tile walked, in order (`BackwardTile`); and
-    ``tile_bytes``, the largest (h, bq, bk) float32 matrix held at once, beside
+    ``tile_bytes``, the largest (h, bq, bk) float32 matrix held at once, every
+    head's together (`tile_bytes_per_head`: one head's), beside
     ``full_scores_bytes`` of the n × n weights never allocated."""
 
     d_queries: Tensor
@@ -106,6 +108,16 @@ class FlashBackward:
     tiles: list[BackwardTile]
     tile_bytes: int
     full_scores_bytes: int
+
+    @property
+    def n_heads(self) -> int:
+        """The heads walked together (the leading axis of dQ)."""
+        return self.d_queries.shape[0]
+
+    @property
+    def tile_bytes_per_head(self) -> int:
+        """One head's share of ``tile_bytes``: a bq × bk float32 tile."""
+        return self.tile_bytes // self.n_heads
 
 
 def flash_backward(queries: Tensor, keys: Tensor, values: Tensor, d_output: Tensor,
@@ -160,6 +172,30 @@ def backward_tile_steps(n_tokens: int, block_q: int, block_k: int) -> int:
     return tile_steps(n_tokens, block_q, block_k)
 
 
+def not_shown(config: AttentionConfig) -> tuple[str, str] | None:
+    """Why FlashAttention's backward pass is not shown for ``config``, as (the
+    setting, the sentence), or None when it is: FlashAttention computes
+    softmax(Q Kᵀ / √d_k) V, so scaling off, a normalisation other than the
+    softmax, or dropout (FlashAttention regenerates its own dropout mask) is
+    another computation. A setting, not a fault: the page says it as a note."""
+    c = config
+    if c.scale and c.normalization != "sum" and c.dropout == 0:
+        return None
+    setting = ("scale" if not c.scale else "normalization" if c.normalization == "sum"
+               else "dropout")
+    return setting, ("FlashAttention's backward pass is shown for softmax(Q Kᵀ / √d_k) V: it "
+                     f"needs scale on, a softmax and no dropout (got scale={c.scale}, "
+                     f"normalization={c.normalization!r}, dropout={c.dropout:g})")
+
+
+def masked_tiles(result: FlashBackward) -> list[int]:
+    """The steps (0-based, in the order walked) of ``result`` whose tile lies
+    wholly above the diagonal (`explorer.modern.attention.masked_tile`): with
+    the causal mask their P and dS are 0 and they add nothing; this walk
+    goes through every tile, causal FlashAttention skips these."""
+    return [i for i, tile in enumerate(result.tiles) if masked_tile(tile.rows, tile.cols)]
+
+
 def flash_backward_of(gradients: Gradients, block_q: int, block_k: int,
                       record: Callable[[int, int], bool] = lambda kj, qi: True) -> FlashBackward:
     """`flash_backward` on a trace's own heads: its queries, keys and values
@@ -170,12 +206,9 @@ def flash_backward_of(gradients: Gradients, block_q: int, block_k: int,
     something else than the config: scaling off, a normalisation other than the
     softmax, or dropout (FlashAttention regenerates its own dropout mask)."""
     c = gradients.trace.config
-    if not c.scale or c.normalization == "sum" or c.dropout > 0:
-        raise ConfigError(
-            "scale" if not c.scale else "normalization" if c.normalization == "sum" else "dropout",
-            "FlashAttention's backward pass is shown for softmax(Q Kᵀ / √d_k) V: it needs "
-            f"scale on, a softmax and no dropout (got scale={c.scale}, "
-            f"normalization={c.normalization!r}, dropout={c.dropout:g})")
+    reason = not_shown(c)
+    if reason is not None:
+        raise ConfigError(*reason)
     trace = gradients.trace
     q, k, v = (trace[name] if trace[name].dim() == 3 else trace[name][None]
                for name in ("queries", "keys", "values"))

@@ -30,6 +30,7 @@ from explorer.core.trace import Trace
 from explorer.lessons.backward.gradients import Gradients, row_jacobian
 from explorer.lessons.backward.loss import IGNORE_INDEX, Loss
 from explorer.lessons.backward.saturation import GradientPoint, GradientScaling, Saturation
+from explorer.lessons.backward.settings import OPTIMIZER_LABELS
 from explorer.lessons.backward.terms import SYMBOLS
 from explorer.lessons.backward.training import TrainingRun
 from explorer.modern.flash_backward import FlashBackward
@@ -87,7 +88,7 @@ def gradient_chart(gradients: Gradients, name: str, head: int = 0,
         figures.axis_labels(gradients, step.cols, values.shape[1]), step,
         title or gradient_title(gradients, name, head),
         zrange=gradient_range(gradients, name, head), marked_cell=marked_cell,
-        colorbar=colorbar, columns=columns,
+        colorbar=colorbar, columns=columns, decimals=showing_decimals(values),
         filename=figures.chart_filename(gradients, f"grad_{name}", head if per_head else None))
     n_heads = gradients.config.n_heads
     if n_heads > 1 and step.head_columns and not per_head:
@@ -98,6 +99,25 @@ def gradient_chart(gradients: Gradients, name: str, head: int = 0,
              "x1": 1, "y0": 0, "y1": 1,
              "line": {"color": figures.head_colour(head), "width": 3}})
     return chart
+
+
+CELL_DECIMALS = (4, 2)
+"""The decimals a heatmap's cells may print, most first (`figures.matrix_chart`'s default)."""
+
+
+def showing_decimals(values: np.ndarray, allowed: tuple[int, ...] = CELL_DECIMALS
+                     ) -> tuple[int, ...]:
+    """The cell decimals of ``allowed`` (most first) that write the largest
+    finite |value| of ``values`` as a nonzero number; if none does, the fewest
+    that do (at most 8): a Jacobian whose largest entry is 5e-4 is not drawn as
+    0.00 everywhere (issue 51). The browser prints the first that fits its
+    cells, or no number at all."""
+    finite = np.abs(values[np.isfinite(values)])
+    largest = float(finite.max()) if finite.size else 0.0
+    if largest == 0.0:
+        return allowed
+    needed = next((d for d in range(9) if float(f"{largest:.{d}f}") != 0.0), 8)
+    return tuple(d for d in allowed if d >= needed) or (needed,)
 
 
 JACOBIAN_STEP = Step("jacobian", "Softmax Jacobian", "J", lambda c: "diag(α) − α αᵀ",
@@ -120,6 +140,7 @@ def jacobian_chart(trace: Trace, row: int, head: int = 0, columns: int = 1) -> C
              f"({values.shape[0]}×{values.shape[1]})")
     return figures.matrix_chart(values, labels, labels, JACOBIAN_STEP, title,
                                 zrange=_centred(values), columns=columns,
+                                decimals=showing_decimals(values),
                                 filename=figures.chart_filename(trace, f"jacobian_row{row}",
                                                                 head if head_text else None))
 
@@ -167,7 +188,7 @@ def loss_curve_figure(run: TrainingRun) -> go.Figure:
     fig.add_scatter(x=list(range(len(run.losses))), y=list(run.losses), mode="lines+markers",
                     name="loss", hovertemplate="step %{x}<br>loss %{y:.4f}<extra></extra>")
     fig.update_layout(title={"text": f"Loss over {training.steps} steps of "
-                                     f"{training.optimizer.upper()} (lr = "
+                                     f"{OPTIMIZER_LABELS[training.optimizer]} (lr = "
                                      f"{training.learning_rate:g})"},
                       xaxis_title="step", yaxis_title="loss")
     figures._plain_layout(fig, 360, legend=False)  # the line charts' one layout
@@ -183,10 +204,12 @@ def training_weights_chart(trace: Trace, run: TrainingRun, step: int, head: int 
         raise IndexError(f"the run has steps 0 to {run.attn_weights.shape[0] - 1} (got {step})")
     values = run.attn_weights[step, head].numpy().astype(np.float64)
     head_text = f", head {head}" if trace.config.n_heads > 1 else ""
+    finite = values[np.isfinite(values)]  # a diverged run's weights may all be NaN
+    top = max(1.0, float(finite.max())) if finite.size else 1.0
     return figures.labelled_chart(values, trace, "attn_weights",
                                   f"Attention weights after {step} steps{head_text} "
                                   f"(loss {run.losses[step]:.4f})", columns=columns,
-                                  zrange=(0.0, max(1.0, float(np.nanmax(values)))))
+                                  zrange=(0.0, top))
 
 
 _MEASURES = {

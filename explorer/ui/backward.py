@@ -11,6 +11,7 @@ A bad setting gets its message in the part it concerns; the other parts stay.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 
@@ -18,19 +19,29 @@ import streamlit as st
 
 from explorer.core import literal
 from explorer.core.agreement import Agreement
-from explorer.core.config import ConfigError
+from explorer.core.config import AttentionConfig, ConfigError
 from explorer.core.steps import STEPS, TOKENS
 from explorer.core.tokenizer import token_labels
 from explorer.lessons.backward.check import TOLERANCE
 from explorer.lessons.backward.gradients import Gradients
 from explorer.lessons.backward.loss import IGNORE_INDEX
 from explorer.lessons.backward.saturation import gradient_point
-from explorer.lessons.backward.settings import NEXT_TOKEN, OPTIMIZER_HELP, LossConfig
+from explorer.lessons.backward.settings import (
+    DEFAULT_LEARNING_RATE,
+    NEXT_TOKEN,
+    OPTIMIZER_HELP,
+    OPTIMIZER_LABELS,
+    LossConfig,
+)
 from explorer.lessons.backward.terms import SYMBOLS, explain_gradient
+from explorer.lessons.backward.training import DIVERGENCE_FACTOR, TrainingRun
+from explorer.modern.attention import SKIPPED_TILE
+from explorer.modern.flash_backward import FlashBackward, masked_tiles, not_shown
 from explorer.render import backward as bf
 from explorer.render import figures
 from explorer.ui import backward_data as data
 from explorer.ui import component, state, widgets
+from explorer.ui.experiments import keys_per_query, stars_note
 from explorer.ui.render import explanation_box, fitted_table, head_picker, query_picker
 from explorer.ui.state import View
 
@@ -196,12 +207,24 @@ def gradients_part(view: View, gradients: Gradients) -> None:
                            key=CHART_KEY + name, on_click=partial(_clicked, name, shown))
         if cell is not None:
             explanation_box(explain_gradient(gradients, name, *cell, head=shown))
+        if name == "attn_scores" and c.scale and c.head_dim == 1:
+            st.caption(head_dim_one_text(c))
         if name == ("masked_scores" if c.causal else "scaled_scores"):
             _jacobian(view, query, head)
         if name == "W_query" and c.n_heads > 1:
             st.caption(f"The heads meet in W_query's columns: head h's dL/dQ_h reaches only "
                        f"the {c.head_dim} columns it was cut from (outlined), so dL/dW_query is "
                        "every head's Xᵀ·dL/dQ_h side by side; dL/dX sums the heads back.")
+
+
+def head_dim_one_text(config: AttentionConfig) -> str:
+    """Why dL/dω equals dL/dω̃ at head_dim 1 (settings carried over from another
+    page, d_k = 2 over 2 heads), and what to change to see the scaling."""
+    c = config
+    return (f"head_dim is 1 here (d_k = {c.d_k} over {c.n_heads} head"
+            f"{'s' if c.n_heads > 1 else ''}), so ÷√1 changes nothing and dL/dω equals "
+            f"dL/dω̃. Set d_k to {2 * c.d_k}{' or n_heads to 1' if c.n_heads > 1 else ''} "
+            "to see the scaling at work.")
 
 
 def _section(name: str, causal: bool) -> str | None:
@@ -284,9 +307,7 @@ def training_part(view: View, loss_config: LossConfig) -> None:
     st.caption(OPTIMIZER_HELP[training.optimizer])
     first, last = run.losses[0], run.losses[-1]
     if run.diverged_at is not None:
-        st.warning(f"The loss is no longer a number from step {run.diverged_at}: the "
-                   f"learning rate {training.learning_rate:g} is too large for these numbers. "
-                   "Try a smaller one.")
+        st.warning(divergence_text(run))
     else:
         st.markdown(f"Loss {first:.4f} before training, {last:.4f} after "
                     f"{training.steps} steps.")
@@ -297,13 +318,33 @@ def training_part(view: View, loss_config: LossConfig) -> None:
                    key="backward-train-weights")
 
 
+def divergence_text(run: TrainingRun) -> str:
+    """What a diverged run (`TrainingRun.diverged_at`) says: where, how far the
+    loss went, and what to do."""
+    step, training = run.diverged_at, run.training
+    went = run.losses[step]
+    how = (f"is no longer a number ({went})" if not math.isfinite(went) else
+           f"reached {went:.3g}, more than {DIVERGENCE_FACTOR:g} × the {run.losses[0]:.4f} "
+           "it started from")
+    peak = run.largest_loss
+    top = f" (at most {peak:.3g} in the run)" if math.isfinite(peak) and peak > went else ""
+    lost = next((i for i, x in enumerate(run.losses) if not math.isfinite(x)), None)
+    if lost is not None and lost > step:
+        top = f", and from step {lost} it is no longer a number"
+    return (f"Training diverged at step {step}: the loss {how}{top}. The learning rate "
+            f"{training.learning_rate:g} is too large for these numbers, so each step "
+            f"overshoots; try a smaller one ({DEFAULT_LEARNING_RATE[training.optimizer]:g} is "
+            f"{OPTIMIZER_LABELS[training.optimizer]}'s default here).")
+
+
 # ---------------------------------------------------------------------------
 # 5. Why √d_k
 # ---------------------------------------------------------------------------
 def scaling_part(view: View) -> None:
     """The softmax's gradient over d_k, with and without √d_k, and as it saturates."""
-    n_keys = data.SCALING_KEYS
+    n_keys = keys_per_query(view)
     curves, saturation = data.scaling_of(view.config.seed, n_keys)
+    point = gradient_point(view.trace)
     st.markdown(
         "The Experiments page shows that q·k has variance d_k. Here is what that does to the "
         "**gradient**: as the scores grow, softmax saturates (one weight near 1) and its "
@@ -314,12 +355,13 @@ def scaling_part(view: View) -> None:
     left, right = st.columns(2)
     with left:
         component.show(figures.figure_chart(
-            bf.gradient_scaling_figure(curves, gradient_point(view.trace), "jacobian"),
+            bf.gradient_scaling_figure(curves, point, "jacobian"),
             "grad_scaling_jacobian"), key="backward-scaling-jacobian")
     with right:
         component.show(figures.figure_chart(bf.gradient_scaling_figure(curves, None, "gradient"),
                                             "grad_scaling_gradient"),
                        key="backward-scaling-gradient")
+    stars_note(point.n_keys, n_keys, view.config.causal)
     component.show(figures.figure_chart(bf.saturation_figure(saturation), "saturation"),
                    key="backward-saturation")
 
@@ -352,6 +394,10 @@ def flash_part(view: View, loss_config: LossConfig) -> None:
         block_q = widgets.draw("flash_block_q")
     with right:
         block_k = widgets.draw("flash_block_k")
+    reason = not_shown(c)
+    if reason is not None:  # a setting, not a fault: a note, not an error
+        st.info(literal.markdown(reason[1] + "."))
+        return
     try:
         count = data.tile_count(c, block_q, block_k)
         chosen = view["flash_tile"]
@@ -366,6 +412,8 @@ def flash_part(view: View, loss_config: LossConfig) -> None:
                      lambda i: f"{i + 1} of {count}")
     tile = tiles[chosen]
     component.show(bf.flash_tiles_chart(result, tokens, upto=chosen), key="backward-flash-tiles")
+    if c.causal:
+        st.caption(masked_tiles_text(result, chosen))
     if tile.P is not None:
         columns = st.columns(3)
         for column, which in zip(columns, bf.TILE_MATRICES):
@@ -380,7 +428,40 @@ def flash_part(view: View, loss_config: LossConfig) -> None:
             f"`F.scaled_dot_product_attention`: max |difference| = {worst:.1e}.")
     (st.success if worst < data.FLASH_TOLERANCE else st.error)(
         ("✓ " if worst < data.FLASH_TOLERANCE else "✗ ") + line)
-    st.caption(f"At most one {tile.rows.stop - tile.rows.start} × {tile.cols.stop - tile.cols.start} "
-               f"tile per head at a time ({result.tile_bytes:,} bytes of float32 for every head) "
-               f"instead of the {view.trace.n_tokens} × {view.trace.n_tokens} weights "
-               f"({result.full_scores_bytes:,} bytes).")
+    st.caption(memory_text(result, block_q, block_k, view.trace.n_tokens))
+
+
+def masked_tiles_text(result: FlashBackward, chosen: int) -> str:
+    """How many of the walked tiles lie wholly above the diagonal, that causal
+    FlashAttention skips them (`explorer.modern.attention.SKIPPED_TILE`, the
+    Modern page's words), and whether tile ``chosen`` is one of them."""
+    masked = masked_tiles(result)
+    total = len(result.tiles)
+    if not masked:
+        return (f"None of the {total} tiles lies wholly above the diagonal: each holds a key "
+                "at or before one of its queries, so every one is walked.")
+    this = (" The tile shown is one of them: its P and dS are all 0 (its dP = dO·Vᵀ is "
+            "not, but dS = P ⊙ (dP − D) multiplies it by 0)." if chosen in masked else "")
+    numbers = [str(i + 1) for i in masked]  # as the grid and the slider count them
+    named = numbers[0] if len(numbers) == 1 else f"{', '.join(numbers[:-1])} and {numbers[-1]}"
+    return (f"{len(masked)} of these {total} tiles (number {named} in the grid) hold only "
+            "keys after their queries. "
+            f"{SKIPPED_TILE[0].upper()}{SKIPPED_TILE[1:]}, as the Modern attention page's "
+            "forward walk does. This walk goes through them too, to show that their "
+            f"P and dS are 0 and add nothing to dV, dQ or dK: a real kernel walks "
+            f"{total - len(masked)} "
+            f"of the {total}.{this}")
+
+
+def memory_text(result: FlashBackward, block_q: int, block_k: int, n_tokens: int) -> str:
+    """What the tiled pass holds at once, per head and for all heads, beside the
+    n × n weights it never allocates."""
+    heads = result.n_heads
+    every = (f", {result.tile_bytes:,} bytes for the {heads} heads together" if heads > 1
+             else "")
+    weights = f"{result.full_scores_bytes // heads:,} bytes per head"
+    if heads > 1:
+        weights += f", {result.full_scores_bytes:,} for the {heads} heads"
+    return (f"At most one {block_q} × {block_k} tile per head at a time: "
+            f"{result.tile_bytes_per_head:,} bytes of float32 per head{every}, instead of "
+            f"the {n_tokens} × {n_tokens} weights ({weights}).")

@@ -190,9 +190,6 @@ def flash_of(config: AttentionConfig, loss_config: LossConfig, block_q: int, blo
                                what="FlashAttention's backward pass")
 
 
-SCALING_KEYS = 16
-"""Keys per query of the √d_k curves: one draw per seed, whatever the sentence
-(the learner's own rows are the stars, `gradient_point`)."""
 SCALING_WORK_BYTES = 4 * 8 * SCALING_SAMPLES * max(SCALING_DIMS)
 """The √d_k curves draw, for the largest d_k, float64 queries and keys of
 `SCALING_SAMPLES` pairs each, and their product: four such tensors at once

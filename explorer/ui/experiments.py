@@ -34,9 +34,7 @@ def why_scale(view: View) -> None:
         "exact values. The stars are your sentence's own scores at its query/key width: "
         "q·k (orange star) and q·k / √d_k (pink four-pointed star).")
     trace = view.trace
-    n_keys = widgets.draw("n_keys", options=sorted({*SCALING_KEYS, trace.n_tokens,
-                                                    view["n_keys"]}),
-                          label=f"keys per query (your sentence has {trace.n_tokens})")
+    n_keys = keys_per_query(view)
     curves = _curves(trace.config.seed % (2**31), n_keys)
     point = ex.config_point(trace)
     component.show(figures.figure_chart(figures.scaling_variance_figure(curves, point),
@@ -48,10 +46,31 @@ def why_scale(view: View) -> None:
     with right:
         component.show(figures.figure_chart(figures.scaling_softmax_figure(curves, point, "max"),
                                         "largest_weight"), key="exp-max")
-    if n_keys != point.n_keys:  # entropy and the largest weight depend on the keys
-        st.caption(f"The stars are your sentence's own scores: {point.n_keys} keys per query "
+    stars_note(point.n_keys, n_keys, trace.config.causal)
+
+
+def keys_per_query(view: View) -> int:
+    """The √d_k curves' keys per query (entry ``n_keys``, the sentence's count
+    by default): a slider over `SCALING_KEYS` and the sentence's own count.
+    The Backward pass page's √d_k part draws the same."""
+    n_tokens = view.trace.n_tokens
+    return widgets.draw("n_keys", options=sorted({*SCALING_KEYS, n_tokens, view["n_keys"]}),
+                        label=f"keys per query (your sentence has {n_tokens})")
+
+
+def stars_note(star_keys: int, n_keys: int, causal: bool) -> None:
+    """What the stars are beside the curves: the sentence's own rows, every one
+    of its ``star_keys`` keys, without the causal mask (the curves have none),
+    and when the curves use another count (softmax statistics depend on it), so."""
+    mask = (" Like the curves, they take every key of a row, without the causal mask."
+            if causal else "")
+    if n_keys != star_keys:
+        st.caption(f"The stars are your sentence's own scores: {star_keys} keys per query "
                    f"(its tokens), while the curves use {n_keys}. Set keys per query to "
-                   f"{point.n_keys} to compare like with like.")
+                   f"{star_keys} to compare like with like.{mask}")
+    elif mask:
+        st.caption(f"The stars are your sentence's own scores: {star_keys} keys per query, "
+                   f"as the curves.{mask}")
 
 
 def temperature(view: View) -> None:

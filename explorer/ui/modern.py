@@ -461,8 +461,8 @@ def skipped_tiles_text(trace: ModernTrace) -> str:
     c, n = trace.config, trace.n_tokens
     total = modern.tile_steps(n, c.block_q, c.block_k)
     walked = trace.n_tile_steps
-    return (f"With the causal mask a tile whose keys all come after its queries would only "
-            f"add zeros, so causal FlashAttention skips it, and so does this walk: it takes "
+    return (f"{modern.SKIPPED_TILE[0].upper()}{modern.SKIPPED_TILE[1:]}, and so does this "
+            f"walk: it takes "
             f"{walked} of the {total} tiles, {total - walked} skipped. With T × T equal tiles "
             "it takes T(T + 1)/2, so for long sentences skipping them roughly halves the work.")
 

@@ -435,3 +435,139 @@ def test_a_rows_jacobian_is_autograds_with_the_masked_keys_zero(normalization):
     reference = torch.nan_to_num(reference)  # d(−∞) columns: 0 (autograd gives 0 or NaN)
     assert torch.allclose(row_jacobian(trace, 3, head=1), reference, atol=1e-6)
     assert torch.equal(row_jacobian(trace, 3, head=1)[:, 4:], torch.zeros(6, 2))
+
+
+# ---------------------------------------------------------------------------
+# Issue 51: what the walk found on the Backward pass page
+# ---------------------------------------------------------------------------
+PAGE_DEFAULT = AttentionConfig(causal=True, n_heads=2, d_k=4)
+"""The Backward pass page's defaults (explorer.ui.state's entries)."""
+
+
+@pytest.mark.parametrize("loss_config", [NEXT, LossConfig(TARGET, 9)])
+def test_the_gradients_json_says_its_loss_and_the_loss_can_be_computed_again_from_it(
+        loss_config):
+    import json
+
+    trace = compute_trace(PAGE_DEFAULT)
+    saved = json.loads(backward(trace, compute_loss(trace, loss_config)).to_json())
+    loss = saved["loss"]
+    assert loss["kind"] == loss_config.loss and loss["reads"] == "output"
+    # From the file alone: its config, its loss's seed, PyTorch's own loss
+    again = compute_trace(AttentionConfig(**saved["config"]))
+    rows = again[loss["reads"]]
+    if loss_config.loss == TARGET:
+        assert loss["target_seed"] == 9 and loss["unembedding_seed"] is None
+        target = torch.randn(*rows.shape, generator=torch.Generator().manual_seed(9))
+        expected = F.mse_loss(rows, target)
+    else:
+        assert loss["target_seed"] is None and loss["unembedding_seed"] == trace.config.seed
+        with torch.random.fork_rng():
+            torch.manual_seed(loss["unembedding_seed"])  # the book's Listing 4.7
+            out_head = torch.nn.Linear(rows.shape[1], len(loss["vocab"]), bias=False)
+        ids = torch.tensor([loss["vocab"].index(t) for t in saved["tokens"]])
+        targets = torch.cat([ids[1:], torch.tensor([-100])])
+        expected = F.cross_entropy(out_head(rows), targets, ignore_index=-100)
+    assert loss["value"] == pytest.approx(float(expected.detach()), rel=1e-6)
+    assert str(loss["unembedding_seed"] or loss["target_seed"]) in loss["recipe"]
+
+
+def test_a_run_whose_loss_blows_up_is_said_to_diverge_and_a_learning_one_is_not():
+    trace = compute_trace(PAGE_DEFAULT)
+    learning = train(trace, NEXT, TrainingConfig())
+    assert learning.diverged_at is None and learning.losses[-1] < learning.losses[0]
+    # The walk's run: the old defaults (head_dim 1), SGD at lr = 10: finite all along
+    walked = train(compute_trace(AttentionConfig(causal=True, n_heads=2)), NEXT,
+                   TrainingConfig(SGD, 10.0))
+    assert all(math.isfinite(x) for x in walked.losses)
+    assert walked.largest_loss == pytest.approx(4.9e35, rel=0.05)  # the walk's number
+    assert walked.diverged_at is not None
+    # On the page's defaults it becomes inf at last; it diverged long before
+    blown = train(trace, NEXT, TrainingConfig(SGD, 10.0))
+    step = blown.diverged_at
+    first_inf = next(i for i, x in enumerate(blown.losses) if not math.isfinite(x))
+    assert step is not None and step < first_inf
+    assert blown.losses[step] > 10 * blown.losses[0]
+    assert all(x <= 10 * blown.losses[0] for x in blown.losses[:step])
+
+
+def test_the_page_defaults_head_dim_makes_the_scaling_show():
+    trace = compute_trace(PAGE_DEFAULT)
+    assert PAGE_DEFAULT.head_dim == 2
+    grads = backward(trace, compute_loss(trace))
+    torch.testing.assert_close(grads["attn_scores"], grads["scaled_scores"] / math.sqrt(2))
+    assert not torch.equal(grads["attn_scores"], grads["scaled_scores"])
+
+
+def _quotient(written: str) -> tuple[float, float, str]:
+    """The printed a and b of a written line ending "… = a / b = c", and c's text
+    (with an ASCII minus)."""
+    def plain(text: str) -> str:
+        return text.strip().strip("()").replace("\u2212", "-")
+    *_, ratio, result = written.split(" = ")
+    a, b = ratio.split(" / ")
+    return float(plain(a)), float(plain(b)), plain(result)
+
+
+def _as_written(value: float, like: str) -> str:
+    """``value`` rounded to the digits of ``like`` ("0.0205", "-9.569e-3")."""
+    if "e" in like:
+        mantissa, exponent = like.split("e")
+        digits = len(mantissa.split(".")[1])
+        m, e = f"{value:.{digits}e}".split("e")
+        return f"{m}e{int(e)}"
+    return f"{value:.{len(like.split('.')[1])}f}".replace("-0.0000", "0.0000")
+
+
+@pytest.mark.parametrize("config", [AttentionConfig(d_k=2), AttentionConfig(causal=True, n_heads=2),
+                                    PAGE_DEFAULT, AttentionConfig(causal=True, d_k=4, seed=3)])
+def test_a_written_gradient_quotient_checks_as_printed(config):
+    """A dQ cell printed "0.0001 / 1.4142 = 4.5e−5" (issue 51): every dQ and dK
+    cell's printed sum divided by the printed √head_dim gives the printed result."""
+    trace = compute_trace(config)
+    grads = backward(trace, compute_loss(trace))
+    small = 0
+    for name in ("queries", "keys"):
+        for head in range(config.n_heads):
+            for row in range(trace.n_tokens):
+                for col in range(config.head_dim):
+                    e = explain_gradient(grads, name, row, col, head=head)
+                    a, b, c = _quotient(e.written())
+                    assert b == pytest.approx(math.sqrt(config.head_dim), abs=1e-4)
+                    assert _as_written(a / b, c) == c, e.written()
+                    assert float(c) == pytest.approx(e.value, rel=1e-3, abs=5e-5)
+                    small += 0 < abs(float(c)) < 1e-2
+    assert small  # some cells are small enough for four decimals to hide them
+
+
+def test_flash_backward_says_which_tiles_are_wholly_masked_and_its_bytes_per_head():
+    trace = compute_trace(PAGE_DEFAULT)
+    result = flash.flash_backward_of(backward(trace, compute_loss(trace)), 2, 2)
+    masked = flash.masked_tiles(result)
+    # independently: the tiles whose recomputed P is 0 in every cell, every head
+    assert masked == [i for i, t in enumerate(result.tiles) if not t.P.any()] == [3, 6, 7]
+    assert len(result.tiles) - len(masked) == 6  # what causal FlashAttention walks
+    assert result.tile_bytes_per_head == 4 * 2 * 2 == 16 and result.tile_bytes == 32
+    plain = compute_trace(AttentionConfig(n_heads=2, d_k=4))
+    unmasked = flash.flash_backward_of(backward(plain, compute_loss(plain)), 2, 2)
+    assert len(unmasked.tiles) == 9  # the same walk without the mask: none all-zero
+    assert all(t.P.all() for t in unmasked.tiles)
+
+
+@pytest.mark.parametrize("changes, setting", [({"dropout": 0.1}, "dropout"),
+                                              ({"scale": False}, "scale"),
+                                              ({"normalization": "sum"}, "normalization")])
+def test_flash_backward_is_not_shown_for_another_computation(changes, setting):
+    config = AttentionConfig(causal=True, n_heads=2, d_k=4, **changes)
+    found = flash.not_shown(config)
+    assert found is not None and found[0] == setting and "needs scale on" in found[1]
+    assert flash.not_shown(PAGE_DEFAULT) is None
+    trace = compute_trace(config)
+    with pytest.raises(ConfigError, match="needs scale on"):
+        flash.flash_backward_of(backward(trace, compute_loss(trace)), 2, 2)
+
+
+def test_the_gradient_point_counts_the_sentences_keys():
+    trace = compute_trace(PAGE_DEFAULT)
+    point = gradient_point(trace)
+    assert point.n_keys == trace.n_tokens == 6 and point.d_k == 2

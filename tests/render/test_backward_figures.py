@@ -71,6 +71,23 @@ def test_the_jacobian_chart_is_the_rows_jacobian(heads):
     assert chart.figure["layout"]["title"]["text"].startswith("∂α/∂ω̃ of query “eat”, head 1")
 
 
+def test_the_default_jacobians_nonzero_cells_do_not_print_as_zero():
+    """The walk's Jacobian (issue 51): the old defaults' last query, head 0, whose
+    weights are nearly one-hot: its largest entry is about 5e-4, printed 0.00."""
+    trace = compute_trace(AttentionConfig(causal=True, n_heads=2))
+    chart = figures.jacobian_chart(trace, trace.n_tokens - 1, head=0)
+    largest = float(np.abs(chart.matrices[0]).max())
+    assert 1e-4 < largest < 5e-3
+    allowed = chart.figure["data"][0]["matrix"].get("decimals", [4, 2])  # the browser's choices
+    assert allowed and all(float(f"{largest:.{d}f}") != 0 for d in allowed)
+    # a Jacobian of ordinary size keeps the default choices
+    trace = compute_trace(AttentionConfig(causal=True, n_heads=2, d_k=4))
+    chart = figures.jacobian_chart(trace, trace.n_tokens - 1, head=0)
+    assert chart.figure["data"][0]["matrix"].get("decimals", [4, 2]) == [4, 2]
+    assert figures.showing_decimals(np.array([[0.0, -3e-7]])) == (7,)
+    assert figures.showing_decimals(np.zeros((2, 2))) == (4, 2)
+
+
 def test_the_logits_chart_outlines_each_next_token_and_not_the_last_position():
     trace = compute_trace(AttentionConfig())  # ids [0, 4, 5, 2, 1, 3]
     loss = compute_loss(trace)
@@ -97,7 +114,8 @@ def test_the_training_figures_draw_the_runs_numbers():
     run = train(trace, training=TrainingConfig("adamw", 0.05, 10))
     curve = figures.loss_curve_figure(run)
     assert list(curve.data[0].y) == list(run.losses) and list(curve.data[0].x) == list(range(11))
-    assert curve.layout.title.text == "Loss over 10 steps of ADAMW (lr = 0.05)"
+    # AdamW as torch.optim spells it, not "ADAMW" (issue 51)
+    assert curve.layout.title.text == "Loss over 10 steps of AdamW (lr = 0.05)"
     chart = figures.training_weights_chart(trace, run, 10)
     np.testing.assert_allclose(chart.matrices[0], run.attn_weights[10, 0].numpy(), atol=1e-7)
     with pytest.raises(IndexError):

@@ -21,7 +21,7 @@ from explorer.render.backward_script import LOSS_LINE, backward_script
 
 TIMEOUT_S = 120
 CASES = {
-    "page-default": (AttentionConfig(causal=True, n_heads=2), LossConfig()),
+    "page-default": (AttentionConfig(causal=True, n_heads=2, d_k=4), LossConfig()),
     "one-head-target": (AttentionConfig(), LossConfig(TARGET)),
     "dropout-sum-unscaled": (AttentionConfig(causal=True, dropout=0.3, n_heads=2,
                                              normalization="sum", scale=False), LossConfig()),

@@ -44,7 +44,7 @@ HEADERS = ("1. The loss", "2. Every gradient, backwards",
            "3. Derived by hand, checked against autograd", "4. A few steps of training",
            "5. Why √d_k, from the gradient's side",
            "6. FlashAttention's backward pass, tile by tile")
-DEFAULT = AttentionConfig(causal=True, n_heads=2)  # the page's defaults (entries)
+DEFAULT = AttentionConfig(causal=True, n_heads=2, d_k=4)  # the page's defaults (entries)
 
 
 def headers(at) -> list[str]:
@@ -215,7 +215,7 @@ def test_the_target_loss_and_flash_tiles_follow_their_settings():
     at = open_link(PAGE, {"loss": "target", "target_seed": "9", "flash_block_q": "3",
                           "flash_block_k": "4", "flash_tile": "1", "causal": "false"})
     assert not at.exception and errors(at) == []
-    config = AttentionConfig(n_heads=2)
+    config = AttentionConfig(n_heads=2, d_k=4)
     trace = compute_trace(config)
     loss = compute_loss(trace, LossConfig("target", 9))
     assert any(f"= {loss.value:.6f}" in latex.value for latex in at.latex)
@@ -248,7 +248,7 @@ def _random_values(rng: random.Random) -> dict:
             "learning_rate": rng.choice(("0.01", "0.2", "0.05")), "train_steps": steps,
             "train_step": rng.randrange(steps + 1), "flash_block_q": block_q,
             "flash_block_k": block_k, "flash_tile": rng.randrange(tiles),
-            "head": n_heads - 1, "query": rng.randrange(6),
+            "head": n_heads - 1, "query": rng.randrange(6), "n_keys": rng.choice((4, 6, 16)),
             "grad_cell": ("attn_weights", rng.randrange(6), rng.randrange(6), 0),
             "csv_step": "attn_weights"}
 
@@ -300,7 +300,7 @@ def test_the_downloads_run_and_print_the_pages_numbers(offered, tmp_path):  # no
     printed = [line for line in done.stdout.splitlines() if line.startswith("loss = ")]
     shown = [latex.value for latex in at.latex if r"\log \mathrm{softmax}" in latex.value]
     assert printed and shown and f"&= {printed[0][7:]}" in shown[0]
-    trace = compute_trace(AttentionConfig(causal=True, n_heads=2, seed=7))
+    trace = compute_trace(AttentionConfig(causal=True, n_heads=2, d_k=4, seed=7))
     grads = backward(trace, compute_loss(trace))
     checked = [line.split()[0] for line in done.stdout.splitlines()
                if "max |hand - autograd|" in line and line.endswith("ok")]
@@ -312,3 +312,113 @@ def test_the_downloads_run_and_print_the_pages_numbers(offered, tmp_path):  # no
                                    atol=1e-7, err_msg=name)
     saved = read_json(gradients.make())  # the trace's own reader reads it back
     assert list(saved) == list(grads)
+
+
+# ---------------------------------------------------------------------------
+# Issue 51: what the walk found
+# ---------------------------------------------------------------------------
+def _captions(at) -> list[str]:
+    return [c.value.replace("\\", "").replace(literal.WORD_JOINER, "") for c in at.caption]
+
+
+def test_the_default_head_dim_shows_the_scaling_in_the_scores_gradients(opened):
+    """The old defaults gave head_dim 1: dL/dω, dL/dω̃ and dL/dω̂ were one chart three times."""
+    assert DEFAULT.head_dim == 2
+    charts = all_charts(opened)
+    unscaled = z_values(charts["backward-grad-attn_scores"])
+    scaled = z_values(charts["backward-grad-scaled_scores"])
+    assert not np.array_equal(unscaled, scaled)
+    np.testing.assert_allclose(unscaled, scaled / np.sqrt(2), rtol=1e-6)
+
+
+def test_head_dim_one_carried_from_another_page_is_said_to_hide_the_scaling(opened):
+    """The multi-head page's d_k = 2 over 2 heads, carried over in the session."""
+    assert not any("head_dim is 1 here" in c for c in _captions(opened))
+    at = open_link(PAGE, {"d_k": "2"})
+    assert not at.exception and errors(at) == []
+    said = [c for c in _captions(at) if c.startswith("head_dim is 1 here")]
+    assert said == ["head_dim is 1 here (d_k = 2 over 2 heads), so ÷√1 changes nothing and "
+                    "dL/dω equals dL/dω̃. Set d_k to 4 or n_heads to 1 to see the scaling at work."]
+    charts = all_charts(at)
+    np.testing.assert_array_equal(z_values(charts["backward-grad-attn_scores"]),
+                                  z_values(charts["backward-grad-scaled_scores"]))
+
+
+def test_the_scaling_stars_and_curves_use_the_same_keys_and_say_the_mask_is_not_applied(opened):
+    """The stars took the sentence's 6 keys, the curves 16 (issue 51); as on the
+    Experiments page, the curves follow the keys per query, the sentence's by default."""
+    at = opened
+    title = all_charts(at)["backward-saturation"]["layout"]["title"]["text"]
+    assert "(6 keys)" in title
+    assert at.select_slider(key="n_keys").value == 6
+    assert any("6 keys per query, as the curves" in c and "without the causal mask" in c
+               for c in _captions(at))
+    at.select_slider(key="n_keys").set_value(16).run()
+    assert "(16 keys)" in all_charts(at)["backward-saturation"]["layout"]["title"]["text"]
+    assert any("while the curves use 16" in c for c in _captions(at))
+    assert query_of(page_link(at))["n_keys"] == "16"
+
+
+def test_a_learning_rate_that_blows_the_loss_up_is_warned_about():
+    at = open_link(PAGE, {"learning_rate": "10"})
+    assert not at.exception and errors(at) == []
+    run = train(compute_trace(DEFAULT), LossConfig(), TrainingConfig("sgd", 10.0))
+    warned = errors(at, "warning")
+    assert len(warned) == 1 and warned[0].startswith(f"Training diverged at step {run.diverged_at}")
+    assert "learning rate 10 is too large" in warned[0] and "0.5 is SGD's default" in warned[0]
+    lost = next(i for i, x in enumerate(run.losses) if not np.isfinite(x))  # inf at last
+    assert f"from step {lost} it is no longer a number" in warned[0]
+    assert all_charts(at)["backward-loss-curve"]["layout"]["title"]["text"].startswith(
+        f"Loss over {TrainingConfig().steps} steps of SGD (lr = 10)")
+    at = open_link(PAGE, {"optimizer": "adamw"})
+    assert errors(at, "warning") == []  # AdamW's default rate learns
+    assert " steps of AdamW (lr = " in \
+        all_charts(at)["backward-loss-curve"]["layout"]["title"]["text"]
+
+
+def test_flashattentions_memory_is_counted_per_head_and_masked_tiles_are_named(opened):
+    captions = _captions(opened)
+    memory = [c for c in captions if c.startswith("At most one 2 × 2 tile per head")]
+    assert memory == ["At most one 2 × 2 tile per head at a time: 16 bytes of float32 per head, "
+                      "32 bytes for the 2 heads together, instead of the 6 × 6 weights "
+                      "(144 bytes per head, 288 for the 2 heads)."]
+    from explorer.modern.attention import SKIPPED_TILE
+    masked = [c for c in captions if "hold only keys after their queries" in c]
+    assert len(masked) == 1 and masked[0].startswith("3 of these 9 tiles (number 4, 7 and 8 "
+                                                     "in the grid)")
+    assert SKIPPED_TILE[1:] in masked[0] and "a real kernel walks 6 of the 9" in masked[0]
+
+
+def test_a_clicked_dq_cell_prints_a_quotient_that_checks():
+    at = open_link(PAGE)
+    trace = compute_trace(DEFAULT)
+    grads = backward(trace, compute_loss(trace))
+    # the smallest dQ cell of head 0: four decimals would hide its sum
+    values = grads.head("queries", 0).abs()
+    row, col = divmod(int(values.argmin()), values.shape[1])
+    at.session_state["grad_cell"] = ("queries", row, col, 0)
+    at.run()
+    written = explain_gradient(grads, "queries", row, col, head=0).written()
+    assert written in [c.value for c in at.code]
+    *_, quotient, result = written.replace("\u2212", "-").split(" = ")
+    a, b = (float(x.strip("()")) for x in quotient.split(" / "))
+    assert float(result.strip("()")) == pytest.approx(a / b, rel=1e-3)
+
+
+def test_a_wholly_masked_tile_shown_is_said_to_be_zero():
+    at = open_link(PAGE, {"flash_tile": "3"})  # key tile 1, query tile 0: above the diagonal
+    assert not at.exception and errors(at) == []
+    masked = [c for c in _captions(at) if "hold only keys after their queries" in c]
+    assert "The tile shown is one of them: its P and dS are all 0" in masked[0]
+    for which in ("P", "dS"):
+        assert not np.any(z_values(all_charts(at)[f"backward-flash-{which}"])), which
+    assert np.any(z_values(all_charts(at)["backward-flash-dP"]))  # dO·Vᵀ: not masked
+
+
+def test_flashattention_for_another_computation_is_a_note_not_an_error():
+    at = open_link(PAGE, {"dropout": "0.1"})
+    assert not at.exception and errors(at) == []
+    notes = errors(at, "info")
+    assert any(n.startswith("FlashAttention's backward pass is shown for softmax") and
+               "dropout=0.1" in n for n in notes)
+    assert "backward-flash-tiles" not in all_charts(at)

@@ -18,6 +18,7 @@ Gradients are keyed by the step they belong to: ``grads["queries"]`` is dL/dQ.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 
@@ -25,7 +26,7 @@ import torch
 from torch import Tensor
 
 from explorer.core import attention as att
-from explorer.core.trace import Trace
+from explorer.core.trace import Trace, json_safe
 from explorer.lessons.backward.loss import Loss
 
 
@@ -228,6 +229,14 @@ class Gradients(Trace):
 
     def __repr__(self) -> str:
         return "Gradients" + super().__repr__().removeprefix("Trace")
+
+    def to_json(self) -> str:
+        """`Trace.to_json` of the gradients, and the ``"loss"`` they start from
+        (`explorer.lessons.backward.loss.Loss.description`: its kind, value,
+        seed and recipe), so that the file can be reproduced on its own."""
+        document = json.loads(super().to_json())
+        document["loss"] = json_safe(self.loss.description())
+        return json.dumps(document, allow_nan=False)
 
     @property
     def nbytes(self) -> int:

@@ -135,6 +135,8 @@ class Loss:
     U (d, V), ``logits`` (n, V), ``grad_logits`` dL/dlogits (n, V) and
     ``targets`` (n,) int64 (`IGNORE_INDEX` at the last position). For
     `TARGET`: ``targets`` is the target context T (n, d); the others are None.
+    ``seed``: the seed its fixed part was drawn from (U's: the config's seed;
+    T's: the target seed), so that the loss can be drawn again.
     """
 
     kind: str
@@ -147,6 +149,28 @@ class Loss:
     unembedding: Tensor | None = None
     logits: Tensor | None = None
     grad_logits: Tensor | None = None
+    seed: int | None = None
+
+    def description(self) -> dict:
+        """The loss as plain data, enough to compute it again from the trace
+        (the downloads' ``"loss"``): its ``kind``, the step it ``reads``, its
+        ``value``, the seed of its fixed part (``unembedding_seed`` or
+        ``target_seed``; the other None) and its ``recipe`` in PyTorch."""
+        n, width = self.rows.shape
+        rows = "O" if self.rows_name == "output" else "Z"
+        if self.kind == NEXT_TOKEN:
+            recipe = (f"U = nn.Linear({width}, {len(self.vocab)}, bias=False).weight.T drawn "
+                      f"after torch.manual_seed({self.seed}); targets[i] = token_ids[i + 1] "
+                      f"({IGNORE_INDEX} at the last position); "
+                      f"F.cross_entropy({rows} @ U, targets, ignore_index={IGNORE_INDEX})")
+        else:
+            recipe = (f"T = torch.randn({n}, {width}, generator=torch.Generator()"
+                      f".manual_seed({self.seed})); F.mse_loss({rows}, T)")
+        return {"kind": self.kind, "reads": self.rows_name, "value": self.value,
+                "unembedding_seed": self.seed if self.kind == NEXT_TOKEN else None,
+                "target_seed": None if self.kind == NEXT_TOKEN else self.seed,
+                "vocab": list(self.vocab) if self.kind == NEXT_TOKEN else None,
+                "recipe": recipe}
 
 
 @dataclass(frozen=True)
@@ -159,6 +183,7 @@ class Objective:
     targets: Tensor
     vocab: tuple[str, ...] = ()
     unembedding: Tensor | None = None
+    seed: int | None = None
 
     def __call__(self, rows: Tensor) -> Loss:
         if self.kind == NEXT_TOKEN:
@@ -166,9 +191,10 @@ class Objective:
             d_logits = cross_entropy_gradient(logits, self.targets)
             return Loss(self.kind, float(cross_entropy(logits, self.targets)), self.rows_name,
                         rows, rows_gradient(d_logits, self.unembedding), self.targets,
-                        self.vocab, self.unembedding, logits, d_logits)
+                        self.vocab, self.unembedding, logits, d_logits, self.seed)
         return Loss(self.kind, float(squared_distance(rows, self.targets)), self.rows_name,
-                    rows, squared_distance_gradient(rows, self.targets), self.targets)
+                    rows, squared_distance_gradient(rows, self.targets), self.targets,
+                    seed=self.seed)
 
 
 def objective(trace: Trace, loss_config: LossConfig = LossConfig()) -> Objective:
@@ -189,9 +215,9 @@ def objective(trace: Trace, loss_config: LossConfig = LossConfig()) -> Objective
                                       "the squared distance to a target.")
         vocab = tuple(build_vocab(trace.tokens))
         return Objective(NEXT_TOKEN, name, next_token_targets(trace["token_ids"]), vocab,
-                         unembedding(c.seed, width, len(vocab)))
-    return Objective(loss_config.loss, name,
-                     target_context(loss_config.seed_of_target(c), n, width))
+                         unembedding(c.seed, width, len(vocab)), c.seed)
+    seed = loss_config.seed_of_target(c)
+    return Objective(loss_config.loss, name, target_context(seed, n, width), seed=seed)
 
 
 def compute_loss(trace: Trace, loss_config: LossConfig = LossConfig()) -> Loss:

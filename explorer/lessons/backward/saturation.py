@@ -135,11 +135,14 @@ def saturation_curve(seed: int = 0, n_keys: int = 16, n_rows: int | None = None,
 class GradientPoint:
     """Where the learner's trace sits: its head_dim, and the mean Jacobian size
     of its softmax rows over the raw scores and over the scores ÷ √head_dim
-    (every key: no causal mask)."""
+    (every key: no causal mask, as the curves), and ``n_keys``, its keys per
+    query (its tokens), which the curves should use to compare like with like
+    (as `explorer.lessons.experiments.ConfigPoint`)."""
 
     d_k: int
     jacobian: float
     jacobian_scaled: float
+    n_keys: int
 
 
 def gradient_point(trace: Trace) -> GradientPoint:
@@ -148,4 +151,5 @@ def gradient_point(trace: Trace) -> GradientPoint:
     scores = trace["attn_scores"].to(torch.float64)
     head_dim = trace.config.head_dim
     return GradientPoint(head_dim, float(jacobian_norm(att.softmax(scores)).mean()),
-                         float(jacobian_norm(att.softmax(scores / math.sqrt(head_dim))).mean()))
+                         float(jacobian_norm(att.softmax(scores / math.sqrt(head_dim))).mean()),
+                         trace.n_tokens)

@@ -39,6 +39,8 @@ LOSS_HELP = {
 
 SGD, ADAMW = "sgd", "adamw"
 OPTIMIZERS = (SGD, ADAMW)
+OPTIMIZER_LABELS = {SGD: "SGD", ADAMW: "AdamW"}
+"""Each optimiser's name as PyTorch writes it (``torch.optim.AdamW``): widgets, titles."""
 OPTIMIZER_HELP = {
     SGD: "torch.optim.SGD(params, lr): W ← W − lr · dL/dW",
     ADAMW: "torch.optim.AdamW(params, lr, weight_decay=0.1), as the book's chapter 5 trains "

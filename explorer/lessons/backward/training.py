@@ -24,6 +24,11 @@ from explorer.lessons.backward.gradients import backward
 from explorer.lessons.backward.loss import objective
 from explorer.lessons.backward.settings import ADAMW, ADAMW_WEIGHT_DECAY, LossConfig, TrainingConfig
 
+DIVERGENCE_FACTOR = 10.0
+"""A run has diverged once its loss is more than this many times the loss
+before training (or not finite): a loss that grows tenfold is being pushed
+away by steps too large, not learnt (`TrainingRun.diverged_at`)."""
+
 TRAINED = ("W_query", "W_key", "W_value", "b_query", "b_key", "b_value", "W_out", "b_out")
 """The trace's tensors a run trains (those it has). X and the loss's
 unembedding or target stay fixed."""
@@ -44,10 +49,19 @@ class TrainingRun:
 
     @property
     def diverged_at(self) -> int | None:
-        """The first step whose loss is not finite (a learning rate too large
-        for these numbers), or None."""
-        return next((step for step, loss in enumerate(self.losses) if not math.isfinite(loss)),
+        """The first step at which training diverged (a learning rate too large
+        for these numbers), or None: its loss is not finite, or more than
+        `DIVERGENCE_FACTOR` times the loss before training (SGD at lr = 10 on
+        the Backward page's defaults reaches 2.0e20, finite but no longer learning)."""
+        start = self.losses[0]
+        return next((step for step, loss in enumerate(self.losses)
+                     if not math.isfinite(loss) or (start > 0 and loss > DIVERGENCE_FACTOR * start)),
                     None)
+
+    @property
+    def largest_loss(self) -> float:
+        """The largest loss of the run (NaN if one is NaN): how far it blew up."""
+        return math.nan if any(math.isnan(x) for x in self.losses) else max(self.losses)
 
     @property
     def nbytes(self) -> int:

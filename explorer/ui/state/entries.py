@@ -257,6 +257,10 @@ _MODERN_ENTRIES = [
 """The Modern attention page's entries (`explorer.ui.modern`)."""
 
 _BACKWARD = ONLY({BACKWARD_PAGE})
+BACKWARD_D_K = 4
+"""The Backward pass page's d_k: with its 2 heads, head_dim = 2, so that the
+scaling's ÷√head_dim (÷1.4142) shows in dL/dω beside dL/dω̃ (issue 51: at the
+other pages' d_k = 2, head_dim = 1 and ÷√1 changed nothing)."""
 _BACKWARD_ENTRIES = [
     # The Backward pass page's loss, in its own settings (`explorer.lessons.backward.settings`)
     Entry("loss", Choice(backward.LOSSES, labels={backward.NEXT_TOKEN: "next-token prediction",
@@ -269,8 +273,7 @@ _BACKWARD_ENTRIES = [
           "torch.Generator; empty = the seed + 1.", PAGE_OWN, default="",
           shown_if=lambda values: values.get("loss") == backward.TARGET),
     # Its training run, on the page
-    Entry("optimizer", Choice(backward.OPTIMIZERS, labels={backward.SGD: "SGD",
-                                                           backward.ADAMW: "AdamW"}),
+    Entry("optimizer", Choice(backward.OPTIMIZERS, labels=backward.OPTIMIZER_LABELS),
           _BACKWARD, "optimizer", "\n".join(f"- **{name}**: {text}"
                                              for name, text in backward.OPTIMIZER_HELP.items()),
           default=backward.SGD),
@@ -334,7 +337,8 @@ _ENTRIES: list[Entry] = [
                   "Width of each token's embedding vector x_i.", BASIC,
                   CONFIG_PAGES | {CHECK_PAGE, MODERN_PAGE}),
     _config_entry("d_k", Number("d_k"), "d_k: query/key dim",
-                  "Width of the queries and keys (W_query, W_key).", BASIC, WEIGHT_PAGES),
+                  "Width of the queries and keys (W_query, W_key).", BASIC, WEIGHT_PAGES,
+                  page_defaults={BACKWARD_PAGE: BACKWARD_D_K}),
     _config_entry("d_v", Number("d_v"), "d_v: value dim",
                   "Width of the values and context vectors (W_value).", BASIC, WEIGHT_PAGES),
     # A text box, not a number box: seeds go up to 2**63 - 1, past what a browser
@@ -448,7 +452,7 @@ _ENTRIES: list[Entry] = [
     Entry("experiment", Choice(tuple(EXPERIMENT_LABELS), labels=EXPERIMENT_LABELS,
                                aliases={label: name for name, label in EXPERIMENT_LABELS.items()}),
           ONLY({EXPERIMENTS_PAGE}), "Experiment", default="scaling"),
-    Entry("n_keys", Number(low=1, high=cfg.MAX_TOKENS), ONLY({EXPERIMENTS_PAGE}),
+    Entry("n_keys", Number(low=1, high=cfg.MAX_TOKENS), ONLY({EXPERIMENTS_PAGE, BACKWARD_PAGE}),
           "keys per query", default=_n_tokens),
     Entry("temperature", Steps(TEMPERATURES), ONLY({EXPERIMENTS_PAGE}), "temperature T",
           default=1.0),
