@@ -2,7 +2,8 @@
 float32 bytes), `figures` (the Plotly figures of every step), `export` (the
 PyTorch script, CSV, the HTML report), `check_view` (a check's report drawn),
 `decoder_script` (a Llama-family layer as a PyTorch script), `modern/` (the Modern
-page's figures and downloads), and `chart/`, the browser
+page's figures and downloads), `frontier` (the Frontier page's charts, tables and
+JSON), and `chart/`, the browser
 modules that draw a payload with Plotly.js (served as ``static/explorer-chart.js``).
 Plotly, pandas and numpy; no Streamlit.
 """
