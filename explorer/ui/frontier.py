@@ -35,6 +35,7 @@ from explorer.modern.frontier.parts import (
     step_heads,
 )
 from explorer.render import frontier as rf
+from explorer.server import budget
 from explorer.server.budget import BudgetError
 from explorer.ui import cache, component, downloads, state, widgets
 from explorer.ui.render import explanation_box
@@ -94,6 +95,21 @@ def _trace_of(x_config: AttentionConfig, config: FrontierConfig) -> FrontierTrac
         work_bytes=WORK_FACTOR * 4 * heads * n * n, what="the Frontier attention parts")
 
 
+def drawn_cells(trace: FrontierTrace) -> int:
+    """How many numbers the page draws: one head of each step."""
+    return sum(step.values[0].numel() if step.values.dim() == 3 else step.values.numel()
+               for part in trace.parts.values() for step in part.steps)
+
+
+def check_tab(trace: FrontierTrace) -> None:
+    """Raise `explorer.server.budget.TabBudgetError` when drawing ``trace``'s
+    charts would take the visitor's browser tab past its budget
+    (`explorer.server.budget.check_tab_drawn`, a lesson page's costs per number)."""
+    charts = sum(len(part.steps) for part in trace.parts.values())
+    budget.check_tab_drawn(drawn_cells(trace), 0, f"{charts} charts",
+                           "Use a shorter sentence or smaller sizes.")
+
+
 def settings() -> FrontierView | None:
     """Draw the sidebar and return the page's view, or None (the error shown)."""
     frame = Frame(FRONTIER_PAGE)
@@ -110,6 +126,7 @@ def settings() -> FrontierView | None:
         config = frontier_config(values)
         config.check(x_trace.n_tokens)
         trace = _trace_of(x_config, config)
+        check_tab(trace)
     except (ConfigError, BudgetError) as error:
         st.error(literal.markdown(str(error)))
         frame.finish(None, values)

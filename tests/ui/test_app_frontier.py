@@ -165,3 +165,12 @@ def test_the_json_download_is_offered():
     at = open_link(PAGE)
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels == ["Every part (JSON)"]
+
+
+def test_a_page_too_large_for_the_browser_tab_says_so_and_draws_nothing(monkeypatch):
+    from explorer.server import budget
+    monkeypatch.setattr(budget, "BROWSER_BUDGET_BYTES", budget.LESSON_TAB.base + 1)
+    at = open_link(PAGE)
+    assert not at.exception
+    assert not all_charts(at)
+    assert len(errors(at)) == 1 and "of your browser's memory to draw" in errors(at)[0]
