@@ -126,9 +126,17 @@ BACKWARD = Page(
     report="The forward pass's charts, the settings, tokens and ids, in one file that opens "
            "offline (the gradients are in the script and the JSON below).",
     traits=frozenset({CONFIG, WEIGHTS, TRACE, HEADS, MULTI_HEAD, CHECKS_AS_IT_DRAWS}))
+FRONTIER = Page(
+    "Frontier attention", "pages/9_Frontier_attention.py", ":material/rocket_launch:",
+    "multi-head latent attention, DeepSeek's sparse attention, learned sinks, the "
+    "ring-buffer cache, gated attention and Gated DeltaNet, each checked against "
+    "transformers.", "guide/frontier-attention.md",
+    report="No HTML report: every part's matrices, checks and settings are in the page's "
+           "JSON.",
+    traits=frozenset({HEADS}))
 
 CATALOGUE: tuple[Page, ...] = (HOME, SIMPLIFIED, SELF_ATTENTION, MULTI_HEAD_ATTENTION,
-                               EXPERIMENTS, REAL_MODEL, CHECK, MODERN, BACKWARD)
+                               EXPERIMENTS, REAL_MODEL, CHECK, MODERN, BACKWARD, FRONTIER)
 """The app's pages, in menu order."""
 BY_NAME = {page.name: page for page in CATALOGUE}
 """Each `Page` by its name."""
@@ -152,4 +160,5 @@ MODEL_PAGE = REAL_MODEL.name
 CHECK_PAGE = CHECK.name
 MODERN_PAGE = MODERN.name
 BACKWARD_PAGE = BACKWARD.name
+FRONTIER_PAGE = FRONTIER.name
 """The pages' names, as the settings, presets and pages' scripts name them."""

@@ -45,6 +45,7 @@ from explorer.lessons.pages import (
     BACKWARD_PAGE,
     CHECK_PAGE,
     EXPERIMENTS_PAGE,
+    FRONTIER_PAGE,
     HOME_PAGE,
     MODERN_PAGE,
     SIMPLIFIED_PAGE,
@@ -124,10 +125,10 @@ MODEL_PAGE = "Real_model"
 LIGHT = {"Backward_pass": [("train_steps", "1")]}
 """Settings that keep a page's own work small while its text is attacked (the
 Backward pass page trains for 30 steps by default, at every typed sentence)."""
-WITHOUT_EMBEDDINGS = {HOME_PAGE, EXPERIMENTS_PAGE, CHECK_PAGE, MODERN_PAGE}
+WITHOUT_EMBEDDINGS = {HOME_PAGE, EXPERIMENTS_PAGE, CHECK_PAGE, MODERN_PAGE, FRONTIER_PAGE}
 """Pages with no embeddings chart. (The Check page, which has no "Your matrices"
 tables either, shows the sentence only in its box while this server runs no
-visitors' code; the Modern attention page has no such tables either.)"""
+visitors' code; the Modern and Frontier attention pages have no such tables either.)"""
 
 
 @pytest.fixture(scope="module")
@@ -457,7 +458,7 @@ def test_link_values_csv_files_and_folders_are_inert(hostile_server, page: Page,
             watch.check_inert(where)
         assert not watch.problems, watch.report()
         return
-    if PAGE_NAMES[path] in (CHECK_PAGE, MODERN_PAGE):  # no "Your matrices" tables
+    if PAGE_NAMES[path] in (CHECK_PAGE, MODERN_PAGE, FRONTIER_PAGE):  # no "Your matrices"
         assert not watch.problems, watch.report()
         return
 

@@ -43,7 +43,8 @@ def test_the_menu_is_the_catalogue_in_its_order():
 def test_each_address_is_the_one_streamlit_gives_the_script():
     assert [page.url_path for page in CATALOGUE] == [
         "", "Simplified_attention", "Self_attention", "Causal_and_multi_head", "Experiments",
-        "Real_model", "Check_your_code", "Modern_attention", "Backward_pass"]
+        "Real_model", "Check_your_code", "Modern_attention", "Backward_pass",
+        "Frontier_attention"]
 
 
 def test_home_lists_every_other_page_with_its_summary():

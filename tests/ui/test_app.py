@@ -123,8 +123,10 @@ def test_page_loads_with_defaults_and_no_error(page):
     assert at.text_input(key="sentence").value == "Life is short, eat dessert first"
     assert at.number_input(key="d_in").value == 3
     assert at.text_input(key="seed").value == "123"
-    # not offered: d_k = d_v = d_in on the Simplified page; head_dim on the Modern one
-    if page in (PAGE_FILES["Simplified_attention"], PAGE_FILES["Modern_attention"]):
+    # not offered: d_k = d_v = d_in on the Simplified page; head_dim on the Modern and
+    # Frontier ones
+    if page in (PAGE_FILES["Simplified_attention"], PAGE_FILES["Modern_attention"],
+                PAGE_FILES["Frontier_attention"]):
         assert [w.key for w in at.number_input].count("d_k") == 0
     else:
         assert at.number_input(key="d_k").value == 2
@@ -227,8 +229,10 @@ def test_bad_input_shows_the_backends_message_and_no_exception(page, query, mess
         assert len(all_charts(at)) > 0
         tokens = 3 if field == "sentence" else 6
         step_charts = charts(at)  # the Experiments page draws curves, not steps, and the
-        # Modern page its own steps (RoPE, grouped-query, window, cache, tiles)
-        assert page in (PAGE_FILES["Experiments"], PAGE_FILES["Modern_attention"]) or (
+        # Modern and Frontier pages their own steps (RoPE, grouped-query, window, cache,
+        # tiles; each part's)
+        assert page in (PAGE_FILES["Experiments"], PAGE_FILES["Modern_attention"],
+                        PAGE_FILES["Frontier_attention"]) or (
             z_values(step_charts["attn_weights"]).shape == (tokens, tokens))
 
 

@@ -18,6 +18,8 @@ from explorer.lessons import pages
 from explorer.lessons.presets import PRESETS
 from explorer.modern import attention as modern
 from explorer.modern import explain as modern_explain
+from explorer.modern.frontier import FrontierConfig
+from explorer.modern.frontier.parts import compute_parts
 from explorer.ui import private, state
 from explorer.ui.matrices import parse_csv_matrix
 from explorer.ui.navigation import PAGES
@@ -173,6 +175,8 @@ def random_view(page: str, rng: random.Random, seed: int) -> dict[str, Any]:
                             values.get("head", 0))
     if page == pages.MODERN_PAGE:
         values |= _modern_values(rng)
+    if page == pages.FRONTIER_PAGE:
+        values |= _frontier_values(rng)
     rows = {"embeddings": (MIN_TOKENS, "d_in"), "W_query": ("d_in", "d_k"),
             "W_key": ("d_in", "d_k"), "W_value": ("d_in", "d_v")}
     for name, (r, c) in rows.items():
@@ -205,6 +209,22 @@ def _modern_values(rng: random.Random) -> dict[str, Any]:
             "decode_row": rng.randrange(MIN_TOKENS),
             "modern_cell": (rng.choice(modern_explain.CHARTS), rng.randrange(MIN_TOKENS),
                             rng.randrange(MIN_TOKENS))}
+
+
+def _frontier_values(rng: random.Random) -> dict[str, Any]:
+    """Valid settings of the Frontier attention page: sizes within their limits
+    (rope_dim even), a head of the page's, and a cell of a step some part has."""
+    heads = rng.randrange(2, 5)
+    names = [f"{key}.{step.name}" for key, part in compute_parts(
+        torch.zeros(MIN_TOKENS, 2), FrontierConfig(), 0).parts.items() for step in part.steps]
+    return {"frontier_heads": heads, "frontier_head_dim": rng.randrange(1, 7),
+            "rope_dim": rng.choice((2, 4)), "kv_lora_rank": rng.randrange(1, 7),
+            "q_lora_rank": rng.randrange(1, 7), "top_k": rng.randrange(1, MIN_TOKENS + 2),
+            "index_heads": rng.randrange(1, 4), "index_dim": rng.randrange(1, 5),
+            "frontier_window": rng.randrange(1, MIN_TOKENS + 2),
+            "chunk": rng.randrange(1, MIN_TOKENS + 2), "head": rng.randrange(heads),
+            "frontier_cell": (rng.choice(names), rng.randrange(MIN_TOKENS),
+                              rng.randrange(MIN_TOKENS))}
 
 
 def open_random(page: str, seed: int) -> tuple[AppTest, dict[str, Any]]:
@@ -258,7 +278,8 @@ DRAWS = 6
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page", [*ATTENTION_PAGES, pages.CHECK_PAGE, pages.MODERN_PAGE])
+@pytest.mark.parametrize("page", [*ATTENTION_PAGES, pages.CHECK_PAGE, pages.MODERN_PAGE,
+                                  pages.FRONTIER_PAGE])
 def test_a_random_value_of_every_entry_survives_the_link(page):
     changed: set[str] = set()
     for seed in range(DRAWS):

@@ -24,6 +24,24 @@ from dataclasses import dataclass, field
 from torch import Tensor
 
 from explorer.core.agreement import Agreement
+from explorer.core.config import ConfigError
+
+LIMITS: dict[str, tuple[int, int]] = {
+    "n_heads": (1, 8),
+    "head_dim": (1, 64),
+    "rope_dim": (2, 64),
+    "kv_lora_rank": (1, 256),
+    "q_lora_rank": (1, 256),
+    "top_k": (1, 512),
+    "index_heads": (1, 8),
+    "index_dim": (1, 64),
+    "window": (1, 512),
+    "chunk": (1, 512),
+}
+"""Each `FrontierConfig` size's smallest and largest value (both allowed): the
+page's settings, their link's bounds and `FrontierConfig.check` read them here."""
+EVEN = ("rope_dim",)
+"""Sizes that must be even: RoPE turns pairs of dimensions."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +66,25 @@ class FrontierConfig:
     index_dim: int = 4
     window: int = 3
     chunk: int = 2
+
+    def check(self, n_tokens: int | None = None) -> None:
+        """Raise `ConfigError` (naming the field) for a size outside `LIMITS`, an
+        odd one of `EVEN`, or, given ``n_tokens``, a sentence of no token; the
+        message says what is allowed and what was given
+        (``rope_dim must be between 2 and 64 (got 0)``). Sizes larger than the
+        sentence are allowed: ``top_k``, ``window`` and ``chunk`` then take every
+        token, as the models' code does."""
+        for name, (low, high) in LIMITS.items():
+            value = getattr(self, name)
+            if type(value) is not int or not low <= value <= high:
+                raise ConfigError(name, f"{name} must be a whole number between {low} and "
+                                        f"{high} (got {value!r})")
+            if name in EVEN and value % 2:
+                raise ConfigError(name, f"{name} must be even, since RoPE turns pairs of "
+                                        f"dimensions (got {value})")
+        if n_tokens is not None and n_tokens < 1:
+            raise ConfigError("n_tokens", f"the sentence must have at least 1 token (got "
+                                          f"{n_tokens})")
 
 
 @dataclass(frozen=True)

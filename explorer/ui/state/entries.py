@@ -28,6 +28,7 @@ from explorer.lessons.pages import (
     BACKWARD_PAGE,
     CHECK_PAGE,
     EXPERIMENTS_PAGE,
+    FRONTIER_PAGE,
     MODEL_PAGE,
     MODERN_PAGE,
     MULTI_HEAD_PAGE,
@@ -44,6 +45,8 @@ from explorer.models.catalogue import (
 )
 from explorer.modern import attention as modern
 from explorer.modern import explain as modern_explain
+from explorer.modern import frontier
+from explorer.modern.frontier.parts import PARTS
 from explorer.ui.state.kinds import (
     CellRef,
     ChartCell,
@@ -54,6 +57,7 @@ from explorer.ui.state.kinds import (
     Kind,
     MatrixKind,
     Number,
+    Pair,
     Steps,
     Text,
 )
@@ -256,6 +260,59 @@ _MODERN_ENTRIES = [
 ]
 """The Modern attention page's entries (`explorer.ui.modern`)."""
 
+@dataclass(frozen=True)
+class StepCell(ChartCell):
+    """A clicked cell of a Frontier step, ``part.step:row,col``: the part one of
+    ``charts`` (`explorer.modern.frontier.parts.PARTS`), the step a snake_case
+    name (the page explains nothing for a step its part does not have, or a
+    cell outside it)."""
+
+    def parse(self, name: str, raw: str) -> tuple[str, int, int]:
+        chart, colon, where = str(raw).partition(":")
+        part, dot, step = chart.partition(".")
+        if not (colon and dot and part in self.charts and step
+                and step.replace("_", "").isalnum() and step.isascii()):
+            raise cfg.ConfigError(name, f"{name} must name a part's step and a cell such as "
+                                        f"{self.charts[0]}.scores:1,0; the parts are "
+                                        f"{', '.join(self.charts)} (got {cfg.shown(raw)})")
+        return (chart, *Pair().parse(name, where))
+
+
+_FRONTIER = ONLY({FRONTIER_PAGE})
+_FRONTIER_SIZES = {
+    # entry name -> (`FrontierConfig` field, label, help)
+    "frontier_heads": ("n_heads", "n_heads", "Query heads of every part."),
+    "frontier_head_dim": ("head_dim", "head_dim",
+                          "Width of each head's queries, keys and values (MLA: the part "
+                          "without RoPE, qk_nope_head_dim and v_head_dim)."),
+    "rope_dim": ("rope_dim", "MLA: rope dim",
+                 "Width of MLA's decoupled RoPE key and query (qk_rope_head_dim); even."),
+    "kv_lora_rank": ("kv_lora_rank", "MLA: kv_lora_rank",
+                     "Width of MLA's cached KV latent c_KV."),
+    "q_lora_rank": ("q_lora_rank", "MLA: q_lora_rank", "Width of MLA's query latent."),
+    "top_k": ("top_k", "sparse: top_k", "Keys each query keeps in DeepSeek sparse attention."),
+    "index_heads": ("index_heads", "sparse: indexer heads",
+                    "Heads of the lightning indexer."),
+    "index_dim": ("index_dim", "sparse: indexer dim", "Width of the lightning indexer's heads."),
+    "frontier_window": ("window", "ring: window W",
+                        "Slots of the ring-buffer cache: the keys each query sees, itself "
+                        "included."),
+    "chunk": ("chunk", "DeltaNet: chunk", "Tokens per chunk of Gated DeltaNet's chunked form."),
+}
+"""The Frontier page's sizes: entry name (its URL parameter) -> `FrontierConfig`
+field, label, help. Bounds and defaults come from `explorer.modern.frontier`."""
+_FRONTIER_ENTRIES = [
+    *(Entry(name, Number(low=frontier.LIMITS[field][0], high=frontier.LIMITS[field][1],
+                         step=2 if field in frontier.EVEN else 1),
+            _FRONTIER, label, help, PAGE_OWN,
+            default=frontier.FrontierConfig.__dataclass_fields__[field].default)
+      for name, (field, label, help) in _FRONTIER_SIZES.items()),
+    Entry("frontier_cell", StepCell(tuple(PARTS)), _FRONTIER, default=None, widget=False),
+]
+"""The Frontier attention page's entries (`explorer.ui.frontier`)."""
+FRONTIER_FIELDS = {name: field for name, (field, _, _) in _FRONTIER_SIZES.items()}
+"""Entry name -> `FrontierConfig` field."""
+
 _BACKWARD = ONLY({BACKWARD_PAGE})
 BACKWARD_D_K = 4
 """The Backward pass page's d_k: with its 2 heads, head_dim = 2, so that the
@@ -331,11 +388,11 @@ _ENTRIES: list[Entry] = [
     _config_entry("sentence", Text(field="sentence"),
                   "Sentence", "Split on whitespace; punctuation at word ends is stripped; "
                   f"{cfg.MIN_TOKENS} to {cfg.MAX_TOKENS} tokens.", BASIC,
-                  CONFIG_PAGES | {MODEL_PAGE, CHECK_PAGE, MODERN_PAGE},
+                  CONFIG_PAGES | {MODEL_PAGE, CHECK_PAGE, MODERN_PAGE, FRONTIER_PAGE},
                   page_defaults={CHECK_PAGE: JOURNEY_SENTENCE}),
     _config_entry("d_in", Number("d_in"), "d_in: embedding dim",
                   "Width of each token's embedding vector x_i.", BASIC,
-                  CONFIG_PAGES | {CHECK_PAGE, MODERN_PAGE}),
+                  CONFIG_PAGES | {CHECK_PAGE, MODERN_PAGE, FRONTIER_PAGE}),
     _config_entry("d_k", Number("d_k"), "d_k: query/key dim",
                   "Width of the queries and keys (W_query, W_key).", BASIC, WEIGHT_PAGES,
                   page_defaults={BACKWARD_PAGE: BACKWARD_D_K}),
@@ -345,7 +402,8 @@ _ENTRIES: list[Entry] = [
     # number input holds exactly. The backend parses and checks it.
     _config_entry("seed", Text(field="seed"), "seed",
                   f"Seeds a local torch.Generator; {cfg.MIN_SEED} to {cfg.MAX_SEED}. The same "
-                  "seed gives the book's numbers.", BASIC, CONFIG_PAGES | {CHECK_PAGE, MODERN_PAGE},
+                  "seed gives the book's numbers.", BASIC,
+                  CONFIG_PAGES | {CHECK_PAGE, MODERN_PAGE, FRONTIER_PAGE},
                   from_config=str),
     _config_entry("embedding", Choice(_offered("embedding")), "embedding: where X comes from",
                   _choices_help("embedding"), ADVANCED),
@@ -428,6 +486,7 @@ _ENTRIES: list[Entry] = [
     # The head and the query token are picked in the browser (chart.js follows a
     # choice at once, `explorer.ui.component.picker`), which then sets them here.
     *_MODERN_ENTRIES,
+    *_FRONTIER_ENTRIES,
     Entry("head", Index(), HEAD_PAGES | {MODERN_PAGE}, "Head to show", default=0, widget=False,
           allowed=lambda c: range(c.trace.config.n_heads) if c.trace else None),
     Entry("query", Index(), CHART_PAGES | {BACKWARD_PAGE}, "Query token", default=None,
@@ -496,6 +555,7 @@ ACTIONS: dict[str, str] = {
     "modern-": "a chart of the Modern attention page",
     "decoder-": "a chart of a Llama-family layer on the Real model page (a click explains a cell)",
     "backward-": "a chart or a slider of the Backward pass page",
+    "frontier-": "a chart of the Frontier attention page (a click explains a cell)",
 }
 """Key prefixes of widgets that hold no setting: buttons, charts, tables and
 uploads, each the action of an entry (a chart click sets ``cell``, a table
