@@ -11,5 +11,5 @@ place), `downloads` (the sidebar's "Take it with you"), `matrices`
 lessons).
 
 One module per page's own pieces: `multihead`, `experiments`, `real_model`,
-`checking`, `modern`, `backward` (and `backward_data`, what it computes).
+`checking`, `modern`, `frontier`, `backward` (and `backward_data`, what it computes).
 """

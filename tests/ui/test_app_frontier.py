@@ -129,7 +129,7 @@ def test_a_part_that_raises_a_config_error_shows_it_in_that_part_alone(monkeypat
 def test_every_setting_is_in_the_link_and_the_link_gives_the_same_page():
     sizes = {"frontier_heads": "3", "frontier_head_dim": "6", "rope_dim": "4",
              "kv_lora_rank": "5", "q_lora_rank": "7", "top_k": "2", "index_heads": "3",
-             "index_dim": "2", "frontier_window": "2", "chunk": "3", "seed": "7", "d_in": "5"}
+             "index_dim": "6", "frontier_window": "2", "chunk": "3", "seed": "7", "d_in": "5"}
     assert set(sizes) >= set(FRONTIER_FIELDS)
     at = open_link(PAGE, sizes)
     assert not at.exception and errors(at) == []

@@ -213,14 +213,15 @@ def _modern_values(rng: random.Random) -> dict[str, Any]:
 
 def _frontier_values(rng: random.Random) -> dict[str, Any]:
     """Valid settings of the Frontier attention page: sizes within their limits
-    (rope_dim even), a head of the page's, and a cell of a step some part has."""
+    (rope_dim and head_dim even, index_dim at least rope_dim), a head of the page's, and a cell of a step some part has."""
     heads = rng.randrange(2, 5)
     names = [f"{key}.{step.name}" for key, part in compute_parts(
         torch.zeros(MIN_TOKENS, 2), FrontierConfig(), 0).parts.items() for step in part.steps]
-    return {"frontier_heads": heads, "frontier_head_dim": rng.randrange(1, 7),
-            "rope_dim": rng.choice((2, 4)), "kv_lora_rank": rng.randrange(1, 7),
+    rope_dim = rng.choice((2, 4))  # the indexer turns its first rope_dim dimensions
+    return {"frontier_heads": heads, "frontier_head_dim": rng.choice((2, 4, 6)),
+            "rope_dim": rope_dim, "kv_lora_rank": rng.randrange(1, 7),
             "q_lora_rank": rng.randrange(1, 7), "top_k": rng.randrange(1, MIN_TOKENS + 2),
-            "index_heads": rng.randrange(1, 4), "index_dim": rng.randrange(1, 5),
+            "index_heads": rng.randrange(1, 4), "index_dim": rng.randrange(rope_dim, 7),
             "frontier_window": rng.randrange(1, MIN_TOKENS + 2),
             "chunk": rng.randrange(1, MIN_TOKENS + 2), "head": rng.randrange(heads),
             "frontier_cell": (rng.choice(names), rng.randrange(MIN_TOKENS),

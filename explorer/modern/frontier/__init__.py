@@ -7,6 +7,8 @@
 - `gated`: gated attention (Qwen3-Next): σ(x W_g) on each head's output;
 - `deltanet`: Gated DeltaNet, recurrent and chunked.
 
+`parts` runs them all, in the page's order, each with its own generator.
+
 Every mechanism is a function ``(x, config, generator) -> Part``: from X
 ``(n_tokens, d_in)``, the page's `FrontierConfig` and a local `torch.Generator`
 (seeded from the learner's seed), it draws its own weights, computes every
@@ -28,7 +30,7 @@ from explorer.core.config import ConfigError
 
 LIMITS: dict[str, tuple[int, int]] = {
     "n_heads": (1, 8),
-    "head_dim": (1, 64),
+    "head_dim": (2, 64),
     "rope_dim": (2, 64),
     "kv_lora_rank": (1, 256),
     "q_lora_rank": (1, 256),
@@ -40,8 +42,9 @@ LIMITS: dict[str, tuple[int, int]] = {
 }
 """Each `FrontierConfig` size's smallest and largest value (both allowed): the
 page's settings, their link's bounds and `FrontierConfig.check` read them here."""
-EVEN = ("rope_dim",)
-"""Sizes that must be even: RoPE turns pairs of dimensions."""
+EVEN = ("rope_dim", "head_dim")
+"""Sizes that must be even: RoPE turns pairs of dimensions (MLA's rope_dim;
+the heads of the sinks, the ring buffer and the gated part)."""
 
 
 @dataclass(frozen=True)
