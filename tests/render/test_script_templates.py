@@ -1,6 +1,6 @@
 """The downloadable scripts' template files (`explorer.render.script_templates`,
 ``explorer/render/scripts/``): each is Python that ``py_compile`` and ``ruff
-check`` accept, every block of ``attention.py`` is written for some setting, a
+check`` accept, every block of ``attention.py`` and ``backward.py`` is written for some setting, a
 slot left without a value is an error, and visitor text that looks like a slot
 stays text. That the scripts run and recompute the page is the export tests'
 (tests/render/test_export.py, test_backward_script.py, tests/ui/test_app_modern.py);
@@ -19,9 +19,9 @@ import pytest
 
 from explorer import AttentionConfig
 from explorer.lessons.presets import PRESETS
-from explorer.render import export, script_templates
+from explorer.render import backward_script, export, script_templates
 from explorer.render.script_templates import FOLDER, ScriptTemplate, slots, template
-from tests.support.script_goldens import ATTENTION_CASES
+from tests.support.script_goldens import ATTENTION_CASES, BACKWARD_CASES
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = sorted(FOLDER.glob("*.py"))
@@ -29,7 +29,7 @@ TEMPLATES = sorted(FOLDER.glob("*.py"))
 
 def test_the_templates_sit_beside_their_module_and_ship_with_it():
     assert FOLDER == Path(script_templates.__file__).parent / "scripts"
-    assert {p.stem for p in TEMPLATES} >= {"attention", "modern_attention"}
+    assert {p.stem for p in TEMPLATES} >= {"attention", "modern_attention", "backward"}
     assert not (FOLDER / "__init__.py").exists()  # a folder of files, not a package
     docker = (ROOT / ".dockerignore").read_text().splitlines()
     assert "!explorer/" in docker and not [line for line in docker if "scripts" in line]
@@ -43,11 +43,12 @@ def test_every_template_compiles(path, tmp_path):
 def test_ruff_checks_every_template():
     """The project's rules, then pyflakes and syntax errors (``E9,F``) with each
     slot known as a name: an unused import or a misspelt variable fails. F541 (an
-    f-string with no field) is left out: ``f"\\n__HEADING__"`` gets its fields
-    from the slot."""
+    f-string with no field) and F522 (``.format`` of a string with no field) are
+    left out: ``f"\\n__HEADING__"``, ``"__CHECK_LINE__".format(...)`` get their
+    fields from the slot."""
     known = sorted(f"__{slot}__" for path in TEMPLATES for slot in slots(path.stem))
     files = [str(p) for p in TEMPLATES]
-    for rules in ([], ["--select", "E9,F", "--ignore", "F541",
+    for rules in ([], ["--select", "E9,F", "--ignore", "F541,F522",
                        "--config", f"builtins = {json.dumps(known)}"]):
         done = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
                                "--output-format", "concise", *rules, *files], cwd=ROOT,
@@ -67,6 +68,13 @@ def test_every_block_of_the_attention_template_is_written_for_some_setting():
     for config, _ in ATTENTION_CASES.values():
         used |= {name for step in export._script_steps(config) for name in step}
     assert used == set(template("attention"))
+
+
+def test_every_block_of_the_backward_template_is_written_for_some_setting():
+    used = {"header"}
+    for config, loss_config, _ in BACKWARD_CASES.values():
+        used |= {name for part in backward_script._blocks(config, loss_config) for name in part}
+    assert used == set(template("backward"))
 
 
 def test_a_sentence_that_looks_like_a_slot_stays_the_sentence():

@@ -75,6 +75,7 @@ BACKWARD_CASES: dict[str, tuple[AttentionConfig, LossConfig, str | None]] = {
                                          embeddings=((0.1, -2.5), (1e-7, 3.0))), LossConfig(),
                          None),
     "hostile": (AttentionConfig(sentence=HOSTILE, causal=True), LossConfig(), HOSTILE_LINK),
+    "sum-not-causal": (AttentionConfig(normalization="sum"), LossConfig(TARGET), None),
 }
 """name -> (config, loss config, link) of the backward script."""
 
