@@ -20,6 +20,8 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import torch
+
 from explorer import AttentionConfig, compute_trace
 from explorer.lessons.backward.settings import TARGET, LossConfig
 from explorer.lessons.presets import PRESETS
@@ -89,9 +91,14 @@ MODERN_CASES: dict[str, tuple[dict, AttentionConfig, str | None]] = {
 }
 """name -> (ModernConfig changes, X's config, link) of the Modern script."""
 
-DECODER_CASES = {"llama": ("llama", 1, 1), "mistral": ("mistral", 0, 2),
-                 "qwen3": ("qwen3", 0, 3)}
-"""name -> (architecture, layer, head) of the decoder script, on tiny random models."""
+_SHORT, _LONG = "the cat sat on the mat", " ".join(["the cat sat on the mat"] * 6)
+DECODER_CASES = {"llama": ("llama", 1, 1, torch.float32, _SHORT),
+                 "mistral": ("mistral", 0, 2, torch.float32, _SHORT),
+                 "qwen3": ("qwen3", 0, 3, torch.float32, _SHORT),
+                 "qwen3-bfloat16-long": ("qwen3", 1, 2, torch.bfloat16, _LONG),
+                 "gemma3": ("gemma3_text", 0, 1, torch.float32, _LONG)}
+"""name -> (architecture, layer, head, dtype, sentence) of the decoder script, on tiny
+random models (the long sentence: token ids on several lines)."""
 
 
 def attention_scripts() -> Iterator[tuple[str, Callable[[], str]]]:
@@ -128,11 +135,12 @@ def decoder_scripts(folder: Path) -> Iterator[tuple[str, Callable[[], str]]]:
     from explorer.render.decoder_script import decoder_script
     from tests.support.tiny_decoders import save_tiny_decoder
 
-    for name, (architecture, layer, head) in DECODER_CASES.items():
-        def make(architecture=architecture, layer=layer, head=head, name=name) -> str:
-            model_folder = save_tiny_decoder(folder / name, architecture)
+    for name, (architecture, layer, head, dtype, sentence) in DECODER_CASES.items():
+        def make(architecture=architecture, layer=layer, head=head, dtype=dtype,
+                 sentence=sentence, name=name) -> str:
+            model_folder = save_tiny_decoder(folder / name, architecture, dtype=dtype)
             model = load_folder(model_folder, architectures=EVERY_ARCHITECTURE)
-            trace = compute_decoder_trace(model, "the cat sat on the mat", layer=layer)
+            trace = compute_decoder_trace(model, sentence, layer=layer)
             return decoder_script(trace.config, "MODEL_FOLDER", head, text=HOSTILE,
                                   link=HOSTILE_LINK, new_tokens=5)
         yield f"decoder-{name}.py", make
