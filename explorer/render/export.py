@@ -168,7 +168,7 @@ def _slot_values(config: AttentionConfig, link: str | None) -> dict[str, object]
         "vv_shape": _shape(c.d_v, c.d_v), "vb_shape": _shape(c.d_v)}
     if c.embedding == "given":
         values["embeddings"] = tensor_literal(c.embeddings, token_labels(c.tokens),
-                                               _shape(n, c.d_in))
+                                              _shape(n, c.d_in))
     if c.weight_init == "given":
         values |= {name.lower(): tensor_literal(getattr(c, name), rows, _shape(c.d_in, d))
                    for name, d in (("W_query", c.d_k), ("W_key", c.d_k), ("W_value", c.d_v))}
@@ -182,13 +182,12 @@ def _script_steps(config: AttentionConfig) -> list[list[str]]:
     qkv = ["qkv"] + (["head_dim"] + ["head_dim_v"] * (c.head_dim_v != c.head_dim)
                      + ["split_heads"]) * many + ["qkv_show"]
     normalization = "sum_causal" if c.normalization == "sum" and c.causal else c.normalization
-    steps = [["tokens", *["num_tokens"] * _needs_num_tokens(c), "token_ids"],
-             [f"embeddings_{c.embedding}"],
-             [f"weights_{c.weight_init}", *["out_proj_layer"] * c.has_out_proj, "weights_show"],
-             qkv, ["scores_heads" if many else "scores"], ["scale" if c.scale else "no_scale"],
-             *[["causal_mask"]] * c.causal, [normalization], *[["dropout"]] * (c.dropout > 0),
-             ["context_heads" if many else "context"], *[["out_proj"]] * c.has_out_proj]
-    return steps
+    return [["tokens", *["num_tokens"] * _needs_num_tokens(c), "token_ids"],
+            [f"embeddings_{c.embedding}"],
+            [f"weights_{c.weight_init}", *["out_proj_layer"] * c.has_out_proj, "weights_show"],
+            qkv, ["scores_heads" if many else "scores"], ["scale" if c.scale else "no_scale"],
+            *[["causal_mask"]] * c.causal, [normalization], *[["dropout"]] * (c.dropout > 0),
+            ["context_heads" if many else "context"], *[["out_proj"]] * c.has_out_proj]
 
 
 def pytorch_script(config: AttentionConfig, link: str | None = None) -> str:
