@@ -166,7 +166,7 @@ def _slot_values(config: AttentionConfig, link: str | None) -> dict[str, object]
         "qk_split": _shape(n, h, hd), "qk_heads": _shape(h, n, hd), "kt_heads": _shape(h, hd, n),
         "v_split": _shape(n, h, hdv), "v_heads": _shape(h, n, hdv), "nn_heads": _shape(h, n, n),
         "vv_shape": _shape(c.d_v, c.d_v), "vb_shape": _shape(c.d_v)}
-    if c.embedding == "given":
+    if c.embedding == "given" and c.embeddings is not None:  # given X is never None
         values["embeddings"] = tensor_literal(c.embeddings, token_labels(c.tokens),
                                               _shape(n, c.d_in))
     if c.weight_init == "given":

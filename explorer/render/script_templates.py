@@ -46,12 +46,13 @@ class ScriptTemplate(string.Template):
     ``__SHAPE_X__``) and raises ``KeyError`` naming a slot left without a value;
     values for slots the block does not have are ignored."""
 
-    flags = 0  # case matters: __init__ is Python's, __INIT__ a slot
+    flags = re.RegexFlag(0)  # case matters: __init__ is Python's, __INIT__ a slot
+    # a string: Template compiles it with its flags (typeshed types it compiled)
     pattern = rf"""
         (?P<escaped>(?!))            # no escape: nothing else looks like a slot
         | {SLOT.pattern.replace("(?P<name>", "(?P<named>")}
         | (?P<braced>(?!))
-        | (?P<invalid>(?!))"""
+        | (?P<invalid>(?!))"""  # type: ignore[assignment]
 
     def fill(self, **values: object) -> str:
         return self.substitute({name.upper(): value for name, value in values.items()})
