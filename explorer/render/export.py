@@ -59,6 +59,7 @@ from explorer.core.tokenizer import PUNCTUATION, build_vocab, token_labels
 from explorer.core.trace import Trace
 from explorer.lessons.presets import NOTEBOOKS
 from explorer.render.payload import CHART_JS, Chart, encode
+from explorer.render.script_templates import template
 
 HEADING = "--- {name} {shape} ---"
 """How the generated script heads each printed step, e.g. ``--- attn_scores (6, 6) ---``
@@ -104,73 +105,29 @@ def _shape(*dims: int) -> str:
     return str(tuple(dims))
 
 
-def _tensor_literal(matrix: Sequence[Sequence[float]], labels: Sequence[str]) -> list[str]:
-    """``torch.tensor([...])`` lines holding the float32 ``matrix`` exactly (the
-    shortest digits of each number), one row per line with its label as a comment."""
-    lines = ["torch.tensor(["]
+def tensor_literal(matrix: Sequence[Sequence[float]], labels: Sequence[str],
+                    comment: str) -> str:
+    """``torch.tensor([...])`` holding the float32 ``matrix`` exactly (the shortest
+    digits of each number), ``comment`` after its first line, then one row per
+    line with its label as a comment."""
+    lines = [f"torch.tensor([  # {comment}"]
     for row, label in zip(matrix, labels):
         numbers = ", ".join(literal.float32_text(v) for v in row)
         lines.append(f"    [{numbers}],  # {literal.comment(label, 40)}")
     lines.append("])")
-    return lines
+    return "\n".join(lines)
 
 
-def _assign_tensor(name: str, matrix, labels: Sequence[str], comment: str) -> list[str]:
-    literal = _tensor_literal(matrix, labels)
-    return [f"{name} = {literal[0]}  # {comment}", *literal[1:]]
-
-
-def _script_header(config: AttentionConfig, link: str | None) -> list[str]:
-    """The comment block on top: what the script is, how to run it, the settings.
-
-    The first two lines are fixed text: Python reads an encoding declaration
-    from them, so no visitor text may appear there.
-    """
-    lines = [
-        "# Scaled dot-product attention, step by step, in plain PyTorch.",
-        "# Written by the self-attention explorer, following chapter 3 of",
-        '# "Build a Large Language Model (From Scratch)" (Sebastian Raschka).',
-        "#",
-        "#   python attention.py                  prints every matrix",
-        "#   python attention.py --save steps.pt  also saves them: torch.load('steps.pt')",
-        "#                                        is a dict, step name -> tensor, the app's",
-        "#                                        numbers to float32 rounding (not always",
-        "#                                        bit for bit: a few 1e-6 apart at most)",
-        "#",
-        "# Settings:",
-    ]
-    width = max(len(name) for name, _ in settings_table(config))
-    for name, value in settings_table(config):
-        lines.append(f"#   {name:<{width}}  {literal.comment(value, _MAX_COMMENT_CHARS)}")
+def _settings_comment(config: AttentionConfig, link: str | None) -> str:
+    """The header's settings, one aligned comment line each (visitor text only as
+    a one-line comment, `explorer.core.literal.comment`), then the view's link."""
+    table = settings_table(config)
+    width = max(len(name) for name, _ in table)
+    lines = [f"#   {name:<{width}}  {literal.comment(value, _MAX_COMMENT_CHARS)}"
+             for name, value in table]
     if link:
         lines.append(f"#   {'view':<{width}}  {literal.comment(link, 2000)}")
-    return lines
-
-
-def _script_setup() -> list[str]:
-    """Imports, the command line, and the `show` helper that prints and keeps a step."""
-    heading = HEADING.format(name="{name}", shape="{tuple(tensor.shape)}")
-    return [
-        "import argparse",
-        "import unicodedata",
-        "",
-        "import torch",
-        "",
-        'parser = argparse.ArgumentParser(description="Attention, step by step.")',
-        'parser.add_argument("--save", metavar="FILE",',
-        '                    help="also save every step (a dict: step name -> tensor)")',
-        "args = parser.parse_args()",
-        "",
-        "torch.set_grad_enabled(False)  # we only look at the numbers: no training, no gradients",
-        "steps = {}  # step name -> tensor, named as in the explorer",
-        "",
-        "",
-        "def show(name, tensor):",
-        '    """Print one step under a heading, and keep it for --save."""',
-        "    steps[name] = tensor",
-        f'    print(f"\\n{heading}")',
-        "    print(tensor)",
-    ]
+    return "\n".join(lines)
 
 
 def _needs_seed(config: AttentionConfig) -> bool:
@@ -183,261 +140,54 @@ def _needs_num_tokens(config: AttentionConfig) -> bool:
     return config.embedding == "uniform" or config.n_heads > 1 or config.causal
 
 
-def _settings_code(config: AttentionConfig) -> list[str]:
-    """The sentence (a ``repr`` literal: no visitor text can become code) and sizes."""
+def _slot_values(config: AttentionConfig, link: str | None) -> dict[str, object]:
+    """Every slot of the template ``attention.py``: the sizes, the shapes its
+    comments print, the variable names the settings choose, and the sentence, the
+    typed-in matrices and the settings as literals that no visitor text escapes."""
     c = config
-    lines = ["# The settings", f"sentence = {c.sentence!r}",
-             f"d_in = {c.d_in}  # width of each token's embedding",
-             f"d_k = {c.d_k}  # width of the queries and keys",
-             f"d_v = {c.d_v}  # width of the values and the context vectors"]
-    if c.n_heads > 1:
-        lines.append(f"num_heads = {c.n_heads}  # d_k and d_v are split evenly between them")
-    if _needs_seed(c):
-        lines.append(f"torch.manual_seed({c.seed})  # all random numbers below come from this "
-                     "seed, drawn in order")
-    return lines
-
-
-def _tokens_code(config: AttentionConfig) -> list[str]:
-    """The explorer's "words" tokenizer and the sorted vocabulary (seed 002, cells 4-6)."""
-    n = len(config.tokens)
-    lines = [
-        "# Tokens and ids: split on whitespace and strip every punctuation mark (Unicode",
-        "# categories P*) from both ends of each word",
-        "def strip_punctuation(word):",
-        "    start, end = 0, len(word)",
-        f'    while start < end and unicodedata.category(word[start]).startswith("{PUNCTUATION}"):',
-        "        start += 1",
-        f'    while end > start and unicodedata.category(word[end - 1]).startswith("{PUNCTUATION}"):',
-        "        end -= 1",
-        "    return word[start:end]",
-        "",
-        "",
-        "words = [strip_punctuation(word) for word in sentence.split()]",
-        "tokens = [word for word in words if word]",
-    ]
-    if _needs_num_tokens(config):
-        lines.append(f"num_tokens = len(tokens)  # {n}")
-    lines += [
-        'print("tokens:", tokens)',
-        "# The vocabulary is the sorted unique tokens; a token's id is its index in it",
-        "vocab = sorted(set(tokens))",
-        "word_to_idx = {word: idx for idx, word in enumerate(vocab)}",
-        f"sentence_int = torch.tensor([word_to_idx[token] for token in tokens])  # {_shape(n)}",
-        'show("token_ids", sentence_int)',
-    ]
-    return lines
-
-
-def _embeddings_code(config: AttentionConfig) -> tuple[list[str], str]:
-    """Lines computing X, and X's variable name: ``embedded_sentence`` for a
-    looked-up table (seed 002), ``inputs`` otherwise (seed 001 and the book)."""
-    c = config
-    n = len(c.tokens)
-    if c.embedding == "table":
-        x = "embedded_sentence"
-        lines = ["# Embeddings X: look each id up in a random table, as the teaching notebook",
-                 f'#    "{NOTEBOOKS["002"]}" does',
-                 f"vocab_size = {c.vocab_size}",
-                 "embed = torch.nn.Embedding(vocab_size, d_in)",
-                 f"{x} = embed(sentence_int)  # {_shape(n)} ids -> {_shape(n, c.d_in)}"]
-    elif c.embedding == "uniform":
-        x = "inputs"
-        lines = ["# Embeddings X: uniform random numbers in [0, 1), as the teaching notebook",
-                 f'#    "{NOTEBOOKS["001"]}" does',
-                 f"{x} = torch.rand(num_tokens, d_in)  # {_shape(n, c.d_in)}"]
-    else:
-        x = "inputs"
-        lines = ["# Embeddings X: your own numbers, one row per token",
-                 *_assign_tensor(x, c.embeddings, token_labels(c.tokens), _shape(n, c.d_in))]
-    return [*lines, f'show("embeddings", {x})'], x
-
-
-_WEIGHT_DRAWS = {
-    "randn": (["random normal numbers, as the teaching notebook",
-               f'"{NOTEBOOKS["002"]}" does.',
-               "Training would learn them; the book wraps them in torch.nn.Parameter."],
-              "torch.randn(d_in, {d})"),
-    "rand": (["uniform random numbers in [0, 1), as the book's SelfAttention_v1 does.",
-              "Training would learn them; the book wraps them in torch.nn.Parameter."],
-             "torch.rand(d_in, {d})"),
-    "linear": (["the initial weights of nn.Linear(d_in, d_out, bias=False), as in the",
-                "book's SelfAttention_v2. nn.Linear keeps its weight as (d_out, d_in) and",
-                "computes x @ weight.T, so W = weight.T gives queries = x @ W_query."],
-               "torch.nn.Linear(d_in, {d}, bias=False).weight.detach().T"),
-    "identity": (["the identity, so Q = K = V = X: simplified attention,",
-                  "with no trainable weights, as in the book's section 3.3 and the teaching",
-                  f'notebooks "{NOTEBOOKS["000"]}" and "{NOTEBOOKS["003"]}".'],
-                 "torch.eye(d_in)"),
-}
-"""weight_init -> (comment lines, the expression drawing a (d_in, d) matrix)."""
-
-
-def _weights_code(config: AttentionConfig) -> list[str]:
-    """W_query, W_key, W_value, drawn in that order (or typed in)."""
-    c = config
-    shapes = (("W_query", "d_k", c.d_k), ("W_key", "d_k", c.d_k), ("W_value", "d_v", c.d_v))
+    n, h, hd, hdv = len(c.tokens), c.n_heads, c.head_dim, c.head_dim_v
+    rows = [f"input dim {i}" for i in range(c.d_in)]
+    values: dict[str, object] = {
+        "settings": _settings_comment(c, link), "heading": HEADING.format(
+            name="{name}", shape="{tuple(tensor.shape)}"),
+        "sentence": repr(c.sentence), "d_in": c.d_in, "d_k": c.d_k, "d_v": c.d_v,
+        "n_heads": h, "seed": c.seed, "vocab_size": c.vocab_size, "punctuation": PUNCTUATION,
+        "n": n, "head_dim": hd, "head_dim_v": hdv, "p": repr(c.dropout),
+        "mask_seed": c.mask_seed, "d": "head_dim" if h > 1 else "d_k",
+        "v_dim": "head_dim_v" if hdv != hd else "head_dim",
+        "x": "embedded_sentence" if c.embedding == "table" else "inputs",
+        "s": "masked_scores" if c.causal else "scaled_scores",
+        "a": "dropped_weights" if c.dropout > 0 else "attn_weights",
+        **{f"notebook_{key}": title for key, title in NOTEBOOKS.items()},
+        # shapes, as the comments write them: (6, 2), (6,)
+        "n_shape": _shape(n), "x_shape": _shape(n, c.d_in), "wk_shape": _shape(c.d_in, c.d_k),
+        "wv_shape": _shape(c.d_in, c.d_v), "qk_shape": _shape(n, c.d_k),
+        "v_shape": _shape(n, c.d_v), "kt_shape": _shape(hd, n), "nn_shape": _shape(n, n),
+        "qk_split": _shape(n, h, hd), "qk_heads": _shape(h, n, hd), "kt_heads": _shape(h, hd, n),
+        "v_split": _shape(n, h, hdv), "v_heads": _shape(h, n, hdv), "nn_heads": _shape(h, n, n),
+        "vv_shape": _shape(c.d_v, c.d_v), "vb_shape": _shape(c.d_v)}
+    if c.embedding == "given" and c.embeddings is not None:  # given X is never None
+        values["embeddings"] = tensor_literal(c.embeddings, token_labels(c.tokens),
+                                              _shape(n, c.d_in))
     if c.weight_init == "given":
-        lines = ["# The weight matrices W_query, W_key, W_value: your own numbers"]
-        for name, _, d in shapes:
-            rows = [f"input dim {i}" for i in range(c.d_in)]
-            lines += _assign_tensor(name, getattr(c, name), rows, _shape(c.d_in, d))
-    else:
-        what, draw = _WEIGHT_DRAWS[c.weight_init]
-        lines = [f"# The weight matrices W_query, W_key, W_value: {what[0]}",
-                 *(f"#    {line}" for line in what[1:])]
-        lines += [f"{name} = {draw.format(d=d_name)}  # {_shape(c.d_in, d)}"
-                  for name, d_name, d in shapes]
-    if c.has_out_proj:
-        lines += ["# The output projection is a layer too, so it is drawn here, right after",
-                  "# W_value, as the book's MultiHeadAttention creates it in __init__",
-                  "out_proj = torch.nn.Linear(d_v, d_v)"]
-    return [*lines, *(f'show("{name}", {name})' for name, _, _ in shapes)]
+        values |= {name.lower(): tensor_literal(getattr(c, name), rows, _shape(c.d_in, d))
+                   for name, d in (("W_query", c.d_k), ("W_key", c.d_k), ("W_value", c.d_v))}
+    return values
 
 
-def _qkv_code(config: AttentionConfig, x: str) -> list[str]:
-    """Q, K, V = X W, then (with several heads) the book's split into heads."""
+def _script_steps(config: AttentionConfig) -> list[list[str]]:
+    """The blocks of ``attention.py`` that ``config`` needs, one list per numbered step."""
     c = config
-    n = len(c.tokens)
-    lines = ["# Queries, keys and values: every token's embedding times each weight matrix"]
-    for name, weight, d in (("queries", "W_query", c.d_k), ("keys", "W_key", c.d_k),
-                            ("values", "W_value", c.d_v)):
-        lines.append(f"{name} = {x} @ {weight}  # {_shape(n, c.d_in)} @ {_shape(c.d_in, d)} "
-                     f"-> {_shape(n, d)}")
-    if c.n_heads > 1:
-        h, hd, hdv = c.n_heads, c.head_dim, c.head_dim_v
-        lines += ["# Split the columns into heads, as the book's MultiHeadAttention does",
-                  "# (without its batch axis): head h gets its own slice of the columns",
-                  f"head_dim = d_k // num_heads  # {hd}"]
-        v_dim = "head_dim"
-        if hdv != hd:
-            lines.append(f"head_dim_v = d_v // num_heads  # {hdv}")
-            v_dim = "head_dim_v"
-        for name, dim, width, d in (("queries", "head_dim", hd, c.d_k),
-                                    ("keys", "head_dim", hd, c.d_k),
-                                    ("values", v_dim, hdv, c.d_v)):
-            lines.append(f"{name} = {name}.view(num_tokens, num_heads, {dim}).transpose(0, 1)"
-                         f"  # {_shape(n, d)} -> {_shape(n, h, width)} -> {_shape(h, n, width)}")
-    return [*lines, *(f'show("{name}", {name})' for name in ("queries", "keys", "values"))]
-
-
-def _scores_code(config: AttentionConfig) -> list[str]:
-    """omega = Q K^T, one row per query, one column per key."""
-    c = config
-    n, h, hd = len(c.tokens), c.n_heads, c.head_dim
-    if h > 1:
-        product = (f"attn_scores = queries @ keys.transpose(1, 2)  # {_shape(h, n, hd)} @ "
-                   f"{_shape(h, hd, n)} -> {_shape(h, n, n)}")
-    else:
-        product = (f"attn_scores = queries @ keys.T  # {_shape(n, hd)} @ {_shape(hd, n)} "
-                   f"-> {_shape(n, n)}")
-    return ["# Attention scores omega = Q K^T: row i holds query i's dot product with every key",
-            product, 'show("attn_scores", attn_scores)']
-
-
-def _scaling_code(config: AttentionConfig) -> list[str]:
-    """The scores divided by sqrt(d_k) (per head: sqrt(head_dim)), or left as they are."""
-    c = config
-    hd = c.head_dim
-    d = "head_dim" if c.n_heads > 1 else "d_k"
-    if c.scale:
-        lines = [(f"# Scale by sqrt({d}) = sqrt({hd}), so that softmax does not saturate "
-                  f"as {d} grows"),
-                  "scaled_scores = attn_scores / keys.shape[-1] ** 0.5"]
-    else:
-        lines = ["# Scaling is off: the scores are used as they are",
-                  "scaled_scores = attn_scores"]
-    return [*lines, 'show("scaled_scores", scaled_scores)']
-
-
-def _mask_code(config: AttentionConfig) -> list[str]:
-    """The causal mask (book section 3.5): -inf above the diagonal."""
-    n = len(config.tokens)
-    return ["# Causal mask: query i may only look at keys j <= i, so the future (j > i)",
-            "#    gets -inf, which softmax turns into a weight of exactly 0",
-            ("causal_mask = torch.triu(torch.ones(num_tokens, num_tokens), diagonal=1).bool()"
-             f"  # {_shape(n, n)}"),
-            'show("causal_mask", causal_mask)',
-            "masked_scores = scaled_scores.masked_fill(causal_mask, -torch.inf)",
-            'show("masked_scores", masked_scores)']
-
-
-def _normalization_code(config: AttentionConfig) -> list[str]:
-    """Scores -> attention weights: softmax, seed 001's naive softmax, or its row sum."""
-    c = config
-    s = "masked_scores" if c.causal else "scaled_scores"
-    if c.normalization == "softmax":
-        lines = ["# Attention weights: softmax over each row, so every row sums to 1",
-                 f"attn_weights = torch.softmax({s}, dim=-1)"]
-    elif c.normalization == "naive_softmax":
-        lines = ["# Attention weights: the naive softmax exp(x) / sum(exp(x)) of the teaching",
-                 f'#    notebook "{NOTEBOOKS["001"]}".',
-                 "#    Without subtracting the row max, exp overflows to inf (and inf/inf = nan)",
-                 "#    once a score passes about 88.7",
-                 f"attn_weights = torch.exp({s}) / torch.exp({s}).sum(dim=-1, keepdim=True)"]
-    else:
-        lines = ["# Attention weights: each row divided by its sum, as the book's section 3.3.1",
-                 f'#    and the teaching notebook "{NOTEBOOKS["001"]}" do first']
-        if c.causal:
-            lines += ["#    (masked scores count as 0)",
-                      "unmasked = masked_scores.masked_fill(causal_mask, 0.0)",
-                      "attn_weights = unmasked / unmasked.sum(dim=-1, keepdim=True)"]
-        else:
-            lines.append(f"attn_weights = {s} / {s}.sum(dim=-1, keepdim=True)")
-    return [*lines, 'show("attn_weights", attn_weights)']
-
-
-def _dropout_code(config: AttentionConfig) -> list[str]:
-    """nn.Dropout(p) after torch.manual_seed(dropout seed), and the mask it drew."""
-    c = config
-    return ["# Dropout (book section 3.5.2): while training, each weight is zeroed with",
-            f"# probability p = {c.dropout!r} and the others are scaled by 1 / (1 - p)",
-            f"dropout = torch.nn.Dropout({c.dropout!r})",
-            "# Which weights are kept? The same draw on a matrix of ones shows it (1 = kept)",
-            f"torch.manual_seed({c.mask_seed})  # the dropout seed",
-            "dropout_mask = (dropout(torch.ones_like(attn_weights)) > 0).float()",
-            'show("dropout_mask", dropout_mask)',
-            f"torch.manual_seed({c.mask_seed})  # the same seed again, so the same weights drop",
-            "dropped_weights = dropout(attn_weights)",
-            'show("dropped_weights", dropped_weights)']
-
-
-def _context_code(config: AttentionConfig) -> list[str]:
-    """Z = A V; with several heads, each head's Z side by side."""
-    c = config
-    n, h, hdv = len(c.tokens), c.n_heads, c.head_dim_v
-    a = "dropped_weights" if c.dropout > 0 else "attn_weights"
-    lines = ["# Context vectors: row i is the weighted sum of the values, with query i's weights"]
-    if h > 1:
-        lines += [(f"context_vec = ({a} @ values).transpose(0, 1)  # {_shape(h, n, n)} @ "
-                   f"{_shape(h, n, hdv)} -> {_shape(h, n, hdv)} -> {_shape(n, h, hdv)}"),
-                  "# The heads side by side, as in the book's MultiHeadAttention",
-                  ("context_vec = context_vec.contiguous().view(num_tokens, d_v)  "
-                   f"# {_shape(n, c.d_v)}")]
-    else:
-        lines.append(f"context_vec = {a} @ values  # {_shape(n, n)} @ {_shape(n, c.d_v)} -> "
-                     f"{_shape(n, c.d_v)}")
-    return [*lines, 'show("context", context_vec)']
-
-
-def _out_proj_code(config: AttentionConfig) -> list[str]:
-    """The output projection, out_proj = nn.Linear(d_v, d_v) (book section 3.6.2)."""
-    c = config
-    n, d = len(c.tokens), c.d_v
-    return ["# Output projection: the layer out_proj (drawn in step 3) mixes the heads",
-            f"W_out = out_proj.weight.detach().T  # {_shape(d, d)}, transposed like W_query",
-            f"b_out = out_proj.bias.detach()  # {_shape(d)}",
-            'show("W_out", W_out)',
-            'show("b_out", b_out)',
-            f"output = out_proj(context_vec)  # context_vec @ W_out + b_out, {_shape(n, d)}",
-            'show("output", output)']
-
-
-def _save_code() -> list[str]:
-    return ["# Save every step, if asked: torch.load(FILE) gives the dict step name -> tensor",
-            "if args.save:",
-            "    torch.save(steps, args.save)",
-            '    print(f"\\nsaved {len(steps)} steps to {args.save}")']
+    many = c.n_heads > 1
+    qkv = ["qkv"] + (["head_dim"] + ["head_dim_v"] * (c.head_dim_v != c.head_dim)
+                     + ["split_heads"]) * many + ["qkv_show"]
+    normalization = "sum_causal" if c.normalization == "sum" and c.causal else c.normalization
+    return [["tokens", *["num_tokens"] * _needs_num_tokens(c), "token_ids"],
+            [f"embeddings_{c.embedding}"],
+            [f"weights_{c.weight_init}", *["out_proj_layer"] * c.has_out_proj, "weights_show"],
+            qkv, ["scores_heads" if many else "scores"], ["scale" if c.scale else "no_scale"],
+            *[["causal_mask"]] * c.causal, [normalization], *[["dropout"]] * (c.dropout > 0),
+            ["context_heads" if many else "context"], *[["out_proj"]] * c.has_out_proj]
 
 
 def pytorch_script(config: AttentionConfig, link: str | None = None) -> str:
@@ -453,6 +203,10 @@ def pytorch_script(config: AttentionConfig, link: str | None = None) -> str:
     ``out_proj``) or writes the given matrices out exactly, and draws the dropout
     mask with ``nn.Dropout`` after ``torch.manual_seed(dropout seed)``.
 
+    The text is the template ``explorer/render/scripts/attention.py``
+    (`explorer.render.script_templates`): `_script_steps` picks its blocks, `_slot_values`
+    fills them, and the steps are numbered here.
+
     Running it prints every step under a heading (`HEADING`); ``--save FILE``
     also saves ``{step name: tensor}`` with ``torch.save``, with the names and
     shapes of ``list(compute_trace(config))``: the app's numbers to float32
@@ -463,21 +217,16 @@ def pytorch_script(config: AttentionConfig, link: str | None = None) -> str:
     visitor text (the sentence in the header, token labels, ``link``) only as a
     one-line comment, so none of it can run. Returns the source as a string.
     """
-    embeddings, x = _embeddings_code(config)
-    steps = [_tokens_code(config), embeddings, _weights_code(config), _qkv_code(config, x),
-             _scores_code(config), _scaling_code(config)]
-    if config.causal:
-        steps.append(_mask_code(config))
-    steps.append(_normalization_code(config))
-    if config.dropout > 0:
-        steps.append(_dropout_code(config))
-    steps.append(_context_code(config))
-    if config.has_out_proj:
-        steps.append(_out_proj_code(config))
-    numbered = [[f"# {i}. {lines[0][2:]}", *lines[1:]] for i, lines in enumerate(steps, 1)]
-    top = "\n\n".join("\n".join(lines) for lines in (_script_header(config, link), _script_setup()))
-    body = "\n\n".join("\n".join(lines) for lines in
-                       (_settings_code(config), *numbered, _save_code()))
+    blocks, values = template("attention"), _slot_values(config, link)
+
+    def text(*names: str) -> str:
+        return "\n".join(blocks[name].fill(**values) for name in names)
+
+    settings = ["settings", *["num_heads"] * (config.n_heads > 1),
+                *["seed"] * _needs_seed(config)]
+    steps = [f"# {i}. {text(*names)[2:]}" for i, names in enumerate(_script_steps(config), 1)]
+    top = "\n\n".join((text("header"), text("setup")))
+    body = "\n\n".join((text(*settings), *steps, text("save")))
     return f"{top}\n\n\n{body}\n"
 
 
