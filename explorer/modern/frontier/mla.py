@@ -432,7 +432,7 @@ def steps(trace: MLATrace, config: FrontierConfig) -> tuple[Step, ...]:
              rf"\omega = (q^C {{k^C}}^\top + q^R {{k^R}}^\top) \cdot {scale}", t.attn_scores,
              "tokens", "keys", "Query i's score for key j: the nope parts' dot product plus "
              "the rope parts', times (head_dim + rope_dim)^(-1/2) (eq. 18)."),
-        Step("causal_mask", "causal mask (1 = may attend)", r"M_{ij} = [\,j \le i\,]",
+        Step("causal_allowed", "causal mask, allowed keys (1 = may attend)", r"M_{ij} = [\,j \le i\,]",
              t.causal.float(), "tokens", "keys",
              "1 where key j is the query's own token or an earlier one.", signed=False),
         Step("attn_weights", "attn_weights", r"A = \mathrm{softmax}(\omega + \log M)",

@@ -256,7 +256,7 @@ def steps(trace: SinkTrace, config: FrontierConfig) -> tuple[Step, ...]:
         Step("attn_scores", "attn_scores (scaled, before the mask)",
              rf"\omega = q k^\top / \sqrt{{{config.head_dim}}}", t.attn_scores, "tokens", "keys",
              "Query i's score for key j."),
-        Step("causal_mask", "causal mask (1 = may attend)", r"M_{ij} = [\,j \le i\,]",
+        Step("causal_allowed", "causal mask, allowed keys (1 = may attend)", r"M_{ij} = [\,j \le i\,]",
              t.causal.float(), "tokens", "keys",
              "1 where key j is the query's own token or an earlier one.", signed=False),
         Step("logits_with_sink", "Scores with the sink's column",

@@ -81,7 +81,7 @@ def test_steps_have_the_documented_shapes():
     expected = {"query_latent": (n, q_lat), "query_latent_norm": (n, q_lat),
                 "q_nope": (h, n, d), "q_rope": (h, n, r), "kv_latent": (n, lat),
                 "kv_latent_norm": (n, lat), "k_rope": (n, r), "k_nope": (h, n, d),
-                "values": (h, n, d), "attn_scores": (h, n, n), "causal_mask": (n, n),
+                "values": (h, n, d), "attn_scores": (h, n, n), "causal_allowed": (n, n),
                 "attn_weights": (h, n, n), "context": (h, n, d), "output": (n, d_in),
                 "q_absorbed": (h, n, lat), "absorbed_scores": (h, n, n),
                 "latent_context": (h, n, lat), "absorbed_output": (n, d_in)}

@@ -75,7 +75,7 @@ def test_steps_have_the_documented_shapes():
     part = sinks(randn(n, d_in), c, torch.Generator().manual_seed(0))
     h, d = c.n_heads, c.head_dim
     expected = {"queries": (h, n, d), "keys": (h, n, d), "values": (h, n, d),
-                "attn_scores": (h, n, n), "causal_mask": (n, n),
+                "attn_scores": (h, n, n), "causal_allowed": (n, n),
                 "logits_with_sink": (h, n, n + 1), "softmax_with_sink": (h, n, n + 1),
                 "attn_weights": (h, n, n), "sink_probability": (h, n, 1),
                 "weights_without_sink": (h, n, n), "context": (h, n, d), "output": (n, d_in)}
