@@ -51,7 +51,7 @@ _HOMES = {
     **dict.fromkeys(("ModelConfig", "compute_model_trace", "model_trace_bytes"),
                     "explorer.models.layer_trace"),
     **dict.fromkeys(("LoadedModel", "download", "load_folder", "load_model",
-                     "offline_reason"), "explorer.models.loading"),
+                     "offline_reason", "page_default"), "explorer.models.loading"),
     **dict.fromkeys(("ModelSizes", "model_sizes"), "explorer.models.sizes"),
     **dict.fromkeys(("find_token", "model_input", "readable_piece", "readable_tokens"),
                     "explorer.models.tokens"),

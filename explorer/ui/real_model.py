@@ -42,6 +42,7 @@ from explorer.models import (
     LoadedModel,
     ModelUnavailable,
     download_command,
+    packaged,
 )
 from explorer.models import explain as decoder_explain
 from explorer.models.catalogue import DEFAULT_MODEL, MAX_NEW_TOKENS, MODEL_CHOICES
@@ -60,7 +61,8 @@ from explorer.ui.state import FOLDER, Context, View
 EXAMPLE_WORK_TOKENS = 64
 """Tokens assumed when reserving work for measuring an example (they are short)."""
 _FOUND_KEY = state.MODEL_EXAMPLE_FOUND
-_SOURCES = {"cache": "the local Hugging Face cache",
+_SOURCES = {"package": f"the installed package {packaged.DISTRIBUTION} (no network)",
+            "cache": "the local Hugging Face cache",
             "hub": "the Hugging Face Hub (downloaded now, and kept in the local cache)"}
 SENTENCE_HELP = ("Read by the model's own tokenizer (GPT-2: byte-level BPE; BERT: WordPiece, "
                  "with [CLS] and [SEP] added; a Llama-family model: its own BPE, with its "
@@ -155,6 +157,9 @@ def settings() -> ModelView | None:
         st.markdown(f"Fetch {MODEL_CHOICES[name].label} once, on a machine with internet access "
                     "(or copy its Hugging Face cache here):")
         st.code(download_command(name), language="bash")
+        if packaged.installed() and values["model"] != packaged.NAME:
+            st.caption(f"Or choose {MODEL_CHOICES[packaged.NAME].label} in the sidebar: "
+                       "it is installed on this machine and needs no network.")
         if budget.MODEL_FOLDERS:
             st.caption("Or choose “a local folder” in the sidebar and give the path of a "
                        "folder saved with save_pretrained().")
@@ -186,7 +191,7 @@ def _model_picker() -> str:
     folder when this server allows it (`explorer.server.budget.MODEL_FOLDERS`)."""
     options = list(MODEL_CHOICES) + ([FOLDER] if budget.MODEL_FOLDERS else [])
     if state.value("model") not in options:
-        state.put("model", DEFAULT_MODEL)
+        state.put("model", models.page_default())
     choice = widgets.draw("model", options=options, format_func=_choice_label)
     if choice in MODEL_CHOICES:
         st.caption(MODEL_CHOICES[choice].about)
