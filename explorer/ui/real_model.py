@@ -46,7 +46,7 @@ from explorer.models import (
 )
 from explorer.models import explain as decoder_explain
 from explorer.models.catalogue import DEFAULT_MODEL, MAX_NEW_TOKENS, MODEL_CHOICES
-from explorer.models.heads import THUMBNAIL_SIZE
+from explorer.models.heads import HABITS, THUMBNAIL_SIZE
 from explorer.models.llama import DECODER_STEPS, decoder_config
 from explorer.render import decoder as decoder_figures
 from explorer.render import decoder_script, figures
@@ -355,6 +355,39 @@ def verification(view: ModelView) -> None:
         st.error("✗ Checked against the model: " + line + literal.markdown(scale) + " This is "
                  "a bug in the explorer: please report it with the model, the layer and the "
                  "sentence.")
+
+
+PACKAGED_ABOUT = (
+    "all-MiniLM-L6-v2 is a sentence-embedding model, not a language model: "
+    "sentence-transformers fine-tuned Microsoft's MiniLM-L6-H384 (a small BERT distilled "
+    "from a larger one) so that the mean of its last layer's outputs places sentences of "
+    "similar meaning close together. It is a BERT encoder (every token sees every other, "
+    "[CLS] first and [SEP] last), so its heads are neither GPT-2's (no causal mask, no "
+    "first-token sink of a decoder) nor BERT base's. It opens from an installed package, "
+    "with no network.")
+"""What the page says about all-MiniLM-L6-v2 (`explorer.models.packaged`); which of its
+heads stand out is measured, never asserted (`standout`)."""
+
+
+def standout(view: ModelView) -> None:
+    """For all-MiniLM-L6-v2: what it is (`PACKAGED_ABOUT`) and its heads that
+    stand out, measured now on `explorer.models.STANDOUT_SENTENCE`
+    (`explorer.models.standout_heads`, cached), with a button that opens each."""
+    if view.key != packaged.NAME:
+        return
+    model = view.model
+    found = cache.cached_model_result(
+        ("standout", view.key), partial(models.standout_heads, model),
+        budget.model_pass_bytes(model.n_layers, model.n_heads, model.d_model,
+                                EXAMPLE_WORK_TOKENS),
+        what="measuring the heads that stand out")
+    st.info(literal.markdown(f"{PACKAGED_ABOUT} {found.describe()}"))
+    columns = st.columns(len(found.best))
+    for column, (habit, score) in zip(columns, found.best.items()):
+        with column:
+            st.button(f"Open layer {score.layer}, head {score.head}", key=f"standout-{habit}",
+                      width="stretch", on_click=_open_head, args=(score.layer, score.head),
+                      help=f"The head that looks at {HABITS[habit]} most")
 
 
 # ---------------------------------------------------------------------------
