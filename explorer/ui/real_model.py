@@ -718,13 +718,17 @@ def generation(view: ModelView, head: int) -> None:
 
 
 def _decoder_json(trace: Trace, gen: Any, overview: Any = None,
-                  checks: tuple[Agreement, ...] = ()) -> str:
-    """The page's JSON, strict: the layer's trace, the generation, where every
-    head's weight goes (``head_shares``: `explorer.models.HeadOverview`'s
-    ``to_first``, ``to_previous`` and ``to_self``, each (n_layers, n_heads)) and
-    the checks against the model (`explorer.core.agreement.Agreement.to_dict`)."""
+                  checks: tuple[Agreement, ...] = (), head: int | None = None) -> str:
+    """The page's JSON, strict: the layer's trace (its config's ``head``: the
+    query head the page showed, ``head``; the steps hold every head), the
+    generation, where every head's weight goes (``head_shares``:
+    `explorer.models.HeadOverview`'s ``to_first``, ``to_previous`` and
+    ``to_self``, each (n_layers, n_heads)) and the checks against the model
+    (`explorer.core.agreement.Agreement.to_dict`)."""
     shares = None if overview is None else {
         name: getattr(overview, name).tolist() for name in ("to_first", "to_previous", "to_self")}
+    if head is not None and head != trace.config.head:
+        trace = Trace(replace(trace.config, head=head), trace.tokens, {n: trace[n] for n in trace})
     return json.dumps({"trace": json.loads(trace.to_json()),
                        "generation": json.loads(gen.to_json()) if gen is not None else None,
                        "head_shares": json_safe(shares),
@@ -746,7 +750,7 @@ def decoder_downloads(view: ModelView) -> None:
         checks = [_layer_check(view), _layer_check(view, steps=True)]
         if gen is not None:
             checks.append(_rows_check(view, gen))
-        return _decoder_json(view.trace, gen, _overview(view), tuple(checks))
+        return _decoder_json(view.trace, gen, _overview(view), tuple(checks), head=view.head)
     with st.expander("Take it with you", icon=":material/download:"):
         st.download_button(decoder_script.SCRIPT_FILE,
                            data=partial(decoder_script.decoder_script, view.trace.config,

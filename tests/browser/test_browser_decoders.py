@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, expect
 
+from explorer.models.catalogue import DEFAULT_MODEL
 from tests.browser.test_browser import chart_count, choose_option, page_url, settle
 from tests.conftest import RUN_COUNTER
 from tests.support.tiny_decoders import save_tiny_decoder
@@ -33,7 +34,7 @@ def test_a_llama_folder_draws_every_chart_within_the_screen(offline_server, llam
     context = browser.new_context(viewport={"width": width, "height": 1000})
     context.add_init_script(RUN_COUNTER)
     page = context.new_page()
-    page.goto(page_url(offline_server, "Real_model", sentence=SENTENCE))
+    page.goto(page_url(offline_server, "Real_model", sentence=SENTENCE, model=DEFAULT_MODEL))
     settle(page)
     if width < 500:  # the sidebar starts closed on a phone
         page.get_by_test_id("stExpandSidebarButton").click()

@@ -213,6 +213,7 @@ def test_the_sidebar_offers_the_layers_script_for_the_head_shown(llama_dir, offe
         trace.config, model.location, 3, text=SENTENCE, link=link, new_tokens=5)
     data = json.loads(found["Every matrix and the generation (JSON)"].make())  # as clicked
     assert len(data["generation"]["generated"]) == 5 and len(data["head_shares"]["to_self"]) == 2
+    assert data["trace"]["config"]["head"] == 3  # the head the page showed (issue 51, 7)
     assert [check["ok"] for check in data["checks"]] == [True, True, True]
 
 
