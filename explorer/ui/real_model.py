@@ -46,6 +46,7 @@ from explorer.models import (
 )
 from explorer.models import explain as decoder_explain
 from explorer.models.catalogue import DEFAULT_MODEL, MAX_NEW_TOKENS, MODEL_CHOICES
+from explorer.models.generation import rows_summary
 from explorer.models.heads import HABITS, THUMBNAIL_SIZE
 from explorer.models.llama import DECODER_STEPS, decoder_config
 from explorer.render import decoder as decoder_figures
@@ -54,7 +55,13 @@ from explorer.render.figures import HEADS_IN_BROWSER_BYTES
 from explorer.server import budget
 from explorer.server.budget import BudgetError
 from explorer.ui import cache, component, downloads, state, widgets
-from explorer.ui.render import BIG_MATRIX_CELLS, explanation_box, head_picker, number_table
+from explorer.ui.render import (
+    BIG_MATRIX_CELLS,
+    explanation_box,
+    fitted_table,
+    head_picker,
+    number_table,
+)
 from explorer.ui.sidebar import Frame
 from explorer.ui.state import FOLDER, Context, View
 
@@ -712,9 +719,10 @@ def generation(view: ModelView, head: int) -> None:
         f"Measured bytes of the model's own cache, every layer, in {view.model.dtype}; "
         f"without grouped-query sharing each of the {c.n_heads} query heads would keep its "
         f"own keys and values: × {c.n_heads // c.n_kv_heads}."))
-    number_table(decoder_figures.cache_table(gen))
+    fitted_table(decoder_figures.cache_table(gen))  # static: every column on a phone too
     rows = _rows_check(view, gen)
-    (st.success if rows.ok else st.error)(literal.markdown(rows.line()))
+    (st.success if rows.ok else st.error)(literal.markdown(
+        rows_summary(rows, view.model.dtype)))
 
 
 def _decoder_json(trace: Trace, gen: Any, overview: Any = None,
