@@ -159,8 +159,10 @@ def _verified(archive: Path, folder: Path) -> Path:
     partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
         _extract(archive, partial / "model")
-        if folder.exists():  # a copy that differs: replaced
-            shutil.rmtree(folder)
+        if folder.exists():
+            if weights.is_file() and sha256_of(weights) == WEIGHTS_SHA256:
+                return folder  # another process's copy, renamed there meanwhile
+            shutil.rmtree(folder)  # a copy that differs: replaced
         try:
             os.replace(partial / "model", folder)
         except OSError:  # another process renamed its copy there first
