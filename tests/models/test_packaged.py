@@ -78,11 +78,14 @@ def test_it_loads_offline_from_the_package_without_importing_it(minilm):
     assert "model package loaded" not in result.stdout
 
 
-def test_every_head_equals_transformers_bert_model(minilm):
-    """All 72 heads through the API, against BertModel's own output_attentions."""
+@pytest.mark.parametrize("sentence", [SENTENCE, "Life is short, eat dessert first"])
+def test_every_head_equals_transformers_bert_model(minilm, sentence):
+    """All 72 heads through the API, against BertModel's own output_attentions
+    (measured: 3.0e-7 on SENTENCE, 4.2e-7 on the page's default sentence; float32
+    rounding between two orders of the same sums)."""
     reference = BertModel.from_pretrained(minilm.location, attn_implementation="eager",
                                           add_pooling_layer=False).eval()
-    ids = minilm.tokenizer(SENTENCE)["input_ids"]
+    ids = minilm.tokenizer(sentence)["input_ids"]
     with torch.no_grad():
         expected = reference(torch.tensor([ids]), output_attentions=True).attentions
     worst = 0.0
@@ -91,7 +94,7 @@ def test_every_head_equals_transformers_bert_model(minilm):
         ours = trace["attn_weights"]  # (n_heads, n, n)
         assert ours.shape == (12, len(ids), len(ids))
         worst = max(worst, float((ours - expected[layer][0]).abs().max()))
-    assert worst <= 3e-7, worst
+    assert worst <= 5e-7, worst
 
 
 def test_its_heads_that_stand_out_are_measured(minilm):
