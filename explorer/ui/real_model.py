@@ -369,9 +369,9 @@ PACKAGED_ABOUT = (
     "sentence-transformers fine-tuned Microsoft's MiniLM-L6-H384 (a small BERT distilled "
     "from a larger one) so that the mean of its last layer's outputs places sentences of "
     "similar meaning close together. It is a BERT encoder (every token sees every other, "
-    "[CLS] first and [SEP] last), so its heads are neither GPT-2's (no causal mask, no "
-    "first-token sink of a decoder) nor BERT base's. It opens from an installed package, "
-    "with no network.")
+    "[CLS] first and [SEP] last), so its heads are neither GPT-2's (no causal mask: a word "
+    "sees the words after it too) nor BERT base's (other weights, half the layers). It "
+    "opens from an installed package, with no network.")
 """What the page says about all-MiniLM-L6-v2 (`explorer.models.packaged`); which of its
 heads stand out is measured, never asserted (`standout`)."""
 
