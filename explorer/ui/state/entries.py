@@ -492,6 +492,8 @@ ACTIONS: dict[str, str] = {
     "open-": "a worked example's Open button",
     "reset-preset": "the Reset to the example button",
     "example-": "a Real model example's button",
+    "standout-": "the Real model page's button that opens one of all-MiniLM-L6-v2's heads "
+                 "that stand out",
     "shuffle": "the Shuffle button",
     "download-": "a download button",
     "script-popover": "the Copy popover of the PyTorch script",
