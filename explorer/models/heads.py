@@ -6,6 +6,8 @@ a thumbnail of its pattern, small enough for a BertViz-like grid of all heads.
 `strongest_head` and `previous_token_heads` find heads by measuring them on the
 loaded model, and `resolve_example` does so for the curated `EXAMPLES`: which
 head does what is never assumed, because it differs between checkpoints.
+`standout_heads` measures an encoder's (BERT's) heads that look at the previous,
+the next, the first ([CLS]) or the last ([SEP]) token most.
 """
 
 from __future__ import annotations
@@ -262,3 +264,81 @@ def resolve_example(model: LoadedModel, example: HeadExample) -> ResolvedExample
     weight = float(maps[best.layer][best.head, query, key])
     return ResolvedExample(example, seq.tokens, seq.ids, query, key, best.layer, best.head,
                            weight, best.score, measure)
+
+
+# ---------------------------------------------------------------------------
+# An encoder's heads that stand out, measured (the Real model page's all-MiniLM-L6-v2)
+# ---------------------------------------------------------------------------
+STANDOUT_SENTENCE = "The quick brown fox jumps over the lazy dog because it was bored."
+"""The fixed sentence an encoder's standing-out heads are measured on (`standout_heads`)."""
+
+HABITS = {"previous": "the previous token", "next": "the next token",
+          "first": "the first token", "last": "the last token"}
+"""What `standout_heads` measures: a word's share of weight on each of these."""
+
+
+@dataclass(frozen=True)
+class Standout:
+    """An encoder's heads that stand out on one sentence, measured.
+
+    ``best``: for each habit of `HABITS`, the head whose words (every token but
+    the first and the last, which are [CLS] and [SEP] in BERT) put the largest
+    mean share of their weight on that token, with that share (`HeadScore`).
+    ``mean_first`` / ``mean_last``: that share on the first / last token,
+    averaged over every head; ``heads_on_first``: how many heads give the first
+    token more than half; ``n_heads_total``: layers × heads.
+    """
+
+    tokens: tuple[str, ...]
+    best: dict[str, HeadScore]
+    mean_first: float
+    mean_last: float
+    heads_on_first: int
+    n_heads_total: int
+
+    def describe(self) -> str:
+        """The measurements in sentences, e.g. ``"layer 0, head 2 puts 1.00 of a
+        word's weight on the previous token; ..."``, tokens named as the model reads them."""
+        first, last = self.tokens[0], self.tokens[-1]
+        names = {**HABITS, "first": f"{first} (the first token)",
+                 "last": f"{last} (the last token)"}
+        heads = "; ".join(f"layer {s.layer}, head {s.head} puts {s.score:.2f} of a word's "
+                          f"weight on {names[habit]}" for habit, s in self.best.items())
+        return (f"Measured on “{' '.join(self.tokens[1:-1])}”: {heads}. Over all "
+                f"{self.n_heads_total} heads, a word puts {self.mean_first:.2f} of its weight "
+                f"on {first} on average ({self.heads_on_first} heads give it more than "
+                f"half) and {self.mean_last:.2f} on {last}.")
+
+
+def standout_heads(model: LoadedModel, text: str = STANDOUT_SENTENCE, *,
+                   input_ids: Any = None) -> Standout:
+    """Measure which heads of an encoder (every token sees every other: BERT)
+    stand out on ``text``: one forward pass (``output_attentions``).
+
+    For each layer's weights A (n_heads, n, n), over the words i = 1 … n-2
+    (leaving out the first and last tokens, [CLS] and [SEP]): the mean of
+    A[i, i-1], A[i, i+1], A[i, 0] and A[i, n-1] (`HABITS`). Clark et al.,
+    "What Does BERT Look At?" (2019), measured the same habits in BERT base.
+    Raises `ModelError` for a causal model (it cannot look at the next token)
+    or fewer than 3 words.
+    """
+    if model.causal:
+        raise ModelError("model", f"{model.name!r} is causal: its heads cannot look at the "
+                                  "next token; standout_heads measures encoders (BERT)")
+    seq = model_input(model, text, input_ids)
+    n = len(seq.ids)
+    if n < 5:
+        raise ModelError("text", f"standout_heads needs at least 3 words between the first "
+                                 f"and last tokens (got {n - 2})")
+    words = torch.arange(1, n - 1)
+    measured: dict[str, list[Tensor]] = {habit: [] for habit in HABITS}
+    for weights in attention_maps(model, seq.ids):  # each (n_heads, n, n)
+        w = weights.to(torch.float32)
+        measured["previous"].append(w[:, words, words - 1].mean(dim=-1))  # (n_heads,)
+        measured["next"].append(w[:, words, words + 1].mean(dim=-1))
+        measured["first"].append(w[:, words, 0].mean(dim=-1))
+        measured["last"].append(w[:, words, n - 1].mean(dim=-1))
+    tables = {habit: torch.stack(rows) for habit, rows in measured.items()}  # (L, n_heads)
+    return Standout(seq.tokens, {habit: _ranked(t, 1)[0] for habit, t in tables.items()},
+                    float(tables["first"].mean()), float(tables["last"].mean()),
+                    int((tables["first"] > 0.5).sum()), tables["first"].numel())

@@ -32,6 +32,7 @@ import os
 import re
 import stat
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
@@ -45,8 +46,9 @@ import transformers
 from huggingface_hub import constants as hub_constants
 
 from explorer.core.config import MAX_TOKENS, shown
+from explorer.models import packaged
 from explorer.models.anatomy import CLASSIC, EVERY_ARCHITECTURE, Architecture, Submodule
-from explorer.models.catalogue import DECODER_CHOICES
+from explorer.models.catalogue import DECODER_CHOICES, DEFAULT_MODEL, MODEL_CHOICES
 from explorer.models.errors import (
     DOWNLOAD_COMMAND,
     FolderUnusable,
@@ -65,6 +67,7 @@ HUB_NAMES = {
     "distilgpt2": "distilbert/distilgpt2",
     "bert-base-uncased": "google-bert/bert-base-uncased",
     "bert-base-cased": "google-bert/bert-base-cased",
+    packaged.NAME: packaged.HUB_REPOSITORY,
     **{c.name: c.hub for c in DECODER_CHOICES.values()},
 }
 """Short names and the Hub repositories they now live in; the local cache is
@@ -76,8 +79,9 @@ class LoadedModel:
     """A real model, ready for `compute_model_trace`, shared safely between threads.
 
     - ``name``: what the caller asked for (``"gpt2"``, a folder's name).
-    - ``source``: ``"folder"``, ``"cache"`` or ``"hub"``; ``location``: the
-      folder path or Hub repository the weights came from.
+    - ``source``: ``"folder"``, ``"package"`` (all-MiniLM-L6-v2 from its installed
+      package, `explorer.models.packaged`), ``"cache"`` or ``"hub"``;
+      ``location``: the folder path or Hub repository the weights came from.
     - ``architecture``: ``"gpt2"``, ``"bert"`` or a Llama-family ``model_type``
       (``"llama"``, ``"mistral"``, ``"qwen2"``, ``"qwen3"``, ``"gemma3_text"``);
       ``family``: ``"classic"`` or ``"decoder"``; ``causal``: future tokens masked.
@@ -156,6 +160,13 @@ class LoadedModel:
 # ---------------------------------------------------------------------------
 # Is the Hub reachable?
 # ---------------------------------------------------------------------------
+def _offline_flag() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE`` is set (to 1, on, yes, true)."""
+    flags = (os.environ.get("HF_HUB_OFFLINE"), os.environ.get("TRANSFORMERS_OFFLINE"))
+    return bool(hub_constants.HF_HUB_OFFLINE) or any(
+        (flag or "").strip().upper() in ("1", "ON", "YES", "TRUE") for flag in flags)
+
+
 def offline_reason() -> str | None:
     """Why the Hub will not be tried, or None when it answers within `HUB_TIMEOUT`.
 
@@ -165,9 +176,7 @@ def offline_reason() -> str | None:
     Hub), in a daemon thread, so that this never waits longer than
     `HUB_TIMEOUT` seconds, DNS included.
     """
-    flags = (os.environ.get("HF_HUB_OFFLINE"), os.environ.get("TRANSFORMERS_OFFLINE"))
-    if hub_constants.HF_HUB_OFFLINE or any(
-            (flag or "").strip().upper() in ("1", "ON", "YES", "TRUE") for flag in flags):
+    if _offline_flag():
         return "HF_HUB_OFFLINE is set"
     host = urlparse(hub_constants.ENDPOINT).hostname or "huggingface.co"
     reached = threading.Event()
@@ -188,6 +197,49 @@ def offline_reason() -> str | None:
     return f"{host} cannot be reached"
 
 
+def in_local_cache(name: str) -> bool:
+    """Whether the local Hugging Face cache holds model ``name``'s config.json
+    (under either spelling, `HUB_NAMES`): nothing is fetched."""
+    from huggingface_hub import try_to_load_from_cache
+    return any(isinstance(try_to_load_from_cache(repo, "config.json"), str)
+               for repo in _hub_spellings(name))
+
+
+PROBE_SECONDS = 60.0
+"""How long `page_default` trusts one answer of `offline_reason` (a probe can take
+`HUB_TIMEOUT` seconds, and the default is asked on every run of the page)."""
+_probe: list[tuple[float, str | None]] = []
+
+
+def _hub_unreachable() -> bool:
+    """`offline_reason` is not None, asked at most once a `PROBE_SECONDS` (the
+    ``HF_HUB_OFFLINE`` flag, which costs nothing, every time)."""
+    if _offline_flag():
+        return True
+    now = time.monotonic()
+    if not _probe or now - _probe[0][0] > PROBE_SECONDS:
+        _probe[:] = [(now, offline_reason())]
+    return _probe[0][1] is not None
+
+
+def page_default() -> str:
+    """The model the Real model page opens on: the catalogue's `DEFAULT_MODEL`,
+    unless the Hub cannot be reached and no model of the catalogue that this
+    server's budget holds is in the local Hugging Face cache, but the
+    all-MiniLM-L6-v2 package is installed (`explorer.models.packaged`): then
+    ``"all-minilm-l6-v2"``, so that trained heads show offline. A cached model
+    other than the default is opened rather than the package's."""
+    if not packaged.installed():
+        return DEFAULT_MODEL
+    cached = [c.name for c in MODEL_CHOICES.values()
+              if c.fits and c.name != packaged.NAME and in_local_cache(c.name)]
+    if DEFAULT_MODEL in cached:
+        return DEFAULT_MODEL
+    if not _hub_unreachable():
+        return DEFAULT_MODEL
+    return cached[0] if cached else packaged.NAME
+
+
 # ---------------------------------------------------------------------------
 # Loading
 # ---------------------------------------------------------------------------
@@ -203,6 +255,10 @@ HUB_NAME = re.compile(r"[\w.-]+(/[\w.-]+)?")
 """What a Hub model name looks like (``gpt2``, ``openai-community/gpt2``), at
 most `HUB_NAME_CHARS` characters; anything else is taken for a path."""
 HUB_NAME_CHARS = 96
+
+
+LOCAL_SOURCES = ("folder", "package")
+"""The sources read as a folder on this machine (never the Hub's cache layout)."""
 
 
 class _NotFound(Exception):
@@ -475,7 +531,8 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
     `explorer.models.sizes.LIMITS` or a folder's shard that is not safetensors
     inside it (`_check_shards`), and `explorer.server.budget.BudgetError`.
     """
-    raw = (_folder_config(Path(location)) if source == "folder"
+    local = source in LOCAL_SOURCES
+    raw = (_folder_config(Path(location)) if local
            else _hub_config(location, local_files_only))
     arch, config = _model_config(raw, shown_as, architectures)
     sizes = model_sizes(arch.name, config, shown_as)
@@ -483,10 +540,10 @@ def _load(location: str, name: str, source: str, local_files_only: bool, shown_a
     if within_budget:
         budget.check_model_fits(shown_as[:1].upper() + shown_as[1:], sizes.nbytes,
                                 tokenizer_files)
-    if source == "folder" and not any(_is_file(Path(location, f)) for f in WEIGHTS_FILES):
+    if local and not any(_is_file(Path(location, f)) for f in WEIGHTS_FILES):
         raise _NotFound("it holds no model.safetensors (pickled weights such as "
                         "pytorch_model.bin are never read)")
-    if source == "folder":
+    if local:
         _check_shards(Path(location), shown_as)
     module = _weights(arch, config, location, local_files_only)
     c = module.config
@@ -583,11 +640,12 @@ def _hub_spellings(name: str) -> list[str]:
 
 def _from_hub(location: str, name: str, source: str, within_budget: bool = False,
               architectures: tuple[str, ...] = CLASSIC) -> LoadedModel:
-    """`_load` from the local cache (``source="cache"``) or the Hub (``"hub"``);
-    unreadable files there become a `ModelError` with the library's reason
-    (the files are the Hub's, not a visitor's)."""
+    """`_load` from the local cache (``source="cache"``), the Hub (``"hub"``) or
+    an installed package's extracted folder (``"package"``); unreadable files
+    there become a `ModelError` with the library's reason (the files are the
+    Hub's or a package's, not a visitor's)."""
     try:
-        return _load(location, name, source, local_files_only=source == "cache",
+        return _load(location, name, source, local_files_only=source != "hub",
                      shown_as=shown(name), within_budget=within_budget,
                      architectures=architectures)
     except _Unreadable as err:
@@ -608,20 +666,32 @@ def load_model(name_or_path: str | os.PathLike, *, within_budget: bool = False,
     which this calls for anything that starts like a path, is not a Hub name,
     or exists on this machine), or a Hub name such as ``"gpt2"``,
     ``"distilgpt2"``, ``"bert-base-uncased"``, looked up in the local Hugging
-    Face cache first and downloaded only when the Hub answers. Only
+    Face cache first and downloaded only when the Hub answers.
+    ``"all-minilm-l6-v2"`` opens from its installed package, with no network
+    (`explorer.models.packaged`: extracted once, its weights' sha256 checked
+    before they are opened), and like a Hub name when the package is missing. Only
     safetensors weights are read, and no code from a config (``auto_map``).
 
     Raises `ModelUnavailable` when there are no weights and no network (the
     message names the download command); for a folder, `FolderUnusable` (one
     message for every path that cannot be opened; ``error.reason`` says why);
     `ModelError` for an architecture outside ``architectures``, sizes outside
-    `explorer.models.sizes.LIMITS` or unreadable files in the cache; with
+    `explorer.models.sizes.LIMITS`, unreadable files in the cache or a
+    package whose weights are not the published ones; with
     ``within_budget``, `explorer.server.budget.BudgetError` for a model larger than
     the server's model share, before it is built (as in `load_folder`). All are
     `explorer.core.config.ConfigError`.
     """
     name, kinds = _text(name_or_path), tuple(architectures)
-    if _is_path(name):
+    if name == packaged.NAME:
+        folder = packaged.packaged_folder()  # its sha256 checked; None: not installed
+        if folder is not None:
+            try:
+                return _from_hub(str(folder), name, "package", within_budget, kinds)
+            except _NotFound as err:  # a file missing from the package's zip
+                raise ModelError("model", f"the files of {shown(name)} at {folder} could not "
+                                          f"be read as a model: {err}") from None
+    elif _is_path(name):
         return load_folder(name, within_budget=within_budget, architectures=kinds)
     for location in _hub_spellings(name):
         try:

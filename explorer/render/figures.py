@@ -156,6 +156,29 @@ def _colours(step: Step, zrange: tuple[float, float], colorbar: bool) -> dict:
                          "outlinewidth": 0}}
 
 
+AXIS_TITLE_CHAR_PX = 7
+"""About the width of one character of an axis title, px."""
+TITLE_REACH_PX = 60
+"""How far a vertical axis title may reach past its plot area (both ends together,
+centred on it) before it runs into the chart's title above: the top margin, less
+the title's line."""
+THINNED_SUFFIX = ", every 10th"
+"""The longest words chart.js adds to an axis title when it draws every k-th label only
+(`explorer/render/chart/axes.js`'s ``withTicks``)."""
+
+
+def title_min_height(rows_title: str, vertical: int) -> int:
+    """The least chart height (px) whose plot area (the height less ``vertical``,
+    the margins) holds the vertical axis title ``rows_title``, with the words
+    thinned labels add (`THINNED_SUFFIX`), without it running into the chart's
+    title: at least `MIN_HEIGHT_PX`. (At 390 px, "generated token (row), every
+    2nd" ran into its title on a chart of 8 rows, issue 51.)"""
+    if not rows_title:
+        return MIN_HEIGHT_PX
+    reach = AXIS_TITLE_CHAR_PX * len(rows_title + THINNED_SUFFIX) - TITLE_REACH_PX
+    return max(MIN_HEIGHT_PX, vertical + reach)
+
+
 def _label_width_px(labels: list[str]) -> int:
     return 7 * max((len(s) for s in labels), default=1) + 24
 
@@ -244,7 +267,8 @@ def _matrix_layout(step: Step, title: str, columns: int, shapes: list[dict],
         layout["margin"] = {"l": _label_width_px(row_labels) + 40, "r": 80, "t": 50,
                             "b": vertical - 20, "autoexpand": False}
     size = {"rows": n_rows, "cols": n_cols, "max_cell": MAX_CELL_PX, "chrome": chrome,
-            "vertical": vertical, "min_height": MIN_HEIGHT_PX, "max_height": MAX_HEIGHT_PX}
+            "vertical": vertical, "min_height": title_min_height(step.rows.title, vertical),
+            "max_height": MAX_HEIGHT_PX}
     return layout, size
 
 

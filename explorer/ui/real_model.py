@@ -42,10 +42,12 @@ from explorer.models import (
     LoadedModel,
     ModelUnavailable,
     download_command,
+    packaged,
 )
 from explorer.models import explain as decoder_explain
 from explorer.models.catalogue import DEFAULT_MODEL, MAX_NEW_TOKENS, MODEL_CHOICES
-from explorer.models.heads import THUMBNAIL_SIZE
+from explorer.models.generation import rows_summary
+from explorer.models.heads import HABITS, THUMBNAIL_SIZE
 from explorer.models.llama import DECODER_STEPS, decoder_config
 from explorer.render import decoder as decoder_figures
 from explorer.render import decoder_script, figures
@@ -53,14 +55,21 @@ from explorer.render.figures import HEADS_IN_BROWSER_BYTES
 from explorer.server import budget
 from explorer.server.budget import BudgetError
 from explorer.ui import cache, component, downloads, state, widgets
-from explorer.ui.render import BIG_MATRIX_CELLS, explanation_box, head_picker, number_table
+from explorer.ui.render import (
+    BIG_MATRIX_CELLS,
+    explanation_box,
+    fitted_table,
+    head_picker,
+    number_table,
+)
 from explorer.ui.sidebar import Frame
 from explorer.ui.state import FOLDER, Context, View
 
 EXAMPLE_WORK_TOKENS = 64
 """Tokens assumed when reserving work for measuring an example (they are short)."""
 _FOUND_KEY = state.MODEL_EXAMPLE_FOUND
-_SOURCES = {"cache": "the local Hugging Face cache",
+_SOURCES = {"package": f"the installed package {packaged.DISTRIBUTION} (no network)",
+            "cache": "the local Hugging Face cache",
             "hub": "the Hugging Face Hub (downloaded now, and kept in the local cache)"}
 SENTENCE_HELP = ("Read by the model's own tokenizer (GPT-2: byte-level BPE; BERT: WordPiece, "
                  "with [CLS] and [SEP] added; a Llama-family model: its own BPE, with its "
@@ -155,6 +164,9 @@ def settings() -> ModelView | None:
         st.markdown(f"Fetch {MODEL_CHOICES[name].label} once, on a machine with internet access "
                     "(or copy its Hugging Face cache here):")
         st.code(download_command(name), language="bash")
+        if packaged.installed() and values["model"] != packaged.NAME:
+            st.caption(f"Or choose {MODEL_CHOICES[packaged.NAME].label} in the sidebar: "
+                       "it is installed on this machine and needs no network.")
         if budget.MODEL_FOLDERS:
             st.caption("Or choose “a local folder” in the sidebar and give the path of a "
                        "folder saved with save_pretrained().")
@@ -186,7 +198,7 @@ def _model_picker() -> str:
     folder when this server allows it (`explorer.server.budget.MODEL_FOLDERS`)."""
     options = list(MODEL_CHOICES) + ([FOLDER] if budget.MODEL_FOLDERS else [])
     if state.value("model") not in options:
-        state.put("model", DEFAULT_MODEL)
+        state.put("model", models.page_default())
     choice = widgets.draw("model", options=options, format_func=_choice_label)
     if choice in MODEL_CHOICES:
         st.caption(MODEL_CHOICES[choice].about)
@@ -350,6 +362,39 @@ def verification(view: ModelView) -> None:
         st.error("✗ Checked against the model: " + line + literal.markdown(scale) + " This is "
                  "a bug in the explorer: please report it with the model, the layer and the "
                  "sentence.")
+
+
+PACKAGED_ABOUT = (
+    "all-MiniLM-L6-v2 is a sentence-embedding model, not a language model: "
+    "sentence-transformers fine-tuned Microsoft's MiniLM-L6-H384 (a small BERT distilled "
+    "from a larger one) so that the mean of its last layer's outputs places sentences of "
+    "similar meaning close together. It is a BERT encoder (every token sees every other, "
+    "[CLS] first and [SEP] last), so its heads are neither GPT-2's (no causal mask: a word "
+    "sees the words after it too) nor BERT base's (other weights, half the layers). It "
+    "opens from an installed package, with no network.")
+"""What the page says about all-MiniLM-L6-v2 (`explorer.models.packaged`); which of its
+heads stand out is measured, never asserted (`standout`)."""
+
+
+def standout(view: ModelView) -> None:
+    """For all-MiniLM-L6-v2: what it is (`PACKAGED_ABOUT`) and its heads that
+    stand out, measured now on `explorer.models.STANDOUT_SENTENCE`
+    (`explorer.models.standout_heads`, cached), with a button that opens each."""
+    if view.key != packaged.NAME:
+        return
+    model = view.model
+    found = cache.cached_model_result(
+        ("standout", view.key), partial(models.standout_heads, model),
+        budget.model_pass_bytes(model.n_layers, model.n_heads, model.d_model,
+                                EXAMPLE_WORK_TOKENS),
+        what="measuring the heads that stand out")
+    st.info(literal.markdown(f"{PACKAGED_ABOUT} {found.describe()}"))
+    columns = st.columns(len(found.best))
+    for column, (habit, score) in zip(columns, found.best.items()):
+        with column:
+            st.button(f"Open layer {score.layer}, head {score.head}", key=f"standout-{habit}",
+                      width="stretch", on_click=_open_head, args=(score.layer, score.head),
+                      help=f"The head that looks at {HABITS[habit]} most")
 
 
 # ---------------------------------------------------------------------------
@@ -674,19 +719,24 @@ def generation(view: ModelView, head: int) -> None:
         f"Measured bytes of the model's own cache, every layer, in {view.model.dtype}; "
         f"without grouped-query sharing each of the {c.n_heads} query heads would keep its "
         f"own keys and values: × {c.n_heads // c.n_kv_heads}."))
-    number_table(decoder_figures.cache_table(gen))
+    fitted_table(decoder_figures.cache_table(gen))  # static: every column on a phone too
     rows = _rows_check(view, gen)
-    (st.success if rows.ok else st.error)(literal.markdown(rows.line()))
+    (st.success if rows.ok else st.error)(literal.markdown(
+        rows_summary(rows, view.model.dtype)))
 
 
 def _decoder_json(trace: Trace, gen: Any, overview: Any = None,
-                  checks: tuple[Agreement, ...] = ()) -> str:
-    """The page's JSON, strict: the layer's trace, the generation, where every
-    head's weight goes (``head_shares``: `explorer.models.HeadOverview`'s
-    ``to_first``, ``to_previous`` and ``to_self``, each (n_layers, n_heads)) and
-    the checks against the model (`explorer.core.agreement.Agreement.to_dict`)."""
+                  checks: tuple[Agreement, ...] = (), head: int | None = None) -> str:
+    """The page's JSON, strict: the layer's trace (its config's ``head``: the
+    query head the page showed, ``head``; the steps hold every head), the
+    generation, where every head's weight goes (``head_shares``:
+    `explorer.models.HeadOverview`'s ``to_first``, ``to_previous`` and
+    ``to_self``, each (n_layers, n_heads)) and the checks against the model
+    (`explorer.core.agreement.Agreement.to_dict`)."""
     shares = None if overview is None else {
         name: getattr(overview, name).tolist() for name in ("to_first", "to_previous", "to_self")}
+    if head is not None and head != trace.config.head:
+        trace = Trace(replace(trace.config, head=head), trace.tokens, {n: trace[n] for n in trace})
     return json.dumps({"trace": json.loads(trace.to_json()),
                        "generation": json.loads(gen.to_json()) if gen is not None else None,
                        "head_shares": json_safe(shares),
@@ -708,7 +758,7 @@ def decoder_downloads(view: ModelView) -> None:
         checks = [_layer_check(view), _layer_check(view, steps=True)]
         if gen is not None:
             checks.append(_rows_check(view, gen))
-        return _decoder_json(view.trace, gen, _overview(view), tuple(checks))
+        return _decoder_json(view.trace, gen, _overview(view), tuple(checks), head=view.head)
     with st.expander("Take it with you", icon=":material/download:"):
         st.download_button(decoder_script.SCRIPT_FILE,
                            data=partial(decoder_script.decoder_script, view.trace.config,

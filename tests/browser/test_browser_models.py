@@ -1,6 +1,9 @@
 """Playwright: the "Real model" page in headless Chromium against a freshly
 started server (``HF_HUB_OFFLINE=1``, so "gpt2" has no weights), with a tiny
-random GPT-2 saved to a folder and opened through the sidebar, as a visitor would."""
+random GPT-2 saved to a folder and opened through the sidebar, as a visitor would.
+Each starts from a link naming the catalogue's default model (no weights here),
+not from the page's offline default (all-MiniLM-L6-v2, when its package is
+installed: tests/ui/test_app_packaged.py), so that no trained model is loaded first."""
 
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ def no_error(page: Page) -> None:
 
 def open_folder(page: Page, server, folder) -> None:
     """Open the page, choose "a local folder…" in the sidebar and give ``folder``."""
-    page.goto(page_url(server, "Real_model", sentence=SENTENCE))
+    page.goto(page_url(server, "Real_model", sentence=SENTENCE, model=DEFAULT_MODEL))
     settle(page)
     sidebar = page.get_by_test_id("stSidebar")
     choose_option(page, sidebar.get_by_test_id("stSelectbox").filter(has_text="Model"),
@@ -48,7 +51,7 @@ def open_folder(page: Page, server, folder) -> None:
 
 
 def test_no_weights_and_no_network_is_said_with_the_command(model_server, page: Page):
-    page.goto(page_url(model_server, "Real_model"))
+    page.goto(page_url(model_server, "Real_model", model=DEFAULT_MODEL))
     settle(page)
     expect(page.get_by_test_id("stAlertContentInfo")).to_contain_text(
         f"No weights for '{DEFAULT_MODEL}' on this machine")

@@ -46,7 +46,14 @@ from explorer.models import (
     model_sizes,
 )
 from explorer.models.catalogue import PUBLISHED_CONFIGS
-from explorer.models.generation import BEYOND, MAX_NEW_TOKENS, ROWS, greedy_token
+from explorer.models.generation import (
+    BEYOND,
+    MAX_NEW_TOKENS,
+    OWN_ROWS,
+    ROWS,
+    greedy_token,
+    rows_summary,
+)
 from explorer.modern import attention as modern
 from explorer.render.decoder import cache_table
 from explorer.server.budget import BudgetError
@@ -369,6 +376,37 @@ def test_bfloat16_weights_stay_bfloat16_and_the_layer_is_computed_in_float32(tmp
     assert steps.ok and "float32 copies" in steps.reference, steps.failed
     run = generate(model, "The cat", max_new_tokens=3, layer=1)
     assert against_full_pass(run, model).ok
+
+
+def test_bfloat16_rows_say_what_was_compared_and_give_the_models_own_difference(tmp_path):
+    """Issue 51, point 3: the float32 rows were said to be checked against
+    output_attentions with "float32 rounding"; they were checked against float32
+    copies of the layer. Now each comparison names its dtype, and the model's own
+    bfloat16 rows (its output_attentions, taken here from its own full pass) are
+    compared too."""
+    folder = save_tiny_decoder(tmp_path / "bf16", "qwen3", dtype=torch.bfloat16,
+                               hidden_size=256, intermediate_size=512)
+    model = load_model(folder, architectures=EVERY_ARCHITECTURE)
+    run = generate(model, "The cat sat on the mat and the dog", max_new_tokens=4, layer=1)
+    check = against_full_pass(run, model)
+    assert [p.name for p in check.parts] == [ROWS, BEYOND, OWN_ROWS] and check.ok
+    own = full_pass_rows(model, run.ids, 1).to(torch.float32)  # bfloat16, upcast
+    expected = max(float((t.attn_weights - own[:, t.position, :t.position + 1]).abs().max())
+                   for t in run.generated)
+    assert check.part(OWN_ROWS).max_abs_diff == pytest.approx(expected, rel=1e-6)
+    assert check.part(OWN_ROWS).max_abs_diff > 10 * check.part(ROWS).max_abs_diff
+    assert "float32 copies of the layer's modules" in check.part(ROWS).reference
+    assert "own bfloat16 rows" in check.part(OWN_ROWS).reference
+    text = rows_summary(check, "bfloat16")
+    assert text.startswith("✓ The 4 generated rows, computed in float32")
+    assert f"by at most {check.part(OWN_ROWS).max_abs_diff:.1e} (bfloat16 keeps 8 bits" in text
+    assert "float32 rounding" not in text
+    # A float32 model: its own rows are the reference, and the text says float32.
+    f32 = against_full_pass(generate(model_f32 := load_model(
+        save_tiny_decoder(tmp_path / "f32", "qwen3"), architectures=EVERY_ARCHITECTURE),
+        "The cat", max_new_tokens=2, layer=1), model_f32)
+    assert [p.name for p in f32.parts] == [ROWS, BEYOND]
+    assert "(output_attentions, float32)" in rows_summary(f32, "float32")
 
 
 def test_what_a_folder_cannot_give_gets_one_clear_message(tmp_path, folders):

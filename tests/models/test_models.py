@@ -716,7 +716,7 @@ def test_the_readme_gives_the_budget_each_model_needs():
         "docs", "guide", "real-models.md").read_text().split())
     needs = {c.name: budget.budget_for_model(c.nbytes) for c in MODEL_CHOICES.values()}
     assert needs == {"gpt2": 1536, "distilgpt2": 1024, "bert-base-uncased": 1280,
-                     "smollm2-135m": 1024, "qwen3-0.6b": 2816}
+                     "all-minilm-l6-v2": 768, "smollm2-135m": 1024, "qwen3-0.6b": 2816}
     assert f"BERT base needs `EXPLORER_MEMORY_BUDGET_MB={needs['bert-base-uncased']}`" in readme
     assert f"GPT-2 small `{needs['gpt2']}`" in readme
     assert f"Qwen3-0.6B `{needs['qwen3-0.6b']}`" in readme

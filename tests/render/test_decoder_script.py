@@ -172,7 +172,9 @@ def test_the_script_generates_the_pages_tokens_and_rows(case, scripts):
         cached = token.cache_tokens if window is None else min(token.cache_tokens, window)
         assert CACHE_LINE.format(tokens=cached, layer=layer, nbytes=token.cache_bytes,
                                  mha_bytes=token.mha_cache_bytes) in done.stdout
+    dtype_name = str(dtype).removeprefix("torch.")
     assert any("generated rows" in line and line.startswith("✓")
+               and f"both {dtype_name}" in line  # says in which dtype (issue 51, point 3)
                for line in check_lines(done.stdout))
 
 

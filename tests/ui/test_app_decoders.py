@@ -98,8 +98,9 @@ def test_a_llama_folder_draws_every_step_equal_to_the_backend_and_checks_it(llam
         assert DECODER_STEPS[step] in captions.replace("\\", ""), step
     passed = " ".join(s.value.replace("\\", "").replace("\u2060", "") for s in at.success)
     assert "✓ Verified against the model" in passed
-    assert (f"✓ The {NEW_TOKENS} generated rows: verified against the rows of one full forward "
-            "pass") in passed
+    assert (f"✓ The {NEW_TOKENS} generated rows, computed in float32 from the layer's input "
+            "in each cached pass, differ from the rows of one full forward pass") in passed
+    assert "(output_attentions, float32) by at most" in passed  # a float32 model's own rows
     steps_lines = next(c.value for c in at.code if "against output_attentions" in c.value)
     assert steps_lines.count("✓") == len(steps_lines.splitlines()) >= 10
     # K/V sharing: 4 query heads over 2 K/V heads, head 0 reads K/V head 0 with head 1.
@@ -162,10 +163,13 @@ def test_generation_shows_each_tokens_row_over_the_cache(llama_dir):
     every_row = decoder_charts(at)["generated_rows"]
     assert z_values(every_row).shape == (len(run.generated), len(run.ids))
     assert len(set(every_row["data"][0]["y"])) == len(run.generated)  # a repeated token too
-    cache = at.dataframe[-1].value  # the cache table, the page's last table but the habits'
-    if "KV cache" not in cache.columns:
-        cache = next(t.value for t in at.dataframe if "KV cache" in t.value.columns)
-    assert list(cache["tokens kept (layer 0)"]) == [len(run.prompt_ids)] + [
+    # The cache table is static (st.table), so that a phone shows every column: at 390 px
+    # the scrolling table hid "without GQA" (issue 51, point 7).
+    assert not any("KV cache" in t.value.columns for t in at.dataframe)
+    cache = next(t.value for t in at.table if "KV cache" in t.value.columns)
+    cache.columns = [c.replace("\\", "") for c in cache.columns]  # Markdown's escapes undone
+    assert list(cache.columns) == ["tokens kept (layer 0)", "KV cache", "without GQA"]
+    assert [int(n) for n in cache["tokens kept (layer 0)"]] == [len(run.prompt_ids)] + [
         t.position + 1 for t in run.generated]  # a full-attention layer keeps every token
     at.number_input(key="new_tokens").set_value(3).run()
     assert not at.exception
@@ -213,6 +217,7 @@ def test_the_sidebar_offers_the_layers_script_for_the_head_shown(llama_dir, offe
         trace.config, model.location, 3, text=SENTENCE, link=link, new_tokens=5)
     data = json.loads(found["Every matrix and the generation (JSON)"].make())  # as clicked
     assert len(data["generation"]["generated"]) == 5 and len(data["head_shares"]["to_self"]) == 2
+    assert data["trace"]["config"]["head"] == 3  # the head the page showed (issue 51, 7)
     assert [check["ok"] for check in data["checks"]] == [True, True, True]
 
 

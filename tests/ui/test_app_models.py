@@ -34,6 +34,7 @@ from explorer.models import (
     folder_message,
     load_model,
     model_sizes,
+    packaged,
 )
 from explorer.models.catalogue import MODEL_CHOICES
 from explorer.render import figures
@@ -76,9 +77,12 @@ def bert_dir(tmp_path_factory):
 def offline(monkeypatch):
     """No test waits on the network; each starts with empty model caches. The
     folder option is on, as `make run` turns it on (``EXPLORER_MODEL_FOLDERS=1``,
-    read once at import: `tests.server.test_budget` checks that it is off without it)."""
+    read once at import: `tests.server.test_budget` checks that it is off without it).
+    The all-MiniLM-L6-v2 package counts as missing, as on a machine without it (the page
+    then opens as before; tests/ui/test_app_packaged.py opens it)."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(budget, "MODEL_FOLDERS", True)
+    monkeypatch.setattr(packaged, "zip_path", lambda: None)  # as where it is not installed
     cache.clear()
 
 
@@ -283,6 +287,7 @@ def test_an_example_opens_the_head_found_by_measuring(gpt2_dir):
 
 
 def test_no_weights_and_no_network_says_so_and_how_to_get_them():
+    """Where the all-MiniLM-L6-v2 package is missing (the ``offline`` fixture)."""
     at = open_direct()
     assert not at.exception and errors(at) == []  # offline is expected: said, not an error
     shown = " ".join(errors(at, "info"))
@@ -350,9 +355,12 @@ def test_the_other_pages_never_import_transformers():
               "'explorer.models'))))")
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
                          text=True, check=True)
-    # The state's decoder_cell names the Llama-family charts (explorer.models.explain: torch only).
+    # The state's decoder_cell names the Llama-family charts (explorer.models.explain: torch
+    # only); the catalogue names the packaged model (explorer.models.packaged: the standard
+    # library and explorer.models.errors only).
     assert out.stdout.strip() == ("['explorer.models', 'explorer.models.catalogue', "
-                                  "'explorer.models.explain']")
+                                  "'explorer.models.errors', 'explorer.models.explain', "
+                                  "'explorer.models.packaged']")
 
 
 def test_the_line_view_keeps_long_inputs_readable():
@@ -386,7 +394,7 @@ def test_the_folder_option_is_offered_only_when_the_server_allows_it(monkeypatch
     at = open_direct({"model": "gpt2"})
     assert at.selectbox(key="model").options == [
         "GPT-2 small (gpt2)", "DistilGPT-2 (distilgpt2)", "BERT base (uncased) (bert-base-uncased)",
-        "SmolLM2-135M (smollm2-135m)",  # 257 MB in bfloat16; Qwen3-0.6B's 1,137 MB: listed, why
+        "all-MiniLM-L6-v2 (all-minilm-l6-v2)", "SmolLM2-135M (smollm2-135m)",  # 257 MB in bfloat16; Qwen3-0.6B's 1,137 MB: listed, why
         "Qwen3-0.6B (qwen3-0.6b) · needs a larger memory budget"]
     assert "folder" not in [box.key for box in at.text_input]
     assert "local folder" not in " ".join(c.value for c in at.caption)

@@ -37,7 +37,6 @@ from explorer.lessons.pages import (
 from explorer.lessons.presets import JOURNEY_SENTENCE, PRESETS
 from explorer.models import explain as decoder_explain
 from explorer.models.catalogue import (
-    DEFAULT_MODEL,
     DEFAULT_NEW_TOKENS,
     GENERATION_SECONDS,
     MAX_NEW_TOKENS,
@@ -71,6 +70,16 @@ table above the charts, or on the page itself (a view value)."""
 
 def _same(value: Any) -> Any:
     return value
+
+
+def _page_model(context: "Context | None" = None) -> str:
+    """The Real model page's model when the session holds none: the catalogue's
+    `explorer.models.catalogue.DEFAULT_MODEL`, or offline, with no other trained
+    model on the machine, the installed all-MiniLM-L6-v2
+    (`explorer.models.loading.page_default`; imported here, on the Real model
+    page only, since it loads transformers)."""
+    from explorer.models.loading import page_default
+    return page_default()
 
 
 @dataclass(frozen=True)
@@ -431,7 +440,7 @@ _ENTRIES: list[Entry] = [
                           also="a folder is opened from the sidebar, never from a link"),
           ONLY({MODEL_PAGE}), "Model", "\n".join(f"- **{c.label}**: {c.about}"
                                                  for c in MODEL_CHOICES.values()),
-          group=PAGE_OWN, default=DEFAULT_MODEL, always_linked=True),
+          group=PAGE_OWN, default=_page_model, always_linked=True),
     Entry("folder", Text(placeholder="/path/to/model"), ONLY({MODEL_PAGE}), "Folder",
           "A folder written by model.save_pretrained(folder) for a GPT-2, BERT, Llama, "
           "Mistral, Qwen2, Qwen3 or Gemma 3 (text) model "
@@ -546,6 +555,8 @@ ACTIONS: dict[str, str] = {
     "open-": "a worked example's Open button",
     "reset-preset": "the Reset to the example button",
     "example-": "a Real model example's button",
+    "standout-": "the Real model page's button that opens one of all-MiniLM-L6-v2's heads "
+                 "that stand out",
     "shuffle": "the Shuffle button",
     "download-": "a download button",
     "script-popover": "the Copy popover of the PyTorch script",
