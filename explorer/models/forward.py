@@ -271,7 +271,7 @@ def decoder_layer_call(model: LoadedModel, ids: Sequence[int], layer: int) -> La
         cos=plain(cos, n, e), sin=plain(sin, n, e), mask=mask.clone(),
         attn_weights=plain(caught["attn_weights"], -1, n, n),
         context=plain(caught["context"], n, -1), output=plain(caught["o_proj"], n, -1),
-        own_attn_weights=plain(own, -1, n, n))
+        own_attn_weights=None if own is None else plain(own, -1, n, n))
 
 
 def _rerun_in_float32(model: LoadedModel, block: Submodule, attention: Submodule,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,7 @@ def chart_title(step: Step, head: int) -> str:
 
 
 def step_chart(part: Part, step: Step, head: int, tokens: list[str], *, columns: int = 1,
-               shapes: list[dict[str, Any]] = ()):
+               shapes: Sequence[dict[str, Any]] = ()):
     """The heatmap of ``step`` of ``part`` for head ``head`` (`step_matrix`): its
     axes labelled by `explorer.modern.frontier.parts.axis_labels`, a diverging
     scale for a signed step and [0, 1] for weights; ``shapes`` are added outlines

@@ -355,12 +355,12 @@ def test_the_other_pages_never_import_transformers():
               "'explorer.models'))))")
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
                          text=True, check=True)
-    # The state's decoder_cell names the Llama-family charts (explorer.models.explain: torch
-    # only); the catalogue names the packaged model (explorer.models.packaged: the standard
-    # library and explorer.models.errors only).
+    # The state's decoder_cell names the Llama-family charts (explorer.models.explain, from
+    # explorer.models.layer_steps: torch only); the catalogue names the packaged model
+    # (explorer.models.packaged: the standard library and explorer.models.errors only).
     assert out.stdout.strip() == ("['explorer.models', 'explorer.models.catalogue', "
                                   "'explorer.models.errors', 'explorer.models.explain', "
-                                  "'explorer.models.packaged']")
+                                  "'explorer.models.layer_steps', 'explorer.models.packaged']")
 
 
 def test_the_line_view_keeps_long_inputs_readable():
