@@ -154,7 +154,7 @@ def settings() -> ModelView | None:
         name = values["model"] if values["model"] in MODEL_CHOICES else DEFAULT_MODEL
         st.markdown(f"Fetch {MODEL_CHOICES[name].label} once, on a machine with internet access "
                     "(or copy its Hugging Face cache here):")
-        st.code(download_command(name), language="bash")
+        st.code(download_command(name), language="bash", wrap_lines=True)  # no sideways scroll
         if budget.MODEL_FOLDERS:
             st.caption("Or choose “a local folder” in the sidebar and give the path of a "
                        "folder saved with save_pretrained().")
