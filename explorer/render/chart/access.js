@@ -52,13 +52,27 @@ function shownMatrix(chart) {
  * @param {HTMLElement} parent @param {ChartState} chart @param {() => HTMLElement} onScreen
  */
 export function describeChart(parent, chart, onScreen) {
+  if (!chart.header) return;
   let keys = /** @type {HTMLElement | null} */ (parent.querySelector(":scope > .explorer-keys"));
   if (!keys) keys = addKeys(parent, chart, onScreen);
   const matrix = shownMatrix(chart);
   const details = /** @type {HTMLDetailsElement} */ (parent.querySelector(":scope > .explorer-table"));
-  keys.hidden = !matrix;
   details.hidden = !matrix;
-  if (!matrix) return;
+  if (!matrix) { // a grid of heads, a line chart: a named picture, no cursor
+    const { figure } = figureFor(chart.header, PAGE.view, PAGE.known);
+    const heatmaps = figure.data.filter((/** @type {any} */ t) => t.matrix).length;
+    keys.removeAttribute("tabindex");
+    keys.removeAttribute("aria-roledescription");
+    keys.removeAttribute("aria-describedby");
+    keys.setAttribute("role", "img");
+    keys.setAttribute("aria-label", `Chart: ${plainText(figure.layout.title?.text) || "untitled"}`
+      + (heatmaps > 1 ? `, ${heatmaps} heatmaps` : ""));
+    return;
+  }
+  keys.tabIndex = 0;
+  keys.setAttribute("aria-describedby", /** @type {Element} */ (keys.previousElementSibling).id);
+  keys.setAttribute("role", "application");
+  keys.setAttribute("aria-roledescription", "heatmap");
   keys.setAttribute("aria-label", chartName(matrix.title, matrix.rowTitle, matrix.colTitle,
                                             matrix.rowLabels, matrix.colLabels));
   PLACERS.get(keys)?.();
@@ -80,10 +94,6 @@ function addKeys(parent, chart, onScreen) {
     + "Enter explains the cell, Escape leaves the chart.";
   const keys = document.createElement("div");
   keys.className = "explorer-keys";
-  keys.tabIndex = 0;
-  keys.setAttribute("role", "application");
-  keys.setAttribute("aria-roledescription", "heatmap");
-  keys.setAttribute("aria-describedby", hint.id);
   const cursor = document.createElement("div");
   cursor.className = "explorer-cursor";
   keys.append(cursor);
