@@ -513,7 +513,7 @@ const STYLE = `
 .explorer-visually-hidden { position: absolute !important; width: 1px; height: 1px;
   overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
 .explorer-keys { position: absolute; left: 0; top: 0;
-  pointer-events: none; outline: none; }
+  pointer-events: none; outline: none; z-index: 1; }
 .explorer-keys:focus-visible { outline: 3px solid #161514; outline-offset: 3px; }
 .explorer-cursor { position: absolute; display: none; box-sizing: border-box;
   border: 3px solid #000; box-shadow: 0 0 0 2px #fff, inset 0 0 0 2px #fff; }
