@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_browser import chart_count, page_url, settle
+from tests.browser.test_browser import HOSTILE, chart_count, page_url, settle
 
 SCORES = "Attention scores: ω"
 TOKENS = ["Life", "is", "short", "eat", "dessert", "first"]
@@ -88,3 +88,28 @@ def test_show_as_table_holds_the_charts_numbers_with_headers(fresh_server, page:
     assert second.get_by_role("cell").first.text_content() == "−0.6150"  # as the hover says
     assert second.get_by_role("cell").all_text_contents() == [
         "−0.6150", "2.4277", "−0.9584", "0.2260", "1.2082", "0.5242"]  # as the chart prints
+
+
+def test_a_masked_cell_reads_masked_and_visitor_tokens_stay_text(fresh_server, page: Page):
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(page_url(fresh_server, "Causal_and_multi_head", sentence=HOSTILE))
+    settle(page)
+    chart_count(page)
+    host = page.locator(".explorer-host", has=page.locator(".gtitle", has_text="Masked scores")
+                        ).first
+    host.scroll_into_view_if_needed()
+    keys = host.locator(".explorer-keys")
+    # HOSTILE's tokens: "<img", "src=x", "onerror=alert(1)>" (as the axes write them).
+    assert "rows (query): <img, src=x, onerror=alert(1)>;" in keys.get_attribute("aria-label")
+    keys.focus()
+    page.keyboard.press("ArrowRight")  # query "<img", key "src=x": in the future
+    expect(host.locator(".explorer-live")).to_have_text(
+        "query <img, key src=x: masked (−∞). Row 1 of 3, column 2 of 3.")
+    host.locator(".explorer-table summary").click()
+    table = host.get_by_role("table")
+    assert table.get_by_role("rowheader").all_text_contents() == [
+        "<img", "src=x", "onerror=alert(1)>"]
+    assert table.get_by_role("row").nth(1).get_by_role("cell").all_text_contents()[1:] == [
+        "masked (−∞)", "masked (−∞)"]
+    assert page.locator("img[src='x']").count() == 0 and dialogs == []
