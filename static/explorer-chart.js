@@ -721,7 +721,7 @@ function describeChart(parent, chart, onScreen) {
     return;
   }
   keys.tabIndex = 0;
-  keys.setAttribute("aria-describedby", /** @type {Element} */ (keys.previousElementSibling).id);
+  keys.setAttribute("aria-describedby", keys.dataset.hint ?? "");
   keys.setAttribute("role", "application");
   keys.setAttribute("aria-roledescription", "heatmap");
   keys.setAttribute("aria-label", chartName(matrix.title, matrix.rowTitle, matrix.colTitle,
@@ -745,6 +745,7 @@ function addKeys(parent, chart, onScreen) {
     + "Enter explains the cell, Escape leaves the chart.";
   const keys = document.createElement("div");
   keys.className = "explorer-keys";
+  keys.dataset.hint = hint.id; // what the keys do, said after the chart's name
   const cursor = document.createElement("div");
   cursor.className = "explorer-cursor";
   keys.append(cursor);
@@ -781,7 +782,7 @@ function addKeys(parent, chart, onScreen) {
     const value = matrix.values[at.row * matrix.cols + at.col];
     say(cellAnnouncement({ ...matrix, rowLabel: matrix.rowLabels[at.row] ?? "",
                            colLabel: matrix.colLabels[at.col] ?? "",
-                           value: tableRows([value], [""], [""], matrix.words, 1)[1][1],
+                           value: valueText(value, matrix.words),
                            row: at.row, col: at.col }));
   };
   PLACERS.set(keys, place);

@@ -5,7 +5,8 @@
 // the cell, and its matrix as a table behind a "Show as table" switch. Every
 // label is put in the page as text (visitor tokens are never HTML).
 
-import { axisName, cellAnnouncement, chartName, moveCursor, plainText, tableRows } from "./keys.js";
+import { axisName, cellAnnouncement, chartName, moveCursor, plainText, tableRows, valueText }
+  from "./keys.js";
 import { plotAreaBox } from "./seam.js";
 import { PAGE } from "./state.js";
 import { addStyle } from "./style.js";
@@ -70,7 +71,7 @@ export function describeChart(parent, chart, onScreen) {
     return;
   }
   keys.tabIndex = 0;
-  keys.setAttribute("aria-describedby", /** @type {Element} */ (keys.previousElementSibling).id);
+  keys.setAttribute("aria-describedby", keys.dataset.hint ?? "");
   keys.setAttribute("role", "application");
   keys.setAttribute("aria-roledescription", "heatmap");
   keys.setAttribute("aria-label", chartName(matrix.title, matrix.rowTitle, matrix.colTitle,
@@ -94,6 +95,7 @@ function addKeys(parent, chart, onScreen) {
     + "Enter explains the cell, Escape leaves the chart.";
   const keys = document.createElement("div");
   keys.className = "explorer-keys";
+  keys.dataset.hint = hint.id; // what the keys do, said after the chart's name
   const cursor = document.createElement("div");
   cursor.className = "explorer-cursor";
   keys.append(cursor);
@@ -130,7 +132,7 @@ function addKeys(parent, chart, onScreen) {
     const value = matrix.values[at.row * matrix.cols + at.col];
     say(cellAnnouncement({ ...matrix, rowLabel: matrix.rowLabels[at.row] ?? "",
                            colLabel: matrix.colLabels[at.col] ?? "",
-                           value: tableRows([value], [""], [""], matrix.words, 1)[1][1],
+                           value: valueText(value, matrix.words),
                            row: at.row, col: at.col }));
   };
   PLACERS.set(keys, place);
