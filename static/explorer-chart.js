@@ -1,75 +1,218 @@
 // The explorer's chart modules (explorer/render/chart/) as one: built by `python -m explorer.render.payload`; do not edit.
-// ---- decode.js ----
+// ---- cells.js ----
 // @ts-check
-// Decoding payloads (explorer.render.payload.encode): pure, apart from the matrix store
-// it is handed.
-//
-// Payload: uint32 header length (little-endian), the header as UTF-8 JSON,
-// zero padding to a multiple of 4, then one float32 block per entry of
-// header.blocks that is not marked `cached`.
+// Cell text: numbers as the explanations write them, and the decimals and font
+// size a heatmap's cells can show them with. Pure: the text's width comes from
+// a `measure` function (an SVG text in the browser, `measure.js`).
 
-/** @typedef {{rows: number, cols: number, hash: string, cached: boolean}} Block */
+/** @typedef {(text: string, size: number) => number} Measure width in px of `text` at `size` px */
 
-/** The matrices a page holds, by hash, least recently used first, within a byte budget. */
-class MatrixStore {
-  /** @param {number} budget bytes kept at most */
-  constructor(budget) {
-    this.budget = budget;
-    /** @type {Map<string, Float32Array>} */
-    this.byHash = new Map();
-  }
+const CELL_FONT_FAMILY = '"Open Sans", verdana, arial, sans-serif'; // Plotly's own default
+const MIN_GAP_PX = 2; // the least air between two numbers or tick labels (issue 31)
+const CELL_PAD_PX = 4; // air beside a cell's number, in all: 2 px each side, so
+// that neighbours keep MIN_GAP_PX and a 3-px outline on the cell's edge stays off it
+const MIN_TEXT_HEIGHT_PX = 14;
 
-  /** @param {string} hash */
-  get(hash) {
-    return this.byHash.get(hash);
-  }
+/**
+ * A number as the explanations write it (explorer.lessons.explain.number): the minus
+ * sign U+2212, and no "−0.00" for a value that rounds to zero.
+ * @param {number} v @param {number} decimals
+ */
+function formatted(v, decimals) {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === Infinity) return "+∞";
+  if (v === -Infinity) return "−∞";
+  const text = v.toFixed(decimals);
+  if (!text.startsWith("-")) return text;
+  return /[1-9]/.test(text) ? `−${text.slice(1)}` : text.slice(1);
+}
 
-  /** Keep `values` under `hash`, dropping the least recently kept beyond the budget.
-   * @param {string} hash @param {Float32Array} values */
-  keep(hash, values) {
-    this.byHash.delete(hash);
-    this.byHash.set(hash, values);
-    let bytes = 0;
-    for (const v of this.byHash.values()) bytes += v.byteLength;
-    for (const [key, v] of this.byHash) {
-      if (bytes <= this.budget) break;
-      this.byHash.delete(key);
-      bytes -= v.byteLength;
+/**
+ * Rows of a matrix for Plotly, with −∞, +∞ and NaN drawn as gaps; and the
+ * smallest and largest finite value, whose texts are the longest.
+ * @param {Float32Array} values @param {number} rows @param {number} cols
+ * @returns {{rows: Float32Array[], finite: boolean, range: number[]}}
+ */
+function rowsOf(values, rows, cols) {
+  let finite = true;
+  let low = Infinity;
+  let high = -Infinity;
+  for (const v of values) {
+    if (!Number.isFinite(v)) {
+      finite = false;
+      continue;
     }
+    if (v < low) low = v;
+    if (v > high) high = v;
+  }
+  const shown = finite ? values : values.map((v) => (Number.isFinite(v) ? v : NaN));
+  const out = [];
+  for (let r = 0; r < rows; r++) out.push(shown.subarray(r * cols, (r + 1) * cols));
+  return { rows: out, finite, range: Number.isFinite(low) ? [low, high] : [] };
+}
+
+/**
+ * `label(value)` of every value, as rows.
+ * @param {ArrayLike<number>} values @param {number} rows @param {number} cols
+ * @param {(v: number) => string} label
+ * @returns {string[][]}
+ */
+function labelsOf(values, rows, cols, label) {
+  const out = [];
+  for (let r = 0; r < rows; r++) {
+    const row = new Array(cols);
+    for (let c = 0; c < cols; c++) row[c] = label(values[r * cols + c]);
+    out.push(row);
+  }
+  return out;
+}
+
+/**
+ * A line of text's height at `size` px where nothing measures it: Plotly's
+ * font's box is about 1.36 em.
+ * @param {number} size
+ */
+function lineHeightOf(size) {
+  return Math.ceil(size * 1.36);
+}
+
+/**
+ * The decimals and font size a cell of this size shows its numbers with: the
+ * most decimals of `allowed` (4, 2) whose widest text, that of the smallest or
+ * the largest value (`range`), fits the cell at one of `sizes` with CELL_PAD_PX
+ * beside it and MIN_GAP_PX above (and at least MIN_TEXT_HEIGHT_PX tall); null for none.
+ * @param {number} cellWidth @param {number} cellHeight @param {number[]} allowed
+ * @param {number[]} range @param {number[]} sizes @param {Measure} measure
+ * @param {(size: number) => number} [lineHeight] px of a line at `size` px
+ * @returns {{decimals: number, size: number} | null}
+ */
+function textFor(cellWidth, cellHeight, allowed, range, sizes, measure,
+                        lineHeight = lineHeightOf) {
+  if (cellHeight < MIN_TEXT_HEIGHT_PX) return null;
+  for (const decimals of allowed) {
+    for (const size of sizes) {
+      if (lineHeight(size) + MIN_GAP_PX > cellHeight) continue;
+      const widest = Math.max(0, ...range.map((v) => measure(formatted(v, decimals), size)));
+      if (widest + CELL_PAD_PX <= cellWidth) return { decimals, size };
+    }
+  }
+  return null;
+}
+
+// ---- keys.js ----
+// @ts-check
+// A heatmap for the keyboard and a screen reader (issue 50): the cell cursor's
+// moves, what is announced for a cell, the chart's accessible name and its
+// matrix as table rows. Pure: access.js puts them in the page.
+
+
+/** A chart's name lists at most this many tokens of an axis. */
+const NAMED_LABELS = 12;
+
+/**
+ * Where the cursor at `cursor` goes on `key` in a `rows` × `cols` matrix:
+ * ArrowDown / ArrowUp the next / previous row, ArrowRight / ArrowLeft the next /
+ * previous column (stopping at the edges), Home / End the row's first / last
+ * column; "explain" for Enter and Space, "leave" for Escape, null for any other key.
+ * @param {{row: number, col: number}} cursor @param {string} key
+ * @param {number} rows @param {number} cols
+ * @returns {{row: number, col: number} | "explain" | "leave" | null}
+ */
+function moveCursor(cursor, key, rows, cols) {
+  const { row, col } = cursor;
+  const clamp = (/** @type {number} */ v, /** @type {number} */ n) => Math.max(0, Math.min(n - 1, v));
+  switch (key) {
+    case "ArrowDown": return { row: clamp(row + 1, rows), col };
+    case "ArrowUp": return { row: clamp(row - 1, rows), col };
+    case "ArrowRight": return { row, col: clamp(col + 1, cols) };
+    case "ArrowLeft": return { row, col: clamp(col - 1, cols) };
+    case "Home": return { row, col: 0 };
+    case "End": return { row, col: cols - 1 };
+    case "Enter": case " ": return "explain";
+    case "Escape": return "leave";
+    default: return null;
   }
 }
 
 /**
- * The header and the matrices of a payload; `missing` lists the hashes of
- * matrices sent earlier (marked `cached`) that `store` no longer holds. Every
- * block sent is kept in `store`.
- * @param {ArrayBuffer | Uint8Array} bytes
- * @param {MatrixStore} store
- * @returns {{header: any, matrices: (Float32Array | undefined)[], missing: string[]}}
+ * Text of a Plotly label as a reader hears it: its tags (<br>, <sub>) dropped
+ * and the escapes of explorer.core.literal.plotly undone, so that a visitor's
+ * "<b>" reads "<b>" (put in the page as text, never as HTML).
+ * @param {unknown} text
  */
-function decodePayload(bytes, store) {
-  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
-  const view = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
-  const headerLength = view.getUint32(0, true);
-  const header = JSON.parse(new TextDecoder().decode(u8.subarray(4, 4 + headerLength)));
-  let offset = 4 + headerLength + ((4 - (headerLength % 4)) % 4);
-  const matrices = [];
-  const missing = [];
-  for (const block of /** @type {Block[]} */ (header.blocks)) {
-    if (block.cached) {
-      const known = store.get(block.hash);
-      if (!known) missing.push(block.hash);
-      matrices.push(known);
-      continue;
-    }
-    const n = block.rows * block.cols;
-    const values = new Float32Array(u8.buffer.slice(u8.byteOffset + offset,
-                                                    u8.byteOffset + offset + 4 * n));
-    offset += 4 * n;
-    store.keep(block.hash, values);
-    matrices.push(values);
+function plainText(text) {
+  return String(text ?? "").replace(/<br\s*\/?>/gi, " ").replace(/<[^>]*>/g, "")
+    .replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+}
+
+/**
+ * An axis title as the name and announcements say it: "query (row)" is "query"
+ * (the sentence says which is the row).
+ * @param {unknown} title
+ */
+function axisName(title) {
+  return plainText(title).replace(/ \((row|column)\)$/, "");
+}
+
+/**
+ * A cell's value in words, as the hover and the table write it: 4 decimals
+ * with the minus sign U+2212; a causal mask's −∞ reads "masked (−∞)", not only
+ * a grey gap.
+ * @param {number} v @param {string[] | null} [words] a mask's two words (0, 1)
+ */
+function valueText(v, words = null) {
+  if (words) return v > 0.5 ? words[1] : words[0];
+  if (v === -Infinity) return "masked (−∞)";
+  return formatted(v, 4);
+}
+
+/**
+ * What a screen reader announces for the cell under the cursor: its row and
+ * column tokens with the axes' titles, its value and its place.
+ * @param {{rowTitle: string, colTitle: string, rowLabel: string, colLabel: string,
+ *   value: string, row: number, col: number, rows: number, cols: number}} cell
+ */
+function cellAnnouncement(cell) {
+  return `${cell.rowTitle} ${cell.rowLabel}, ${cell.colTitle} ${cell.colLabel}: ${cell.value}. `
+    + `Row ${cell.row + 1} of ${cell.rows}, column ${cell.col + 1} of ${cell.cols}.`;
+}
+
+/**
+ * Up to NAMED_LABELS of `labels`, then how many more.
+ * @param {string[]} labels
+ */
+function someLabels(labels) {
+  const shown = labels.slice(0, NAMED_LABELS).join(", ");
+  return labels.length > NAMED_LABELS ? `${shown} and ${labels.length - NAMED_LABELS} more` : shown;
+}
+
+/**
+ * A heatmap's accessible name: its title, its shape and its axes' tokens.
+ * @param {string} title @param {string} rowTitle @param {string} colTitle
+ * @param {string[]} rowLabels @param {string[]} colLabels
+ */
+function chartName(title, rowTitle, colTitle, rowLabels, colLabels) {
+  return `Heatmap: ${title}. ${rowLabels.length} × ${colLabels.length} matrix; `
+    + `rows (${rowTitle}): ${someLabels(rowLabels)}; columns (${colTitle}): ${someLabels(colLabels)}.`;
+}
+
+/**
+ * The matrix as table rows of text, at most `limit` rows and columns: a header
+ * row (the corner, then the column labels), then each row's label and values.
+ * @param {ArrayLike<number>} values row-major @param {string[]} rowLabels
+ * @param {string[]} colLabels @param {string[] | null} words @param {number} limit
+ * @returns {string[][]}
+ */
+function tableRows(values, rowLabels, colLabels, words, limit) {
+  const cols = colLabels.length;
+  const shownCols = Math.min(cols, limit);
+  const out = [["", ...colLabels.slice(0, shownCols)]];
+  for (let r = 0; r < Math.min(rowLabels.length, limit); r++) {
+    const row = [rowLabels[r]];
+    for (let c = 0; c < shownCols; c++) row.push(valueText(values[r * cols + c], words));
+    out.push(row);
   }
-  return { header, matrices, missing };
+  return out;
 }
 
 // ---- seam.js ----
@@ -160,6 +303,79 @@ function checkSeam(gd) {
     broken.push(`${SEAM_ASSUMPTIONS[4]} (now ${app?.dataset.testScriptState})`);
   }
   return broken;
+}
+
+// ---- decode.js ----
+// @ts-check
+// Decoding payloads (explorer.render.payload.encode): pure, apart from the matrix store
+// it is handed.
+//
+// Payload: uint32 header length (little-endian), the header as UTF-8 JSON,
+// zero padding to a multiple of 4, then one float32 block per entry of
+// header.blocks that is not marked `cached`.
+
+/** @typedef {{rows: number, cols: number, hash: string, cached: boolean}} Block */
+
+/** The matrices a page holds, by hash, least recently used first, within a byte budget. */
+class MatrixStore {
+  /** @param {number} budget bytes kept at most */
+  constructor(budget) {
+    this.budget = budget;
+    /** @type {Map<string, Float32Array>} */
+    this.byHash = new Map();
+  }
+
+  /** @param {string} hash */
+  get(hash) {
+    return this.byHash.get(hash);
+  }
+
+  /** Keep `values` under `hash`, dropping the least recently kept beyond the budget.
+   * @param {string} hash @param {Float32Array} values */
+  keep(hash, values) {
+    this.byHash.delete(hash);
+    this.byHash.set(hash, values);
+    let bytes = 0;
+    for (const v of this.byHash.values()) bytes += v.byteLength;
+    for (const [key, v] of this.byHash) {
+      if (bytes <= this.budget) break;
+      this.byHash.delete(key);
+      bytes -= v.byteLength;
+    }
+  }
+}
+
+/**
+ * The header and the matrices of a payload; `missing` lists the hashes of
+ * matrices sent earlier (marked `cached`) that `store` no longer holds. Every
+ * block sent is kept in `store`.
+ * @param {ArrayBuffer | Uint8Array} bytes
+ * @param {MatrixStore} store
+ * @returns {{header: any, matrices: (Float32Array | undefined)[], missing: string[]}}
+ */
+function decodePayload(bytes, store) {
+  const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+  const view = new DataView(u8.buffer, u8.byteOffset, u8.byteLength);
+  const headerLength = view.getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(u8.subarray(4, 4 + headerLength)));
+  let offset = 4 + headerLength + ((4 - (headerLength % 4)) % 4);
+  const matrices = [];
+  const missing = [];
+  for (const block of /** @type {Block[]} */ (header.blocks)) {
+    if (block.cached) {
+      const known = store.get(block.hash);
+      if (!known) missing.push(block.hash);
+      matrices.push(known);
+      continue;
+    }
+    const n = block.rows * block.cols;
+    const values = new Float32Array(u8.buffer.slice(u8.byteOffset + offset,
+                                                    u8.byteOffset + offset + 4 * n));
+    offset += 4 * n;
+    store.keep(block.hash, values);
+    matrices.push(values);
+  }
+  return { header, matrices, missing };
 }
 
 // ---- state.js ----
@@ -265,6 +481,378 @@ function moveChart(from, to, state) {
   PAGE.charts.add(to);
 }
 
+// ---- style.js ----
+// @ts-check
+// The page's own CSS for pickers, the line view's switch, the plots kept
+// off-screen (spares, a hidden line view) and a heatmap's cursor and table: added once.
+
+const STYLE = `
+.explorer-picker { font-family: inherit; margin-bottom: 0.5rem; }
+.explorer-picker label { display: block; font-size: 14px; margin-bottom: 0.25rem;
+  color: rgb(49, 51, 63); }
+.explorer-picker select { width: 100%; font: inherit; font-size: 14px; padding: 0.5rem 0.6rem;
+  border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; background: #f0f2f6;
+  color: rgb(49, 51, 63); }
+.explorer-picker [role=radiogroup] { display: flex; flex-wrap: wrap; gap: 0; }
+.explorer-picker button { font: inherit; font-size: 14px; padding: 0.25rem 0.75rem;
+  border: 1px solid rgba(49, 51, 63, 0.2); background: #fff; color: rgb(49, 51, 63);
+  cursor: pointer; margin-left: -1px; }
+.explorer-picker button:first-child { border-radius: 0.5rem 0 0 0.5rem; margin-left: 0; }
+.explorer-picker button:last-child { border-radius: 0 0.5rem 0.5rem 0; }
+.explorer-offscreen { position: absolute !important; left: -100000px; top: 0;
+  visibility: hidden; }
+.explorer-spare { position: absolute !important; left: -100000px; top: 0; }
+.explorer-lines-toggle { display: flex; align-items: center; gap: 0.4rem; font-size: 14px;
+  margin: 0.25rem 0 0.5rem; cursor: pointer; color: rgb(49, 51, 63); }
+.explorer-lines-toggle input { accent-color: #b3303d; width: 1rem; height: 1rem; }
+.explorer-picker button[aria-checked=true] { color: #b3303d; border-color: #b3303d;
+  background: rgba(255, 75, 75, 0.08); position: relative; }
+/* Keyboard and screen reader (access.js): the cursor's element over the plot area while
+   focused, a cursor ringed black and white (3:1 or more against any cell colour). */
+.explorer-host { position: relative; }
+.explorer-visually-hidden { position: absolute !important; width: 1px; height: 1px;
+  overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
+.explorer-keys { position: absolute; left: 0; top: 0;
+  pointer-events: none; outline: none; z-index: 1; }
+.explorer-keys:focus-visible { outline: 3px solid #161514; outline-offset: 3px; }
+.explorer-cursor { position: absolute; display: none; box-sizing: border-box;
+  border: 3px solid #000; box-shadow: 0 0 0 2px #fff, inset 0 0 0 2px #fff; }
+.explorer-keys:focus .explorer-cursor { display: block; }
+.explorer-table { font-size: 14px; margin: 0.25rem 0 0.5rem; }
+.explorer-table summary { cursor: pointer; min-height: 24px; color: rgb(49, 51, 63); }
+.explorer-table table { border-collapse: collapse; margin-top: 0.25rem; display: block;
+  overflow-x: auto; max-width: 100%; }
+.explorer-table th, .explorer-table td { border: 1px solid #ccc; padding: 2px 6px;
+  text-align: right; font-variant-numeric: tabular-nums; }
+`;
+
+/** Add the page's CSS, once. */
+function addStyle() {
+  if (document.getElementById("explorer-picker-style")) return;
+  const style = document.createElement("style");
+  style.id = "explorer-picker-style";
+  style.textContent = STYLE;
+  document.head.appendChild(style);
+}
+
+// ---- view.js ----
+// @ts-check
+// The page's view and what a chart draws for it: the head it shows, the
+// variant of the figure for that head, and the outlines of the query token's
+// row and of the explained cell. Pure.
+
+/**
+ * The page's view, shared by its charts and pickers: the query token (a row
+ * index or null), the explained cell ([step, row, col, head] or null), the head
+ * shown and whether the weights are drawn as lines.
+ * @typedef {{query: number | null, cell: number[] | null, head: number, lines: boolean}} View
+ */
+
+const MARK_NAMES = ["query", "cell"]; // the shapes that follow the view (explorer.render.figures)
+
+/**
+ * The outlines of the page's view in a chart with `marks` (explorer.render.figures.
+ * heatmap_chart): the query token's row where the rows are tokens, and the
+ * explained cell where it lies (its step; its head for a per-head step; its
+ * column among those the chart shows).
+ * @param {any} marks @param {View} view @param {number | null} head
+ * @returns {object[]}
+ */
+function markShapes(marks, view, head) {
+  const out = [];
+  const { rows, cols, styles } = marks;
+  const offset = marks.colOffset ?? 0;
+  if (marks.queryRows && view.query !== null && view.query !== undefined && view.query < rows) {
+    out.push({ type: "rect", name: "query", xref: "paper", x0: 0, x1: 1, yref: "y",
+               y0: view.query - 0.5, y1: view.query + 0.5, line: styles.query });
+  }
+  const cell = view.cell;
+  if (cell && cell[0] === marks.step && (!marks.perHead || cell[3] === head)) {
+    const [row, col] = [cell[1], cell[2] - offset];
+    if (row < rows && col >= 0 && col < cols) {
+      out.push({ type: "rect", name: "cell", xref: "x", yref: "y", x0: col - 0.5,
+                 x1: col + 0.5, y0: row - 0.5, y1: row + 0.5, line: styles.cell });
+    }
+  }
+  return out;
+}
+
+/**
+ * The head a chart shows for `view`: the view's head where the chart carries
+ * that head's variant, else the head it was built for; null for a chart whose
+ * picture is the same for every head.
+ * @param {any} header @param {View} view
+ * @returns {number | null}
+ */
+function headShown(header, view) {
+  const heads = header.heads;
+  if (heads && view.head < heads.length) return view.head;
+  return header.marks?.perHead || heads ? header.marks.head : null;
+}
+
+/**
+ * `header.figure` as the page's view wants it: the variant of the head shown
+ * (its matrix, title, colour range, frame and first column) and, once the
+ * page's view is `known`, the view's outlines in place of those it was built with.
+ * @param {any} header @param {View} view @param {boolean} known
+ * @returns {{figure: {data: any[], layout: any}, marks: any, head: number | null, filename: string}}
+ */
+function figureFor(header, view, known) {
+  const head = headShown(header, view);
+  const variant = head === null ? undefined : header.heads?.[head];
+  let { data, layout } = header.figure;
+  let marks = header.marks;
+  if (variant && head !== header.marks.head) {
+    const [first, ...rest] = data;
+    const trace = { ...first, matrix: { ...first.matrix, block: variant.block },
+                    zmin: variant.zmin, zmax: variant.zmax, colorscale: variant.colorscale };
+    if (variant.x) trace.x = variant.x;
+    data = [trace, ...rest];
+    layout = { ...layout, title: { ...layout.title, text: variant.title },
+               shapes: (layout.shapes ?? []).map((/** @type {any} */ s) => (s.name === "frame"
+                 ? { ...s, line: { ...s.line, color: variant.frame } } : s)) };
+    marks = { ...marks, head, colOffset: variant.colOffset };
+  }
+  if (marks && known) {
+    const others = (layout.shapes ?? []).filter((/** @type {any} */ s) => !MARK_NAMES.includes(s.name));
+    layout = { ...layout, shapes: [...markShapes(marks, view, head), ...others] };
+  }
+  return { figure: { data, layout }, marks, head,
+           filename: variant?.filename ?? header.filename };
+}
+
+/**
+ * What a chart's picture depends on, apart from the view's outlines and head
+ * (the outlines it was built with are left out):
+ * two payloads with the same key draw the same picture. Blocks are named by
+ * their hash (payloads built for different heads hold the same matrices in
+ * another order).
+ * @param {any} header
+ */
+function pictureKey(header) {
+  const hashes = header.blocks.map((/** @type {any} */ b) => b.hash);
+  const blank = { head: 0, query: null, cell: null, lines: false };
+  return JSON.stringify(
+    [figureFor(header, blank, true).figure, header.size, header.columns, header.heads,
+     [...hashes].sort()],
+    (key, value) => (key === "block" ? hashes[value] : value));
+}
+
+/**
+ * The outlines to draw when a cell of a chart with `marks` is clicked: the
+ * view change (its cell, and its row as the query where the rows are tokens),
+ * or null for a chart that explains no cell.
+ * @param {any} marks @param {{trace: number, row: number, col: number}} cell
+ * @returns {Partial<View> | null}
+ */
+function viewOfClick(marks, cell) {
+  if (!marks?.step) return null;
+  /** @type {Partial<View>} */
+  const change = { cell: [marks.step, cell.row, cell.col + (marks.colOffset ?? 0), marks.head] };
+  if (marks.queryRows) change.query = cell.row;
+  return change;
+}
+
+// ---- access.js ----
+// @ts-check
+// A heatmap for the keyboard and a screen reader (issue 50): its accessible
+// name, a cell cursor moved by the keys (keys.js) whose Enter explains the
+// cell through the same `onClick` as a mouse click, a live region that says
+// the cell, and its matrix as a table behind a "Show as table" switch. Every
+// label is put in the page as text (visitor tokens are never HTML).
+
+
+/** @typedef {import("./state.js").ChartState} ChartState */
+
+/** The table shows at most this many rows and columns (the CSV download has them all). */
+const TABLE_LIMIT = 64;
+
+let HINTS = 0;
+
+/** @type {WeakMap<Element, () => void>} the cursor's element -> put it over the plot area */
+const PLACERS = new WeakMap();
+
+/**
+ * The heatmap the chart shows now (the head on screen), as words: its name,
+ * axes' titles and labels, its values and a mask's words; null for a chart
+ * that is not one heatmap (a grid of heads, a line chart).
+ * @param {ChartState} chart
+ */
+function shownMatrix(chart) {
+  if (!chart.header) return null;
+  const { figure } = figureFor(chart.header, PAGE.view, PAGE.known);
+  const spec = figure.data[0];
+  if (figure.data.length !== 1 || !spec?.matrix) return null;
+  const values = chart.matrices[spec.matrix.block];
+  if (!values) return null;
+  const { layout } = figure;
+  return {
+    title: plainText(layout.title?.text),
+    rowTitle: axisName(layout.yaxis?.title?.text ?? "row"),
+    colTitle: axisName(layout.xaxis?.title?.text ?? "column"),
+    rowLabels: (spec.y ?? []).map(plainText), colLabels: (spec.x ?? []).map(plainText),
+    rows: spec.matrix.rows, cols: spec.matrix.cols, values,
+    words: spec.matrix.words ?? null,
+  };
+}
+
+/**
+ * Give the chart of `parent` (whose plot on screen `onScreen()` returns) its
+ * keyboard cursor, live region and table, once; then, on every call, its name
+ * and table for what it shows now.
+ * @param {HTMLElement} parent @param {ChartState} chart @param {() => HTMLElement} onScreen
+ */
+function describeChart(parent, chart, onScreen) {
+  if (!chart.header) return;
+  let keys = /** @type {HTMLElement | null} */ (parent.querySelector(":scope > .explorer-keys"));
+  if (!keys) keys = addKeys(parent, chart, onScreen);
+  const matrix = shownMatrix(chart);
+  const details = /** @type {HTMLDetailsElement} */ (parent.querySelector(":scope > .explorer-table"));
+  details.hidden = !matrix;
+  if (!matrix) { // a grid of heads, a line chart: a named picture, no cursor
+    const { figure } = figureFor(chart.header, PAGE.view, PAGE.known);
+    const heatmaps = figure.data.filter((/** @type {any} */ t) => t.matrix).length;
+    keys.removeAttribute("tabindex");
+    keys.removeAttribute("aria-roledescription");
+    keys.removeAttribute("aria-describedby");
+    keys.setAttribute("role", "img");
+    keys.setAttribute("aria-label", `Chart: ${plainText(figure.layout.title?.text) || "untitled"}`
+      + (heatmaps > 1 ? `, ${heatmaps} heatmaps` : ""));
+    return;
+  }
+  keys.tabIndex = 0;
+  keys.setAttribute("aria-describedby", keys.dataset.hint ?? "");
+  keys.setAttribute("role", "application");
+  keys.setAttribute("aria-roledescription", "heatmap");
+  keys.setAttribute("aria-label", chartName(matrix.title, matrix.rowTitle, matrix.colTitle,
+                                            matrix.rowLabels, matrix.colLabels));
+  PLACERS.get(keys)?.();
+  if (details.open) fillTable(details, chart);
+}
+
+/**
+ * The cursor's element (focusable, over the plot area while focused), the live
+ * region and the table's switch, added to `parent`.
+ * @param {HTMLElement} parent @param {ChartState} chart @param {() => HTMLElement} onScreen
+ */
+function addKeys(parent, chart, onScreen) {
+  addStyle();
+  parent.classList.add("explorer-host");
+  const hint = document.createElement("p");
+  hint.id = `explorer-keys-hint-${++HINTS}`;
+  hint.className = "explorer-visually-hidden";
+  hint.textContent = "Arrow keys move the cell cursor, Home and End go to the row's ends, "
+    + "Enter explains the cell, Escape leaves the chart.";
+  const keys = document.createElement("div");
+  keys.className = "explorer-keys";
+  keys.dataset.hint = hint.id; // what the keys do, said after the chart's name
+  const cursor = document.createElement("div");
+  cursor.className = "explorer-cursor";
+  keys.append(cursor);
+  const live = document.createElement("div");
+  live.className = "explorer-visually-hidden explorer-live";
+  live.setAttribute("aria-live", "polite");
+  const details = document.createElement("details");
+  details.className = "explorer-table";
+  const summary = document.createElement("summary");
+  summary.textContent = "Show as table";
+  details.append(summary);
+  details.addEventListener("toggle", () => { if (details.open) fillTable(details, chart); });
+  parent.prepend(hint, keys, live);
+  parent.append(details);
+  let at = { row: 0, col: 0 };
+  const place = () => {
+    const matrix = shownMatrix(chart);
+    const area = plotAreaBox(onScreen());
+    if (!matrix || !area) return null;
+    at = { row: Math.min(at.row, matrix.rows - 1), col: Math.min(at.col, matrix.cols - 1) };
+    const host = parent.getBoundingClientRect();
+    Object.assign(keys.style, { left: `${area.left - host.left}px`, top: `${area.top - host.top}px`,
+                                width: `${area.width}px`, height: `${area.height}px` });
+    const w = area.width / matrix.cols;
+    const h = area.height / matrix.rows;
+    Object.assign(cursor.style, { left: `${at.col * w}px`, top: `${at.row * h}px`,
+                                  width: `${w}px`, height: `${h}px` });
+    return matrix;
+  };
+  const say = (/** @type {string} */ text) => { live.textContent = text; };
+  const announce = () => {
+    const matrix = place();
+    if (!matrix) return;
+    const value = matrix.values[at.row * matrix.cols + at.col];
+    say(cellAnnouncement({ ...matrix, rowLabel: matrix.rowLabels[at.row] ?? "",
+                           colLabel: matrix.colLabels[at.col] ?? "",
+                           value: valueText(value, matrix.words),
+                           row: at.row, col: at.col }));
+  };
+  PLACERS.set(keys, place);
+  keys.addEventListener("focus", () => {
+    describeChart(parent, chart, onScreen); // the head shown may have changed since
+    announce();
+  });
+  keys.addEventListener("keydown", (event) => {
+    const matrix = shownMatrix(chart);
+    if (!matrix || event.altKey || event.ctrlKey || event.metaKey) return;
+    const next = moveCursor(at, event.key, matrix.rows, matrix.cols);
+    if (next === null) return;
+    event.preventDefault();
+    if (next === "leave") {
+      keys.blur();
+    } else if (next === "explain") {
+      if (chart.onClick) {
+        chart.onClick({ trace: 0, row: at.row, col: at.col }); // as a click on the cell
+        say(`Explained: ${matrix.rowLabels[at.row] ?? ""}, ${matrix.colLabels[at.col] ?? ""}.`);
+      } else {
+        say("This chart explains no cell.");
+      }
+    } else {
+      at = next;
+      announce();
+    }
+  });
+  return keys;
+}
+
+/**
+ * (Re)build the table of the matrix `chart` shows, under its switch `details`:
+ * row and column headers, the values as the hover writes them.
+ * @param {HTMLDetailsElement} details @param {ChartState} chart
+ */
+function fillTable(details, chart) {
+  details.querySelector("table")?.remove();
+  details.querySelector("p")?.remove();
+  const matrix = shownMatrix(chart);
+  if (!matrix) return;
+  const rows = tableRows(matrix.values, matrix.rowLabels, matrix.colLabels, matrix.words,
+                         TABLE_LIMIT);
+  const table = document.createElement("table");
+  const caption = document.createElement("caption");
+  caption.textContent = `${matrix.title}: rows ${matrix.rowTitle}, columns ${matrix.colTitle}`;
+  table.append(caption);
+  const head = document.createElement("thead");
+  const body = document.createElement("tbody");
+  rows.forEach((cells, r) => {
+    const tr = document.createElement("tr");
+    cells.forEach((text, c) => {
+      const header = (r === 0) !== (c === 0); // the corner is an empty data cell
+      const cell = document.createElement(header ? "th" : "td");
+      cell.textContent = text;
+      if (header) cell.setAttribute("scope", r === 0 ? "col" : "row");
+      tr.append(cell);
+    });
+    (r === 0 ? head : body).append(tr);
+  });
+  table.append(head, body);
+  table.tabIndex = 0; // it scrolls sideways when wide: reachable by keyboard
+  details.append(table);
+  if (matrix.rows > TABLE_LIMIT || matrix.cols > TABLE_LIMIT) {
+    const note = document.createElement("p");
+    note.textContent = `The first ${TABLE_LIMIT} rows and columns of ${matrix.rows} × `
+      + `${matrix.cols}: the CSV download holds them all.`;
+    details.append(note);
+  }
+}
+
 // ---- clicks.js ----
 // @ts-check
 // Clicks on a heatmap's cells, reported to the chart whose plot on screen was
@@ -306,106 +894,6 @@ function cellUnderPointer(gd, mouse) {
   const col = Math.floor(((mouse.clientX + 0.5 - area.left) / area.width) * cols);
   if (row < 0 || row >= rows || col < 0 || col >= cols) return null;
   return [row, col];
-}
-
-// ---- cells.js ----
-// @ts-check
-// Cell text: numbers as the explanations write them, and the decimals and font
-// size a heatmap's cells can show them with. Pure: the text's width comes from
-// a `measure` function (an SVG text in the browser, `measure.js`).
-
-/** @typedef {(text: string, size: number) => number} Measure width in px of `text` at `size` px */
-
-const CELL_FONT_FAMILY = '"Open Sans", verdana, arial, sans-serif'; // Plotly's own default
-const MIN_GAP_PX = 2; // the least air between two numbers or tick labels (issue 31)
-const CELL_PAD_PX = 4; // air beside a cell's number, in all: 2 px each side, so
-// that neighbours keep MIN_GAP_PX and a 3-px outline on the cell's edge stays off it
-const MIN_TEXT_HEIGHT_PX = 14;
-
-/**
- * A number as the explanations write it (explorer.lessons.explain.number): the minus
- * sign U+2212, and no "−0.00" for a value that rounds to zero.
- * @param {number} v @param {number} decimals
- */
-function formatted(v, decimals) {
-  if (Number.isNaN(v)) return "NaN";
-  if (v === Infinity) return "+∞";
-  if (v === -Infinity) return "−∞";
-  const text = v.toFixed(decimals);
-  if (!text.startsWith("-")) return text;
-  return /[1-9]/.test(text) ? `−${text.slice(1)}` : text.slice(1);
-}
-
-/**
- * Rows of a matrix for Plotly, with −∞, +∞ and NaN drawn as gaps; and the
- * smallest and largest finite value, whose texts are the longest.
- * @param {Float32Array} values @param {number} rows @param {number} cols
- * @returns {{rows: Float32Array[], finite: boolean, range: number[]}}
- */
-function rowsOf(values, rows, cols) {
-  let finite = true;
-  let low = Infinity;
-  let high = -Infinity;
-  for (const v of values) {
-    if (!Number.isFinite(v)) {
-      finite = false;
-      continue;
-    }
-    if (v < low) low = v;
-    if (v > high) high = v;
-  }
-  const shown = finite ? values : values.map((v) => (Number.isFinite(v) ? v : NaN));
-  const out = [];
-  for (let r = 0; r < rows; r++) out.push(shown.subarray(r * cols, (r + 1) * cols));
-  return { rows: out, finite, range: Number.isFinite(low) ? [low, high] : [] };
-}
-
-/**
- * `label(value)` of every value, as rows.
- * @param {ArrayLike<number>} values @param {number} rows @param {number} cols
- * @param {(v: number) => string} label
- * @returns {string[][]}
- */
-function labelsOf(values, rows, cols, label) {
-  const out = [];
-  for (let r = 0; r < rows; r++) {
-    const row = new Array(cols);
-    for (let c = 0; c < cols; c++) row[c] = label(values[r * cols + c]);
-    out.push(row);
-  }
-  return out;
-}
-
-/**
- * A line of text's height at `size` px where nothing measures it: Plotly's
- * font's box is about 1.36 em.
- * @param {number} size
- */
-function lineHeightOf(size) {
-  return Math.ceil(size * 1.36);
-}
-
-/**
- * The decimals and font size a cell of this size shows its numbers with: the
- * most decimals of `allowed` (4, 2) whose widest text, that of the smallest or
- * the largest value (`range`), fits the cell at one of `sizes` with CELL_PAD_PX
- * beside it and MIN_GAP_PX above (and at least MIN_TEXT_HEIGHT_PX tall); null for none.
- * @param {number} cellWidth @param {number} cellHeight @param {number[]} allowed
- * @param {number[]} range @param {number[]} sizes @param {Measure} measure
- * @param {(size: number) => number} [lineHeight] px of a line at `size` px
- * @returns {{decimals: number, size: number} | null}
- */
-function textFor(cellWidth, cellHeight, allowed, range, sizes, measure,
-                        lineHeight = lineHeightOf) {
-  if (cellHeight < MIN_TEXT_HEIGHT_PX) return null;
-  for (const decimals of allowed) {
-    for (const size of sizes) {
-      if (lineHeight(size) + MIN_GAP_PX > cellHeight) continue;
-      const widest = Math.max(0, ...range.map((v) => measure(formatted(v, decimals), size)));
-      if (widest + CELL_PAD_PX <= cellWidth) return { decimals, size };
-    }
-  }
-  return null;
 }
 
 // ---- axes.js ----
@@ -514,7 +1002,8 @@ function traceWithMatrix(spec, matrices, area, nCharts, measure,
   // Plotly's %{z:.4f} writes a hyphen: a matrix with a negative number gets its
   // hover labels from `formatted`, with the minus sign U+2212 as the page writes it.
   if (m.words || !finite || decimals !== null || range[0] < 0) {
-    const exact = m.words ? word : (/** @type {number} */ v) => formatted(v, 4);
+    // a causal mask's −∞ reads "masked (−∞)", not only a grey gap (issue 50)
+    const exact = m.words ? word : (/** @type {number} */ v) => valueText(v);
     trace.customdata = labelsOf(values, m.rows, m.cols, exact);
     trace.hovertemplate = `${m.hover}value: %{customdata}<extra></extra>`;
   } else {
@@ -926,161 +1415,6 @@ function painted(el, by) {
     el.dataset.paintedBy = by;
     el.dispatchEvent(new CustomEvent("explorer:painted", { bubbles: true, detail: { by } }));
   });
-}
-
-// ---- style.js ----
-// @ts-check
-// The page's own CSS for pickers, the line view's switch and the plots kept
-// off-screen (spares, a hidden line view): added once.
-
-const STYLE = `
-.explorer-picker { font-family: inherit; margin-bottom: 0.5rem; }
-.explorer-picker label { display: block; font-size: 14px; margin-bottom: 0.25rem;
-  color: rgb(49, 51, 63); }
-.explorer-picker select { width: 100%; font: inherit; font-size: 14px; padding: 0.5rem 0.6rem;
-  border: 1px solid rgba(49, 51, 63, 0.2); border-radius: 0.5rem; background: #f0f2f6;
-  color: rgb(49, 51, 63); }
-.explorer-picker [role=radiogroup] { display: flex; flex-wrap: wrap; gap: 0; }
-.explorer-picker button { font: inherit; font-size: 14px; padding: 0.25rem 0.75rem;
-  border: 1px solid rgba(49, 51, 63, 0.2); background: #fff; color: rgb(49, 51, 63);
-  cursor: pointer; margin-left: -1px; }
-.explorer-picker button:first-child { border-radius: 0.5rem 0 0 0.5rem; margin-left: 0; }
-.explorer-picker button:last-child { border-radius: 0 0.5rem 0.5rem 0; }
-.explorer-offscreen { position: absolute !important; left: -100000px; top: 0;
-  visibility: hidden; }
-.explorer-spare { position: absolute !important; left: -100000px; top: 0; }
-.explorer-lines-toggle { display: flex; align-items: center; gap: 0.4rem; font-size: 14px;
-  margin: 0.25rem 0 0.5rem; cursor: pointer; color: rgb(49, 51, 63); }
-.explorer-lines-toggle input { accent-color: #ff4b4b; width: 1rem; height: 1rem; }
-.explorer-picker button[aria-checked=true] { color: #ff4b4b; border-color: #ff4b4b;
-  background: rgba(255, 75, 75, 0.08); position: relative; }
-`;
-
-/** Add the page's CSS, once. */
-function addStyle() {
-  if (document.getElementById("explorer-picker-style")) return;
-  const style = document.createElement("style");
-  style.id = "explorer-picker-style";
-  style.textContent = STYLE;
-  document.head.appendChild(style);
-}
-
-// ---- view.js ----
-// @ts-check
-// The page's view and what a chart draws for it: the head it shows, the
-// variant of the figure for that head, and the outlines of the query token's
-// row and of the explained cell. Pure.
-
-/**
- * The page's view, shared by its charts and pickers: the query token (a row
- * index or null), the explained cell ([step, row, col, head] or null), the head
- * shown and whether the weights are drawn as lines.
- * @typedef {{query: number | null, cell: number[] | null, head: number, lines: boolean}} View
- */
-
-const MARK_NAMES = ["query", "cell"]; // the shapes that follow the view (explorer.render.figures)
-
-/**
- * The outlines of the page's view in a chart with `marks` (explorer.render.figures.
- * heatmap_chart): the query token's row where the rows are tokens, and the
- * explained cell where it lies (its step; its head for a per-head step; its
- * column among those the chart shows).
- * @param {any} marks @param {View} view @param {number | null} head
- * @returns {object[]}
- */
-function markShapes(marks, view, head) {
-  const out = [];
-  const { rows, cols, styles } = marks;
-  const offset = marks.colOffset ?? 0;
-  if (marks.queryRows && view.query !== null && view.query !== undefined && view.query < rows) {
-    out.push({ type: "rect", name: "query", xref: "paper", x0: 0, x1: 1, yref: "y",
-               y0: view.query - 0.5, y1: view.query + 0.5, line: styles.query });
-  }
-  const cell = view.cell;
-  if (cell && cell[0] === marks.step && (!marks.perHead || cell[3] === head)) {
-    const [row, col] = [cell[1], cell[2] - offset];
-    if (row < rows && col >= 0 && col < cols) {
-      out.push({ type: "rect", name: "cell", xref: "x", yref: "y", x0: col - 0.5,
-                 x1: col + 0.5, y0: row - 0.5, y1: row + 0.5, line: styles.cell });
-    }
-  }
-  return out;
-}
-
-/**
- * The head a chart shows for `view`: the view's head where the chart carries
- * that head's variant, else the head it was built for; null for a chart whose
- * picture is the same for every head.
- * @param {any} header @param {View} view
- * @returns {number | null}
- */
-function headShown(header, view) {
-  const heads = header.heads;
-  if (heads && view.head < heads.length) return view.head;
-  return header.marks?.perHead || heads ? header.marks.head : null;
-}
-
-/**
- * `header.figure` as the page's view wants it: the variant of the head shown
- * (its matrix, title, colour range, frame and first column) and, once the
- * page's view is `known`, the view's outlines in place of those it was built with.
- * @param {any} header @param {View} view @param {boolean} known
- * @returns {{figure: {data: any[], layout: any}, marks: any, head: number | null, filename: string}}
- */
-function figureFor(header, view, known) {
-  const head = headShown(header, view);
-  const variant = head === null ? undefined : header.heads?.[head];
-  let { data, layout } = header.figure;
-  let marks = header.marks;
-  if (variant && head !== header.marks.head) {
-    const [first, ...rest] = data;
-    const trace = { ...first, matrix: { ...first.matrix, block: variant.block },
-                    zmin: variant.zmin, zmax: variant.zmax, colorscale: variant.colorscale };
-    if (variant.x) trace.x = variant.x;
-    data = [trace, ...rest];
-    layout = { ...layout, title: { ...layout.title, text: variant.title },
-               shapes: (layout.shapes ?? []).map((/** @type {any} */ s) => (s.name === "frame"
-                 ? { ...s, line: { ...s.line, color: variant.frame } } : s)) };
-    marks = { ...marks, head, colOffset: variant.colOffset };
-  }
-  if (marks && known) {
-    const others = (layout.shapes ?? []).filter((/** @type {any} */ s) => !MARK_NAMES.includes(s.name));
-    layout = { ...layout, shapes: [...markShapes(marks, view, head), ...others] };
-  }
-  return { figure: { data, layout }, marks, head,
-           filename: variant?.filename ?? header.filename };
-}
-
-/**
- * What a chart's picture depends on, apart from the view's outlines and head
- * (the outlines it was built with are left out):
- * two payloads with the same key draw the same picture. Blocks are named by
- * their hash (payloads built for different heads hold the same matrices in
- * another order).
- * @param {any} header
- */
-function pictureKey(header) {
-  const hashes = header.blocks.map((/** @type {any} */ b) => b.hash);
-  const blank = { head: 0, query: null, cell: null, lines: false };
-  return JSON.stringify(
-    [figureFor(header, blank, true).figure, header.size, header.columns, header.heads,
-     [...hashes].sort()],
-    (key, value) => (key === "block" ? hashes[value] : value));
-}
-
-/**
- * The outlines to draw when a cell of a chart with `marks` is clicked: the
- * view change (its cell, and its row as the query where the rows are tokens),
- * or null for a chart that explains no cell.
- * @param {any} marks @param {{trace: number, row: number, col: number}} cell
- * @returns {Partial<View> | null}
- */
-function viewOfClick(marks, cell) {
-  if (!marks?.step) return null;
-  /** @type {Partial<View>} */
-  const change = { cell: [marks.step, cell.row, cell.col + (marks.colOffset ?? 0), marks.head] };
-  if (marks.queryRows) change.query = cell.row;
-  return change;
 }
 
 // ---- line-view.js ----
@@ -1908,7 +2242,9 @@ function mountPicker(component) {
 //   - lines.js, line-view.js: the weights as lines under their heatmap;
 //   - pickers.js: the query and head pickers;
 //   - state.js: the page's view and each chart's state (`ChartState`);
-//   - seam.js: every use of Plotly's and Streamlit's private parts.
+//   - seam.js: every use of Plotly's and Streamlit's private parts;
+//   - keys.js, access.js: a heatmap's name, cell cursor, live region and table
+//     (keyboard and screen reader).
 // Each module imports only those below it (tests/render/test_chart_js.py): the
 // ones that draw report back through the callbacks they are given (`onClick`,
 // the line view's `onToggle`), not by importing the page.
@@ -1999,6 +2335,7 @@ export default function mountChart(component) {
       // Still drawing when a later drawing started, or when a newer payload made the
       // chart stale while this one drew (schedule.js): that one clears the mark.
       if (round === chart.drawRound && !isStale(main)) delete main.dataset.drawing;
+      describeChart(parentElement, chart, onScreen);
     });
   };
   // The same picture as last time (a rerun that changed other charts, or one
@@ -2006,7 +2343,7 @@ export default function mountChart(component) {
   // nothing to draw but what the view changed.
   const picture = pictureKey(header);
   if (picture === chart.picture) {
-    follow(onScreen(), chart);
+    follow(onScreen(), chart).then(() => describeChart(parentElement, chart, onScreen));
     return;
   }
   chart.picture = picture;

@@ -207,7 +207,7 @@ def _elsewhere(values: dict) -> None:
     st.info("This server does not run visitors' code, so paste nothing here: run the same "
             "check where your code lives. It prints the same report.")
     st.markdown("**In a notebook**, after defining your class:")
-    st.code(notebook, language="python")
+    st.code(notebook, language="python", wrap_lines=True)  # no sideways scroll
     st.markdown("**In a shell**, from this project's folder, with your class in "
                 "my_attention.py (it exits with 1 on a difference):")
     st.code(shell, language="bash", wrap_lines=True)

@@ -163,7 +163,7 @@ def settings() -> ModelView | None:
         name = values["model"] if values["model"] in MODEL_CHOICES else DEFAULT_MODEL
         st.markdown(f"Fetch {MODEL_CHOICES[name].label} once, on a machine with internet access "
                     "(or copy its Hugging Face cache here):")
-        st.code(download_command(name), language="bash")
+        st.code(download_command(name), language="bash", wrap_lines=True)  # no sideways scroll
         if packaged.installed() and values["model"] != packaged.NAME:
             st.caption(f"Or choose {MODEL_CHOICES[packaged.NAME].label} in the sidebar: "
                        "it is installed on this machine and needs no network.")

@@ -19,7 +19,9 @@
 //   - lines.js, line-view.js: the weights as lines under their heatmap;
 //   - pickers.js: the query and head pickers;
 //   - state.js: the page's view and each chart's state (`ChartState`);
-//   - seam.js: every use of Plotly's and Streamlit's private parts.
+//   - seam.js: every use of Plotly's and Streamlit's private parts;
+//   - keys.js, access.js: a heatmap's name, cell cursor, live region and table
+//     (keyboard and screen reader).
 // Each module imports only those below it (tests/render/test_chart_js.py): the
 // ones that draw report back through the callbacks they are given (`onClick`,
 // the line view's `onToggle`), not by importing the page.
@@ -27,6 +29,7 @@
 // report (explorer/render/export.py, which inlines these modules as one), and `draw`
 // the benchmark's floor page.
 
+import { describeChart } from "./access.js";
 import { decodePayload } from "./decode.js";
 import { drawChart } from "./draw.js";
 import { layoutFor } from "./figure.js";
@@ -121,6 +124,7 @@ export default function mountChart(component) {
       // Still drawing when a later drawing started, or when a newer payload made the
       // chart stale while this one drew (schedule.js): that one clears the mark.
       if (round === chart.drawRound && !isStale(main)) delete main.dataset.drawing;
+      describeChart(parentElement, chart, onScreen);
     });
   };
   // The same picture as last time (a rerun that changed other charts, or one
@@ -128,7 +132,7 @@ export default function mountChart(component) {
   // nothing to draw but what the view changed.
   const picture = pictureKey(header);
   if (picture === chart.picture) {
-    follow(onScreen(), chart);
+    follow(onScreen(), chart).then(() => describeChart(parentElement, chart, onScreen));
     return;
   }
   chart.picture = picture;

@@ -7,6 +7,7 @@
 import { tickPlan, withTicks } from "./axes.js";
 import { formatted, labelsOf, lineHeightOf, MIN_TEXT_HEIGHT_PX, rowsOf, textFor }
   from "./cells.js";
+import { valueText } from "./keys.js";
 
 /** @typedef {import("./cells.js").Measure} Measure */
 /** @typedef {{width: number, height: number}} Area the plot area (the cells), in px */
@@ -41,7 +42,8 @@ export function traceWithMatrix(spec, matrices, area, nCharts, measure,
   // Plotly's %{z:.4f} writes a hyphen: a matrix with a negative number gets its
   // hover labels from `formatted`, with the minus sign U+2212 as the page writes it.
   if (m.words || !finite || decimals !== null || range[0] < 0) {
-    const exact = m.words ? word : (/** @type {number} */ v) => formatted(v, 4);
+    // a causal mask's −∞ reads "masked (−∞)", not only a grey gap (issue 50)
+    const exact = m.words ? word : (/** @type {number} */ v) => valueText(v);
     trace.customdata = labelsOf(values, m.rows, m.cols, exact);
     trace.hovertemplate = `${m.hover}value: %{customdata}<extra></extra>`;
   } else {

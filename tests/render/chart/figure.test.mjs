@@ -140,3 +140,10 @@ test("numbers chosen for a guessed plot area are drawn again for the real one", 
   assert.notEqual(textKey(guessed), textKey(drawn));
   assert.equal(textKey(picture(74)), textKey(drawn));
 });
+
+test("a causal mask's −∞ reads masked in the hover, not only as a grey gap", () => {
+  const masked = [Float32Array.from([0.5, -Infinity, 1, 2])];
+  const { trace } = traceWithMatrix(SPEC, masked, { width: 200, height: 100 }, 1, measure);
+  assert.deepEqual(trace.customdata, [["0.5000", "masked (−∞)"], ["1.0000", "2.0000"]]);
+  assert.ok(Number.isNaN(trace.z[0][1])); // drawn as a gap
+});

@@ -1,0 +1,115 @@
+"""A heatmap for the keyboard and a screen reader in Chromium (issue 50): its
+accessible name, the cell cursor (Tab in, arrows, Home/End, Enter explains the
+cell as a click does, Escape out), the live region and the "Show as table" table
+with the chart's numbers. The pure parts: tests/render/chart/keys.test.mjs."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from tests.browser.test_browser import HOSTILE, chart_count, page_url, settle
+
+SCORES = "Attention scores: ω"
+TOKENS = ["Life", "is", "short", "eat", "dessert", "first"]
+
+
+def _scores(page: Page):
+    """The host (Streamlit's element) of the Self-attention page's scores chart."""
+    return page.locator(".explorer-host", has=page.locator(".gtitle", has_text=SCORES)).first
+
+
+def test_a_heatmap_is_named_and_walked_by_keyboard_and_enter_explains_as_a_click(
+        fresh_server, page: Page):
+    page.goto(page_url(fresh_server, "Self_attention"))
+    settle(page)
+    chart_count(page)
+    host = _scores(page)
+    host.scroll_into_view_if_needed()
+    keys = host.locator(".explorer-keys")
+    name = keys.get_attribute("aria-label")
+    assert name.startswith("Heatmap: Attention scores: ω"), name
+    assert "6 × 6 matrix; rows (query): Life, is, short, eat, dessert, first; " \
+           "columns (key): Life, is, short, eat, dessert, first." in name
+    # Tab from the last focusable element before the chart moves focus into it.
+    keys.evaluate("""(keys) => {
+      const all = [...document.querySelectorAll("a[href], button, input, select, summary, "
+        + "textarea, [tabindex]")].filter((el) => el.tabIndex >= 0 && el.getClientRects().length
+        && !el.disabled);
+      all[all.indexOf(keys) - 1].focus();
+    }""")
+    # (Chromium makes a scroller without focusable content, such as a KaTeX equation a
+    # pixel wider than its box, a Tab stop of its own: one may lie between.)
+    for _ in range(3):
+        page.keyboard.press("Tab")
+        if keys.evaluate("(keys) => document.activeElement === keys"):
+            break
+    expect(keys).to_be_focused()
+    live = host.locator(".explorer-live")
+    expect(live).to_have_text("query Life, key Life: 0.3522. Row 1 of 6, column 1 of 6.")
+    cursor = host.locator(".explorer-cursor")
+    expect(cursor).to_be_visible()
+    area = host.locator(".explorer-chart .nsewdrag").first.bounding_box()
+    box = cursor.bounding_box()
+    assert abs(box["x"] - area["x"]) < 1.5 and abs(box["width"] - area["width"] / 6) < 1.5
+    page.keyboard.press("End")
+    expect(live).to_contain_text("query Life, key first:")
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowDown")
+    expect(live).to_have_text("query is, key Life: −0.6150. Row 2 of 6, column 1 of 6.")
+    box = cursor.bounding_box()
+    assert abs(box["y"] - (area["y"] + area["height"] / 6)) < 1.5
+    page.keyboard.press("Enter")  # what test_browser's click on (is, Life) shows
+    settle(page)
+    explanation = page.get_by_test_id("stCode").filter(has_text="1.3464")
+    expect(explanation).to_have_text("(−0.2336)·0.5177 + 1.3464·(−0.3670) = (−0.6150)")
+    expect(page.get_by_text('ω["is", "Life"]', exact=True)).to_be_visible()
+    keys = _scores(page).locator(".explorer-keys")
+    keys.focus()
+    page.keyboard.press("Escape")
+    expect(keys).not_to_be_focused()
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+
+
+def test_show_as_table_holds_the_charts_numbers_with_headers(fresh_server, page: Page):
+    page.goto(page_url(fresh_server, "Self_attention"))
+    settle(page)
+    chart_count(page)
+    host = _scores(page)
+    host.scroll_into_view_if_needed()
+    summary = host.locator(".explorer-table summary")
+    summary.focus()
+    page.keyboard.press("Enter")  # one keystroke away
+    # As Chromium's accessibility tree gives it to a screen reader (ARIA roles).
+    table = host.get_by_role("table")
+    expect(table).to_be_visible()
+    assert table.get_by_role("columnheader").all_text_contents() == TOKENS
+    assert table.get_by_role("rowheader").all_text_contents() == TOKENS
+    second = table.get_by_role("row").nth(2)  # the header row, then "Life", then "is"
+    assert second.get_by_role("cell").first.text_content() == "−0.6150"  # as the hover says
+    assert second.get_by_role("cell").all_text_contents() == [
+        "−0.6150", "2.4277", "−0.9584", "0.2260", "1.2082", "0.5242"]  # as the chart prints
+
+
+def test_a_masked_cell_reads_masked_and_visitor_tokens_stay_text(fresh_server, page: Page):
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(page_url(fresh_server, "Causal_and_multi_head", sentence=HOSTILE))
+    settle(page)
+    chart_count(page)
+    host = page.locator(".explorer-host", has=page.locator(".gtitle", has_text="Masked scores")
+                        ).first
+    host.scroll_into_view_if_needed()
+    keys = host.locator(".explorer-keys")
+    # HOSTILE's tokens: "<img", "src=x", "onerror=alert(1)>" (as the axes write them).
+    assert "rows (query): <img, src=x, onerror=alert(1)>;" in keys.get_attribute("aria-label")
+    keys.focus()
+    page.keyboard.press("ArrowRight")  # query "<img", key "src=x": in the future
+    expect(host.locator(".explorer-live")).to_have_text(
+        "query <img, key src=x: masked (−∞). Row 1 of 3, column 2 of 3.")
+    host.locator(".explorer-table summary").click()
+    table = host.get_by_role("table")
+    assert table.get_by_role("rowheader").all_text_contents() == [
+        "<img", "src=x", "onerror=alert(1)>"]
+    assert table.get_by_role("row").nth(1).get_by_role("cell").all_text_contents()[1:] == [
+        "masked (−∞)", "masked (−∞)"]
+    assert page.locator("img[src='x']").count() == 0 and dialogs == []
