@@ -237,11 +237,24 @@ def _parameters_text(module: nn.Module) -> str:
     return ", ".join(shown) if shown else "no parameters at all"
 
 
+def _found_names(module: nn.Module) -> list[str]:
+    """The projections `_projection` finds, each by the attribute that holds it:
+    ``to_q (read as W_query)`` for lucidrains' ``to_q``, ``W_query`` for the book's."""
+    found = []
+    for name in _PROJECTIONS:
+        alias = next((a for a in NAMES[name] if _linear(getattr(module, a, None)) is not None), None)
+        if alias is not None:
+            found.append(name if alias == name else f"{alias} (read as {name})")
+    return found
+
+
 def _missing_names(module: nn.Module) -> CheckError:
+    """The refusal: what the check reads, and what ``module`` really holds (its
+    projections by their own attribute names, and its parameters with their shapes)."""
     name = type(module).__name__
-    have = [p for p in _PROJECTIONS if _projection(module, p) is not None]
-    has = f"has {' and '.join(have)} but not the rest" if have else \
-        f"holds {_parameters_text(module)}"
+    have = _found_names(module)
+    has = f"has {' and '.join(have)} but no other projection the check can place; it holds " \
+        f"{_parameters_text(module)}" if have else f"holds {_parameters_text(module)}"
     return CheckError("module", f"the check finds the projections in one of these forms: "
                                 f"{EXPECTED}. {name} {has}. {EXAMPLE}.")
 
@@ -451,6 +464,108 @@ def _read_fused(module: nn.Module, name: str, read: _Linear, causal: bool | None
     return first
 
 
+_FUSED_KV = ("to_kv", "kv", "kv_proj", "W_kv", "wkv", "kv_lin", "c_attn_kv")
+"""The names a fused key-value layer goes by (lucidrains' ``to_kv``, Perceiver-style code)."""
+
+
+def _fused_kv(module: nn.Module, d_in: int, used: set[str]) -> tuple[str, _Linear] | None:
+    """A fused key-value layer beside a query projection: a linear form taking
+    ``d_in`` inputs, of even width, by one of the `_FUSED_KV` names, or the only
+    such layer left that is not the output projection's width."""
+    layers = {name: read for name, read in _linears(module, used).items()
+              if read[0].shape[0] == d_in and read[0].shape[1] % 2 == 0}
+    named = [name for name in _FUSED_KV if name in layers]
+    if named:
+        return named[0], layers[named[0]]
+    return None
+
+
+def _read_q_kv(module: nn.Module, query: tuple[str, _Linear], kv: tuple[str, _Linear],
+               causal: bool | None, n_heads: int | None) -> LearnerWeights:
+    """lucidrains' ``to_q`` + ``to_kv``: W_query from the query layer, W_key and
+    W_value from the fused layer's two halves, as ``to_kv(x).chunk(2, dim=-1)``
+    cuts them (keys first); the head-by-head layout (``(num_heads, 2, head_dim)``)
+    is an alternative, tried when the forward's keys are not those."""
+    (q_name, (w_q, b_q, how_q, o_q)), (kv_name, (w_kv, b_kv, how_kv, o_kv)) = query, kv
+    d = w_kv.shape[1] // 2
+    h = n_heads if n_heads is not None else (heads_evidence(module) or (1, ""))[0]
+    orders = [(0, 1, 2)] + ([(1, 0, 2)] if isinstance(h, int) and h > 1 and d % h == 0 else [])
+    first = None
+    for order in orders:
+        def pick(t: Tensor, order=order) -> list[Tensor]:  # (..., 2·d) -> k, v (..., d)
+            if order == (0, 1, 2):
+                return list(t.chunk(2, dim=-1))
+            t = t.reshape(*t.shape[:-1], h, 2, d // h)
+            return [t[..., i, :].reshape(*t.shape[:-3], d) for i in range(2)]
+        w_k, w_v = pick(w_kv)
+        b_k, b_v = (None, None) if b_kv is None else pick(b_kv)
+        layout = "its two halves, keys first (to_kv(x).chunk(2, dim=-1))" if order == (0, 1, 2) \
+            else "head by head (to_kv(x).view(b, n, num_heads, 2 * head_dim))"
+        reading = _assemble(module, [w_q, w_k, w_v], [b_q, b_k, b_v], causal,
+                            [f"W_query as {q_name} ({how_q.split(': ')[-1]}), W_key and W_value "
+                             f"as the fused {kv_name} ({how_kv.split(': ')[-1]}), {layout}"],
+                            {q_name, kv_name}, n_heads)
+        reading.sources += o_q + o_kv
+        if first is None:
+            first = reading
+        else:
+            first.alternatives.append(reading)
+    return first
+
+
+PER_HEAD = {"W_query": ("W_Q", "b_Q"), "W_key": ("W_K", "b_K"), "W_value": ("W_V", "b_V"),
+            "W_out": ("W_O", "b_O")}
+"""Per-head weights (ARENA's transformer from scratch, TransformerLens): W_Q, W_K, W_V
+(n_heads, d_model, d_head) with biases (n_heads, d_head); W_O (n_heads, d_head, d_model)
+with b_O (d_model,)."""
+
+
+def _per_head(module: nn.Module) -> bool:
+    """Whether ``module`` holds W_Q, W_K and W_V as 3-D tensors (`PER_HEAD`)."""
+    held = [getattr(module, PER_HEAD[name][0], None) for name in _PROJECTIONS]
+    return all(isinstance(t, Tensor) and t.dim() == 3 for t in held)
+
+
+def _read_per_head(module: nn.Module, causal: bool | None, n_heads: int | None) -> LearnerWeights:
+    """`PER_HEAD` weights as the book's: W_query (d_model, n_heads · head_dim) with
+    head h in columns h·head_dim:(h+1)·head_dim (``W_Q.permute(1, 0, 2)``), biases
+    flattened, W_O (n_heads, d_head, d_model) as out_proj's (n_heads · head_dim,
+    d_model). The head count is the weights' first axis (declared by their layout)."""
+    name = type(module).__name__
+    held = {key: getattr(module, PER_HEAD[key][0]) for key in _PROJECTIONS}
+    count = held["W_query"].shape[0]
+    if any(t.shape[0] != count or t.shape[1] != held["W_query"].shape[1] for t in held.values()):
+        raise CheckError("module", f"{name}'s W_Q, W_K, W_V must all be (n_heads, d_model, "
+                                   "d_head) with one n_heads and one d_model (got "
+                                   + ", ".join(str(tuple(t.shape)) for t in held.values()) + ")")
+    if n_heads is not None and n_heads != count:
+        raise CheckError("module", f"{name}'s W_Q holds {count} heads on its first axis; "
+                                   f"you said n_heads={n_heads}")
+    ws = [_float(t).permute(1, 0, 2).reshape(t.shape[1], -1) for t in held.values()]
+    bs, sources = [], list(held.values())
+    for key, t in held.items():
+        b = getattr(module, PER_HEAD[key][1], None)
+        ok = isinstance(b, Tensor) and tuple(b.shape) == (t.shape[0], t.shape[2])
+        bs.append(_float(b).reshape(-1) if ok else None)
+        sources += [b] if ok else []
+    weights = _assemble(module, ws, bs, causal,
+                        [f"W_query, W_key, W_value as the per-head W_Q, W_K, W_V "
+                         f"{tuple(held['W_query'].shape)} (n_heads, d_model, d_head), heads side "
+                         "by side"], set(), count)
+    weights.heads_why = f"its W_Q's first axis (n_heads, d_model, d_head): {count}"
+    weights.sources += sources
+    w_o, b_o = getattr(module, "W_O", None), getattr(module, "b_O", None)
+    if isinstance(w_o, Tensor) and w_o.dim() == 3 and w_o.shape[:2] == (count, weights.d_v // count):
+        weights.W_out = _float(w_o).reshape(weights.d_v, -1)
+        d_out = weights.W_out.shape[1]
+        ok = isinstance(b_o, Tensor) and tuple(b_o.shape) == (d_out,)
+        weights.b_out = _float(b_o) if ok else torch.zeros(d_out)
+        weights.sources += [w_o] + ([b_o] if ok else [])
+        weights.found.append(f"W_O {tuple(w_o.shape)} (n_heads, d_head, d_model) as out_proj"
+                             + (", b_O" if ok else ""))
+    return weights
+
+
 def _wrapped_mha(module: nn.Module) -> tuple[str, nn.MultiheadAttention] | None:
     held = [(name, child) for name, child in module.named_children()
             if isinstance(child, nn.MultiheadAttention)]
@@ -623,6 +738,13 @@ def read_weights(module: nn.Module, causal: bool | None = None,
             all(isinstance(h, nn.Module) for h in heads) and _projection(module, "W_query") is None:
         return _read_heads(module, heads, causal)
     read = [_projection(module, name) for name in _PROJECTIONS]
+    if read[0] is not None and read[1] is None and read[2] is None:
+        q_name = next(a for a in NAMES["W_query"] if _linear(getattr(module, a, None)) is not None)
+        kv = _fused_kv(module, read[0][0].shape[0], {q_name})
+        if kv is not None:
+            return _read_q_kv(module, (q_name, read[0]), kv, causal, n_heads)
+    if all(r is None for r in read) and _per_head(module):
+        return _read_per_head(module, causal, n_heads)
     if any(r is None for r in read):
         if all(r is None for r in read):
             wrapped = _wrapped_mha(module)

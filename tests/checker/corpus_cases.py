@@ -108,6 +108,28 @@ def interleaved(m) -> Layers:
     return qkv_out(*parts, linear(m.proj))
 
 
+def rows2(weight: Tensor, bias: Tensor | None) -> list[tuple[Tensor, Tensor | None]]:
+    """A fused (2·d, d_in) weight cut into k, v rows."""
+    ws = weight.detach().chunk(2)
+    bs = [None] * 2 if bias is None else bias.detach().chunk(2)
+    return list(zip(ws, bs))
+
+
+def lucid(m) -> Layers:
+    """to_q; to_kv's rows cut in two, k then v (``.chunk(2, dim=-1)``); to_out[0]."""
+    k, v = rows2(m.to_kv.weight, m.to_kv.bias)
+    return qkv_out(linear(m.to_q), k, v, linear(m.to_out[0]))
+
+
+def arena(m) -> Layers:
+    """Per-head W_Q (n_heads, d_model, d_head) -> nn.Linear's (n_heads · d_head, d_model),
+    head h in rows h·d_head ...; W_O (n_heads, d_head, d_model) -> (d_model, n_heads · d_head)."""
+    def per_head(w, b):
+        return w.detach().permute(0, 2, 1).reshape(-1, w.shape[1]), b.detach().reshape(-1)
+    return qkv_out(per_head(m.W_Q, m.b_Q), per_head(m.W_K, m.b_K), per_head(m.W_V, m.b_V),
+                   (m.W_O.detach().reshape(-1, m.W_O.shape[-1]).T, m.b_O.detach()))
+
+
 # ---------------------------------------------------------------------------
 # The cases
 # ---------------------------------------------------------------------------
@@ -165,6 +187,12 @@ TIMM = ("timm Attention (qkv reshape, q * scale)",
         "github.com/huggingface/pytorch-image-models timm/models/vision_transformer.py")
 BLOEM = ("Peter Bloem's SelfAttention (tokeys, unifyheads)",
          "peterbloem.nl/blog/transformers; github.com/pbloem/former")
+LUCID = ("lucidrains Attention (to_q, fused to_kv, to_out)",
+         "github.com/lucidrains perceiver-pytorch, x-transformers")
+LUCID_CHUNKED = ("lucidrains memory-efficient attention (buckets, running max)",
+                 "github.com/lucidrains/memory-efficient-attention-pytorch")
+ARENA = ("ARENA Attention, per-head W_Q (n_heads, d_model, d_head), W_O",
+         "ARENA 3.0 chapter 1.1, transformer from scratch")
 BOOK_ORDER = ("the book's order (mask, then scale), written elsewhere",
               "LLMs-from-scratch ch03 and its forks")
 
@@ -219,6 +247,12 @@ CASES = [
          "softmax_over_queries"),
     Case("MaskAddedAttention", *BOOK_ORDER, False, True,
          separate("W_query", "W_key", "W_value", "out_proj"), "masked_scores", "mask_added"),
+    Case("LucidCrossAttention", *LUCID, True, False, lucid),
+    Case("LucidSoftmaxOverQueries", *LUCID, False, False, lucid, "attn_weights",
+         "softmax_over_queries"),
+    Case("LucidChunkedAttention", *LUCID_CHUNKED, True, False, lucid),
+    Case("ArenaAttention", *ARENA, True, True, arena),
+    Case("ArenaScaledByDModel", *ARENA, False, True, arena, "scaled_scores", "scaled_by_d_in"),
 ]
 """Every entry, right and broken."""
 BY_NAME = {case.name: case for case in CASES}

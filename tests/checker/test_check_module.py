@@ -334,6 +334,27 @@ def test_a_module_with_other_names_gets_a_message_naming_what_was_expected():
         "and W_value, and in forward queries = self.W_query(x).")
 
 
+def test_a_refusal_names_the_attributes_the_module_really_holds():
+    """A query layer by lucidrains' name beside layers the check cannot place: the
+    message names to_q as the module spells it, and every parameter, never a W_query
+    the module does not have."""
+    class OnlyToQ(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.to_q = torch.nn.Linear(3, 4, bias=False)
+            self.gate = torch.nn.Linear(3, 5, bias=False)
+
+        def forward(self, x):
+            return self.to_q(x)
+
+    with pytest.raises(CheckError) as caught:
+        check_module(OnlyToQ())
+    message = str(caught.value)
+    assert "OnlyToQ has to_q (read as W_query) but no other projection the check can place; " \
+           "it holds to_q.weight (4, 3), gate.weight (5, 3). For example" in message
+    assert "has W_query" not in message
+
+
 def test_inputs_that_do_not_fit_are_refused_with_the_sizes():
     module = build(L.SelfAttention_v1, 3, 2)
     with pytest.raises(CheckError, match=r"inputs must have shape \(n_tokens, d_in\) or "

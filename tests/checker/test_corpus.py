@@ -1,7 +1,8 @@
-"""The checker on code written elsewhere: `tests/checker/corpus.py`, 34 attention modules
+"""The checker on code written elsewhere: `tests/checker/corpus.py`, 39 attention modules
 in the styles of nanoGPT, minGPT, ng-video-lecture, d2l, vit-pytorch, GPT-2's Conv1D,
 the annotated transformer, llama, BERT, timm, Peter Bloem's tutorial, einsum and SDPA
-code, half right and half broken (`tests/checker/corpus_cases.py`).
+code, lucidrains' to_q + to_kv (plain and memory-efficient chunked) and ARENA's per-head
+weights, half right and half broken (`tests/checker/corpus_cases.py`).
 
 Each entry's truth comes first, without the checker: its weights copied into the
 book's ``MultiHeadAttention`` (Listing 3.5), both run on a batch of two different
