@@ -78,6 +78,7 @@ import torch
 from torch import Tensor, nn
 
 from explorer.checker.learner import (
+    HEAD_ATTRIBUTES,
     MEMORY_MB,
     TIMEOUT_S,
     CheckError,
@@ -89,6 +90,7 @@ from explorer.checker.learner import (
     unread_parameters,
 )
 from explorer.checker.limits import limits
+from explorer.checker.listings import DEFAULT_SIZES
 from explorer.checker.mistakes import (
     DROPOUT_ACTIVE,
     MISTAKES,
@@ -258,6 +260,8 @@ class CheckReport:
             return (f"✓ Matches the reference computed from your weights: {matched} steps, "
                     f"{self.n_values} numbers, largest difference {self.max_difference:.1e} "
                     f"(in {self.worst_step}).")
+        if self.uncertain.startswith(SIZES_BLIND):
+            return f"? Cannot tell {self.uncertain}."
         if self.uncertain:
             return f"? Cannot tell whether it matches: {self.uncertain}."
         if self.raised:
@@ -594,6 +598,74 @@ def second_sentence(x: Tensor, seed: int, book_vectors: bool) -> Tensor:
     return draw(tuple(x.shape), generator=generator)
 
 
+SCORE_SPREAD = 4.0
+"""How far apart the largest and smallest scaled score of a row are made, on average,
+when X has to be scaled (`_spread_inputs`): a few units, where softmax is neither
+uniform nor one-hot, so that a scale off by √head_dim moves the weights well above
+`TOLERANCE`."""
+
+
+def _score_spread(weights: LearnerWeights, xb: Tensor) -> float:
+    """The mean, over rows, of (largest − smallest) scaled score (Q Kᵀ / √head_dim,
+    unmasked) at inputs ``xb`` (b, n, d_in)."""
+    steps = attention_steps(xb, weights.params(), n_heads=weights.n_heads)
+    scores = steps["scaled_scores"]
+    return float((scores.amax(-1) - scores.amin(-1)).mean())
+
+
+def _spread_inputs(weights: LearnerWeights, x: Tensor, second: Tensor | None, where: str
+                   ) -> tuple[Tensor, Tensor | None, str]:
+    """X and the batch's second sentence, both multiplied by one number c when at
+    X a classic mistake would give the reference's own numbers (`_blind`) and
+    scaling X lets it show: c makes each row's scaled scores span about
+    `SCORE_SPREAD` whatever the weights' scale (GPT-2's std 0.02 makes them span
+    thousandths, where a missing ÷ √head_dim changes nothing above the
+    tolerance). Scores grow as c² (as c with biases), so c is found in a few
+    steps. ``where`` gains the factor and why; the sizes are never changed."""
+    xb = x[None] if second is None else torch.stack((x, second))
+    pipeline = {"n_heads": weights.n_heads, "causal": weights.causal, "dropout": 0.0,
+                "keep_mask": None}
+
+    def blind(c: float) -> list[str]:
+        return _blind(weights, xb * c, pipeline, pipeline_steps(xb * c, weights.params(),
+                                                                **pipeline))
+
+    before = blind(1.0)
+    spread = _score_spread(weights, xb)
+    if not before or not math.isfinite(spread) or spread <= 0:
+        return x, second, where
+    c = 1.0
+    for _ in range(6):
+        now = _score_spread(weights, xb * c)
+        if not math.isfinite(now) or now <= 0 or abs(now / SCORE_SPREAD - 1) < 0.05:
+            break
+        c = min(max(c * math.sqrt(SCORE_SPREAD / now), 1e-3), 1e4)
+    if abs(c - 1) < 0.05 or len(blind(c)) >= len(before):
+        return x, second, where
+    return x * c, None if second is None else second * c, (
+        f"{where}, × {c:.3g} so that each row's scaled scores span about {SCORE_SPREAD:g} "
+        f"(at your weights' scale they span {spread:.2g}, too little for every classic "
+        "mistake to show)")
+
+
+SIZES_BLIND = "at these sizes"
+"""How the reason of a "? Cannot tell" that the sizes cause begins (`_blind_sizes`)."""
+
+
+def _blind_sizes(weights: LearnerWeights, blind: list[str]) -> str:
+    """Why a check that matched cannot be trusted: at the learner's sizes the
+    classic mistakes ``blind`` give the reference's own numbers, whatever X; and
+    the sizes that would tell (the check's defaults, `DEFAULT_SIZES`, where d_in,
+    d_out, head_dim and num_heads all differ)."""
+    d = DEFAULT_SIZES
+    return (f"{SIZES_BLIND} (d_in {weights.d_in}, d_out {weights.d_k}, num_heads "
+            f"{weights.n_heads}, head_dim {weights.head_dim}) these mistakes give the "
+            f"reference's own numbers: {', '.join(blind)}; sizes that would tell: d_in "
+            f"{d['d_in']}, d_out {d['d_out']}, num_heads {d['num_heads']} (head_dim "
+            f"{d['d_out'] // d['num_heads']}), where d_in, d_out, head_dim and num_heads "
+            "all differ")
+
+
 def _mask_not_sliced(module: nn.Module, weights: LearnerWeights, error: CheckError,
                      x: Tensor, tokens: list[str], interface: str) -> CheckReport:
     """When the forward raised on every try: a report of the mask not sliced to
@@ -802,12 +874,40 @@ _STACKED = (" (a batch of two different sentences: yours, and a second of as man
             "drawn from seed + 1)")
 
 
+SET_BY_YOU, DECLARED, MEASURED, GUESSED, BY_DEFAULT = (
+    "set by you", "declared", "measured", "a guess", "by default")
+"""Where an assumption of the report's first line came from (`source_of`)."""
+
+
+def source_of(why: str) -> str:
+    """Where the reason ``why`` (a `LearnerWeights` ``causal_why`` / ``heads_why``, or
+    the dropout's) puts an assumption: `SET_BY_YOU` (an override), `MEASURED` (seen
+    while forward ran: a mask it made, is_causal=True, the scores' head axis, no mask
+    at all), `GUESSED` (nothing said: 1 head), `BY_DEFAULT` (torch's
+    MultiheadAttention, not causal unless told) or `DECLARED` (what the module holds:
+    a mask buffer, a head-count attribute, a class name, its weights' layout)."""
+    if why.startswith("as you said"):
+        return SET_BY_YOU
+    if why.startswith(("forward ", "the head axis seen", "no mask")):
+        return MEASURED
+    if why.startswith("no head count"):
+        return GUESSED
+    if why.startswith("torch.nn.MultiheadAttention is causal only"):
+        return BY_DEFAULT
+    return DECLARED
+
+
 def _assumptions(weights: LearnerWeights) -> str:
-    """The report's first line: what the check assumed about the module, and why."""
-    causal = (f"causal ({weights.causal_why})" if weights.causal else
-              f"not causal ({weights.causal_why or 'no mask in the module or its forward'})")
-    heads = f"{weights.n_heads} head{'s' if weights.n_heads > 1 else ''} ({weights.heads_why})"
-    return f"assumed: {causal}; {heads}"
+    """The report's first line: each assumption the check made about the module
+    (causal, heads, dropout p), why, and where it came from (`source_of`)."""
+    causal_why = weights.causal_why or "no mask in the module or its forward"
+    causal = f"{'causal' if weights.causal else 'not causal'} ({causal_why}), " \
+        f"{source_of(causal_why)}"
+    heads = f"{weights.n_heads} head{'s' if weights.n_heads > 1 else ''} ({weights.heads_why}), " \
+        f"{source_of(weights.heads_why)}"
+    dropout = f"dropout p = {weights.dropout:g}" + (
+        f" ({weights.dropout_why}), {DECLARED}" if weights.dropout_why else ", none declared")
+    return f"assumed: {causal}; {heads}; {dropout}"
 
 
 def _settings(weights: LearnerWeights, x: Tensor, tokens: list[str], where: str,
@@ -907,7 +1007,8 @@ def _variants(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dic
             continue
         if not close(reference[final], steps[final]):
             out.append(_Variant(mistake.slug, mistake.diagnosis(sizes), steps))
-    return out + _mixed_projections(weights, x, pipeline, reference)
+    return out + _mixed_projections(weights, x, pipeline, reference) + _context_from_keys(
+        weights, x, pipeline, reference)
 
 
 _PROJECTION_OF = {"queries": ("W_query", "b_query"), "keys": ("W_key", "b_key"),
@@ -936,12 +1037,32 @@ def _mixed_projections(weights: LearnerWeights, x: Tensor, pipeline: dict,
 
 MIXED_PROJECTION = "projection_mixed_up"
 """The slug of one projection computed with another's weights."""
+CONTEXT_FROM_KEYS = "context_from_keys"
+"""The slug of the context computed as attn_weights @ keys, the values right."""
+
+
+def _context_from_keys(weights: LearnerWeights, x: Tensor, pipeline: dict,
+                       reference: dict) -> list[_Variant]:
+    """The context line's slip, ``attn_weights @ keys`` (Listing 3.2 with keys for
+    values): the values are computed right, the context from the keys. The same
+    output as ``values = self.W_key(x)``, but with the reference's values."""
+    params = weights.params()
+    if params["W_key"].shape != params["W_value"].shape:
+        return []
+    params["W_value"], params["b_value"] = params["W_key"], params["b_key"]
+    steps = pipeline_steps(x, params, **pipeline)
+    final = [s for s in COMPARED if s in reference][-1]
+    if close(reference[final], steps[final]):
+        return []
+    steps["values"] = reference["values"]
+    return [_Variant(CONTEXT_FROM_KEYS, "the context is computed from the keys, not the values: "
+                                        "context = attn_weights @ values", steps)]
 
 
 def _blind(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dict) -> list[str]:
-    """One line for the classic mistakes these sizes and inputs still cannot
-    show: those whose output equals the reference's here (none at the
-    check's default sizes, where d_in, d_out, head_dim and num_heads differ)."""
+    """The classic mistakes these sizes and inputs cannot show, by slug: those
+    whose output equals the reference's here (none at the check's default sizes,
+    where d_in, d_out, head_dim and num_heads differ)."""
     final = [s for s in COMPARED if s in reference][-1]
     sizes = _sizes(weights, x.shape[-2], pipeline)
     blind = []
@@ -954,6 +1075,11 @@ def _blind(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dict) 
             continue
         if close(reference[final], steps[final]):
             blind.append(mistake.slug)
+    return blind
+
+
+def _blind_warning(blind: list[str]) -> list[str]:
+    """`_blind`'s mistakes as the report's warning line (none when there are none)."""
     if not blind:
         return []
     return [f"at these sizes and inputs, these mistakes give the reference's own numbers, so "
@@ -1030,6 +1156,8 @@ class _Where:
         final = self.names[-1]
         explaining = [v for v in self.variants
                       if self.lookup(final).find(final, v.steps[final]) is not None]
+        agreeing = [v for v in explaining if self.agrees(v)]
+        explaining = agreeing or explaining
         for variant in explaining[:1]:
             for step in self.names:
                 theirs = None if self.found[step] is not None or step not in variant.steps \
@@ -1037,6 +1165,14 @@ class _Where:
                 if theirs is not None:
                     return step, theirs, variant, _diagnosis(explaining)
         return None
+
+    def agrees(self, variant: _Variant) -> bool:
+        """Whether ``variant`` agrees with every step their code showed matching the
+        reference: at each such step its numbers are the reference's. (Issue 45: the
+        values ✓ rule out "values = self.W_key(x)" for a context computed from the
+        keys; where no explaining mistake agrees, all are named, as before.)"""
+        return all(close(self.reference[s], variant.steps[s])
+                   for s in self.names[:-1] if self.found[s] is not None and s in variant.steps)
 
     def mistake_in_two(self) -> _Located | None:
         """A mistake whose values, new ones (no step of the reference's), are
@@ -1139,6 +1275,8 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
         return recipes.dropout_mask((batch, weights.n_heads, n, n), weights.dropout,
                                     dropout_seed) if dropout_on else None
 
+    if inputs is None:
+        x, second, where = _spread_inputs(weights, x, second, where)
     _validate(weights, x if second is None else torch.stack((x, second)), tokens)
     try:
         recording, x_run, how, batch_error = _record(module, x, second, weights, masks)
@@ -1198,6 +1336,10 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
                                              (ok, slug, diagnosis), notes)
     uncertain = "" if ok or slug is not None else _uncertain(module, weights, queries_read,
                                                                interface)
+    blind = _blind(weights, xb, pipeline, reference)
+    if ok and blind and inputs is None:
+        ok, uncertain = False, _blind_sizes(weights, blind)
+        first_difference = None
     if uncertain:
         results = [StepResult(r.step, UNSURE, r.max_difference) if r.status == DIFFERS else r
                    for r in results]
@@ -1207,8 +1349,7 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
         settings=_settings(weights, x_run, tokens, where, second is not None and
                            x_run.dim() == 3 and x_run.shape[0] == BATCH),
         notes=notes + recording.notes,
-        warnings=hidden_steps(module, weights, n, interface) + _blind(weights, xb, pipeline,
-                                                                       reference),
+        warnings=hidden_steps(module, weights, n, interface) + _blind_warning(blind),
         n_values=n_values, max_difference=worst[0], worst_step=worst[1], uncertain=uncertain)
 
 
@@ -1335,9 +1476,9 @@ def _uncertain(module: nn.Module, weights: LearnerWeights, queries_read: bool,
     layouts tried."""
     reasons = []
     if not weights.heads_known:
-        reasons.append("no head count was found (no num_heads, n_head, n_heads, heads or nhead "
-                       "attribute, no head axis in the tensors forward makes), so 1 was "
-                       f"assumed; say how many with {spell(interface, n_heads='N')}")
+        reasons.append(f"no head count was found (no {', '.join(HEAD_ATTRIBUTES)} attribute "
+                       "on it or its config, no head axis in the tensors forward makes), so 1 "
+                       f"was assumed; say how many with {spell(interface, n_heads='N')}")
     unread = unread_parameters(module, weights)
     if unread:
         reasons.append(f"the check could not place {', '.join(unread[:4])}"

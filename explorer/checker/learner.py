@@ -103,6 +103,7 @@ class LearnerWeights:
     causal_why: str = ""
     heads_why: str = ""
     heads_known: bool = True
+    dropout_why: str = ""
     sources: list = field(default_factory=list)
     fused: bool = False
 
@@ -141,9 +142,11 @@ NAMES = {
 """The names each projection goes by, the book's first: ``query`` (BERT, ng-video-lecture's
 ``Head``), ``q_proj`` (Hugging Face, Llama), ``W_q`` (d2l), ``to_q`` (lucidrains), ``wq``
 (Meta's Llama), ``q_lin`` (DistilBERT), ``toqueries`` (Peter Bloem's tutorial)."""
-HEAD_ATTRIBUTES = ("num_heads", "n_head", "n_heads", "heads", "nhead", "h")
-"""The attributes a head count goes by (the book, nanoGPT, ..., lucidrains, nn.Transformer,
-the annotated transformer's ``self.h``)."""
+HEAD_ATTRIBUTES = ("num_heads", "n_head", "n_heads", "num_attention_heads", "heads", "nhead",
+                   "h")
+"""The attributes a head count goes by (the book, nanoGPT, ARENA, Hugging Face BERT's
+``num_attention_heads``, lucidrains, nn.Transformer, the annotated transformer's
+``self.h``), on the module or its ``config`` object."""
 EXPECTED = ("W_query, W_key and W_value (or query/key/value, q_proj/k_proj/v_proj, W_q/W_k/W_v, "
             "to_q/to_k/to_v, wq/wk/wv), each an nn.Linear(d_in, d_out), a GPT-2 Conv1D (weight "
             "(d_in, d_out), x @ W + b), an nn.Sequential holding one of those, or an "
@@ -222,13 +225,37 @@ def _projection(module: nn.Module, name: str) -> _Linear | None:
     return None
 
 
+DROPOUT_ATTRIBUTES = ("dropout", "dropout_p", "attn_dropout", "attention_dropout", "attn_pdrop",
+                      "attn_drop")
+"""The attributes an attention dropout goes by (the book, Hugging Face's eager attention's
+``dropout_p`` and ``attention_dropout``, nanoGPT's ``attn_dropout``, GPT-2's config
+``attn_pdrop``, timm's ``attn_drop``), as an ``nn.Dropout`` or a probability p."""
+
+
+def dropout_evidence(module: nn.Module) -> tuple[float, str]:
+    """The module's attention dropout p as declared, and where it was read: one of
+    `DROPOUT_ATTRIBUTES`, on the module or its ``config`` object, else the largest
+    ``nn.Dropout`` it holds; (0.0, "") when it declares none."""
+    for holder, whose in ((module, "its"), (getattr(module, "config", None), "its config's")):
+        for name in DROPOUT_ATTRIBUTES if holder is not None else ():
+            p = _declared_p_of(getattr(holder, name, None))
+            if p is not None:
+                return p, f"{whose} {name}"
+    held = [(float(m.p), name) for name, m in module.named_modules() if isinstance(m, nn.Dropout)]
+    return max(held) if held else (0.0, "")
+
+
+def _declared_p_of(value) -> float | None:
+    if isinstance(value, nn.Dropout):
+        return float(value.p)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    return None
+
+
 def _dropout_p(module: nn.Module) -> float:
-    dropout = getattr(module, "dropout", None)
-    if isinstance(dropout, nn.Dropout):
-        return float(dropout.p)
-    if isinstance(dropout, (int, float)) and not isinstance(dropout, bool):
-        return float(dropout)
-    return max((float(m.p) for m in module.modules() if isinstance(m, nn.Dropout)), default=0.0)
+    """`dropout_evidence`'s p."""
+    return dropout_evidence(module)[0]
 
 
 def _parameters_text(module: nn.Module) -> str:
@@ -262,6 +289,16 @@ def _missing_names(module: nn.Module) -> CheckError:
 # ---------------------------------------------------------------------------
 # What the module means: causal or not, how many heads
 # ---------------------------------------------------------------------------
+EXACT_DIAGONAL = {"lower": 0, "upper": 1, "masked above": 1, "masked below": -1}
+"""Each `triangle` kind's diagonal in the exact causal mask: ``tril(ones)`` (what may be
+seen), ``triu(ones, diagonal=1)`` (what is hidden), −∞ above or below the diagonal."""
+_DIAGONALS = {"lower": (0, -1, 1), "upper": (1, 0, -1, 2), "masked above": (1, 0, -1, 2),
+              "masked below": (-1, 0, 1, -2)}
+"""The diagonals each kind is recognised at, the exact one first: a mask one or two
+diagonals off (``triu(..., diagonal=-1)`` for ``diagonal=1``, ``tril(ones, diagonal=1)``)
+is still a mask: the module means to be causal, and the slip is in the mask."""
+
+
 def triangle(t: Tensor) -> str | None:
     """Whether the last two axes of ``t`` (square, 2 or more) hold a causal mask's
     pattern, the same in every leading slice: ``"lower"`` (ones or True on and
@@ -269,8 +306,17 @@ def triangle(t: Tensor) -> str | None:
     or True above it: what is hidden, the book's ``triu(..., diagonal=1)``), or
     an additive mask or masked scores: −∞ (or below −1e4) in one triangle and
     finite numbers elsewhere (``"masked above"`` / ``"masked below"``). A
-    diagonal shifted by one (a mask that also hides the diagonal) counts too.
-    None otherwise."""
+    diagonal shifted by one or two (`_DIAGONALS`: a slip in the mask) counts too;
+    `triangle_diagonal` says which. None otherwise."""
+    found = triangle_diagonal(t)
+    return None if found is None else found[0]
+
+
+def triangle_diagonal(t: Tensor) -> tuple[str, int] | None:
+    """`triangle`'s kind and the diagonal it was found at (``torch.tril`` /
+    ``torch.triu``'s ``diagonal``); `EXACT_DIAGONAL` is the causal one. A shifted
+    diagonal is tried only from 3 tokens on, and never where it would make the
+    pattern all one value."""
     if t.dim() < 2 or t.shape[-1] != t.shape[-2] or t.shape[-1] < 2 or t.numel() > 2**22:
         return None
     if t.is_complex():
@@ -278,16 +324,26 @@ def triangle(t: Tensor) -> str | None:
     n = t.shape[-1]
     flat = t.detach().reshape(-1, n, n)
     ones = torch.ones(n, n, dtype=torch.bool)
+
+    def offsets(kind: str) -> tuple[int, ...]:
+        return _DIAGONALS[kind] if n >= 3 else _DIAGONALS[kind][:2]
+
+    def build(kind: str, offset: int) -> Tensor:
+        return torch.tril(ones, offset) if kind in ("lower", "masked below") else \
+            torch.triu(ones, offset)
+
+    def plain(pattern: Tensor) -> bool:  # neither all True nor all False
+        return bool(pattern.any()) and not bool(pattern.all())
+
     if t.dtype == torch.bool or bool(((flat == 0) | (flat == 1)).all()):
         if not bool((flat == flat[:1]).all()):
             return None
         m = flat[0].bool()
-        for offset in (0, -1):
-            if bool((m == torch.tril(ones, offset)).all()):
-                return "lower"
-        for offset in (1, 0):
-            if bool((m == torch.triu(ones, offset)).all()):
-                return "upper"
+        for kind in ("lower", "upper"):
+            for offset in offsets(kind):
+                pattern = build(kind, offset)
+                if plain(pattern) and bool((m == pattern).all()):
+                    return kind, offset
         return None
     if not t.is_floating_point():
         return None
@@ -297,12 +353,23 @@ def triangle(t: Tensor) -> str | None:
     hidden = hidden[0]
     if bool(torch.isnan(flat).any()) or not bool(torch.isfinite(flat[:, ~hidden]).all()):
         return None
-    for offset, where in ((1, "masked above"), (0, "masked above"),
-                          (-1, "masked below"), (0, "masked below")):
-        pattern = torch.triu(ones, offset) if where == "masked above" else torch.tril(ones, offset)
-        if bool((hidden == pattern).all()):
-            return where
+    for kind in ("masked above", "masked below"):
+        for offset in offsets(kind):
+            pattern = build(kind, offset)
+            if plain(pattern) and bool((hidden == pattern).all()):
+                return kind, offset
     return None
+
+
+def slip_text(kind: str, offset: int) -> str:
+    """"" for the exact causal diagonal, else the words for a mask whose diagonal is
+    off: what it is, as torch would build it, and that the slip is in the mask."""
+    exact = EXACT_DIAGONAL[kind]
+    if offset == exact:
+        return ""
+    op = "tril" if kind in ("lower", "masked below") else "triu"
+    return (f", but built as {op}(ones, diagonal={offset}) where the causal mask is "
+            f"{op}(ones, diagonal={exact}): the module means causal, the slip is in the mask")
 
 
 def causal_evidence(module: nn.Module) -> str:
@@ -316,14 +383,15 @@ def causal_evidence(module: nn.Module) -> str:
     held.update({k: v for k, v in vars(module).items() if isinstance(v, Tensor)})
     held.update({k: v for k, v in module.named_parameters(recurse=False) if not v.requires_grad})
     for name, tensor in held.items():
-        shape = triangle(tensor)
-        if shape is not None:
+        found = triangle_diagonal(tensor)
+        if found is not None:
+            shape, offset = found
             kind = "buffer" if name in dict(module.named_buffers(recurse=False)) else "tensor"
             what = {"lower": "lower-triangular (what each token may see)",
                     "upper": "upper-triangular (the future it hides)",
                     "masked above": "−∞ above the diagonal",
                     "masked below": "−∞ below the diagonal"}[shape]
-            return f"the {kind} `{name}` {tuple(tensor.shape)} is {what}"
+            return f"the {kind} `{name}` {tuple(tensor.shape)} is {what}{slip_text(shape, offset)}"
     if "causal" in type(module).__name__.lower():
         return f"the class name {type(module).__name__} says causal"
     return ""
@@ -331,11 +399,14 @@ def causal_evidence(module: nn.Module) -> str:
 
 def heads_evidence(module: nn.Module) -> tuple[int, str] | None:
     """The module's head count and where it was read: the first of
-    `HEAD_ATTRIBUTES` that holds a whole number; None when none does."""
-    for name in HEAD_ATTRIBUTES:
-        value = getattr(module, name, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value, f"its {name} = {value}"
+    `HEAD_ATTRIBUTES` that holds a whole number, on the module, then on its
+    ``config`` object (Hugging Face's ``config.num_attention_heads``); None when
+    none does."""
+    for holder, whose in ((module, "its"), (getattr(module, "config", None), "its config's")):
+        for name in HEAD_ATTRIBUTES if holder is not None else ():
+            value = getattr(holder, name, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value, f"{whose} {name} = {value}"
     return None
 
 
@@ -372,6 +443,7 @@ def _read_torch_mha(mha: nn.MultiheadAttention, causal: bool | None) -> LearnerW
         *weights, *biases, W_out=_float(mha.out_proj.weight).T,
         b_out=torch.zeros(E) if out_bias is None else _float(out_bias),
         n_heads=mha.num_heads, causal=bool(causal), dropout=float(mha.dropout),
+        dropout_why="torch.nn.MultiheadAttention's dropout",
         training=mha.training, torch_mha=mha,
         causal_why=f"as you said (causal={causal})" if causal is not None else
         "torch.nn.MultiheadAttention is causal only when told (causal=True)",
@@ -611,10 +683,13 @@ def _read_heads(module: nn.Module, heads, causal: bool | None) -> LearnerWeights
                           if p is None else p for p, r in zip(parts, read)], dim=-1)
 
     first = read[0]
+    own_p, own_why = dropout_evidence(module)
     weights = LearnerWeights(
         **{name: side_by_side(name) for name in
            ("W_query", "W_key", "W_value", "b_query", "b_key", "b_value")},
-        n_heads=len(read), causal=first.causal, dropout=max(first.dropout, _dropout_p(module)),
+        n_heads=len(read), causal=first.causal, dropout=max(first.dropout, own_p),
+        dropout_why=own_why if own_p > first.dropout else
+        first.dropout_why and f"each head: {first.dropout_why}",
         training=module.training,
         causal_why=why or (first.causal_why and f"each head: {first.causal_why}"),
         heads_why=f"{len(read)} modules in its heads", sources=[s for r in read for s in r.sources],
@@ -672,10 +747,11 @@ def _assemble(module: nn.Module, w: list[Tensor], b: list[Tensor | None], causal
         raise CheckError("module", f"{name}'s number of heads must be a whole number that divides "
                                    f"d_out = {w_q.shape[1]} (got {n_heads!r}: {why})")
     is_causal, causal_why = _causal(module, causal)
+    p, p_why = dropout_evidence(module)
     weights = LearnerWeights(
         w_q, w_k, w_v, *b, n_heads=n_heads, causal=is_causal, causal_why=causal_why,
-        heads_why=why, heads_known=known,
-        dropout=_dropout_p(module), training=module.training, found=found)
+        heads_why=why, heads_known=known, dropout=p, dropout_why=p_why,
+        training=module.training, found=found)
     if n_heads > 1:
         weights.found.append(f"n_heads = {n_heads} (head_dim {weights.head_dim})")
     _read_out_proj(module, weights, used)
@@ -952,11 +1028,12 @@ class _Recorder(TorchFunctionMode):
             if t.dim() != 2 or t.shape[0] % n:
                 return
             t = t.reshape(-1, n, n)
-        shape = triangle(t)
-        if shape is not None:
+        found = triangle_diagonal(t)
+        if found is not None:
+            shape, offset = found
             what = "a triangular mask" if shape in ("lower", "upper") else \
                 f"−∞ {shape.split()[1]} the diagonal (a mask, or masked scores)"
-            self.causal_seen = f"forward makes {what}, {tuple(t.shape)}"
+            self.causal_seen = f"forward makes {what}, {tuple(t.shape)}{slip_text(shape, offset)}"
 
 
 _TRANSPOSE_ALL = torch._C.TensorBase.T

@@ -414,6 +414,53 @@ class GPT2Attention(nn.Module):
         return attn_output, attn_weights
 
 
+class GPT2NotScaled(GPT2Attention):
+    """GPT-2 with ``scale_attn_weights = False`` (a config flag): the scores are never
+    divided by √head_dim. At GPT-2's own initial weights (std 0.02) the scores are so
+    small that this changes nothing above a tolerance unless X is scaled."""
+
+    scale_attn_weights = False
+
+    def _attn(self, query, key, value):
+        attn_weights = torch.matmul(query, key.transpose(-1, -2))
+        if self.scale_attn_weights:
+            attn_weights = attn_weights / torch.full([], value.size(-1) ** 0.5,
+                                                     dtype=attn_weights.dtype)
+        query_length, key_length = query.size(-2), key.size(-2)
+        causal_mask = self.bias[:, :, key_length - query_length: key_length, :key_length]
+        mask_value = torch.full([], torch.finfo(attn_weights.dtype).min,
+                                dtype=attn_weights.dtype)
+        attn_weights = torch.where(causal_mask, attn_weights, mask_value)
+        attn_weights = self.attn_dropout(F.softmax(attn_weights, dim=-1))
+        return torch.matmul(attn_weights, value), attn_weights
+
+
+class GPT2EagerDropoutP(GPT2Attention):
+    """Hugging Face's newer eager attention: no nn.Dropout on the weights but
+    ``F.dropout(attn_weights, p=self.dropout_p, training=self.training)``."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        del self.attn_dropout, self.resid_dropout
+        self.dropout_p = dropout
+
+    def _attn(self, query, key, value):
+        scaling = value.size(-1) ** -0.5
+        attn_weights = torch.matmul(query, key.transpose(-1, -2)) * scaling
+        n = query.size(-2)
+        causal_mask = self.bias[:, :, :n, :n]
+        attn_weights = attn_weights.masked_fill(~causal_mask, torch.finfo(attn_weights.dtype).min)
+        attn_weights = F.softmax(attn_weights, dim=-1)
+        attn_weights = F.dropout(attn_weights, p=self.dropout_p, training=self.training)
+        return torch.matmul(attn_weights, value), attn_weights
+
+    def forward(self, hidden_states):
+        query, key, value = self.c_attn(hidden_states).split(self.embed_dim, dim=2)
+        query, key, value = map(self._split_heads, (query, key, value))
+        attn_output, attn_weights = self._attn(query, key, value)
+        return self.c_proj(self._merge_heads(attn_output)), attn_weights
+
+
 class GPT2SplitWithView(GPT2Attention):
     """Bug: the heads split by .view(batch, head, seq, head_dim), no permute."""
 
@@ -536,6 +583,11 @@ class LlamaScaledByHeads(LlamaAttention):
 
     def denominator(self, keys):
         return math.sqrt(keys.shape[1])
+
+
+class LlamaScaledByHeadsAtTwo(LlamaScaledByHeads):
+    """The same bug, built with d_out 4 and 2 heads: head_dim 2 = num_heads, so √num_heads
+    is √head_dim and no input can show it."""
 
 
 # ---------------------------------------------------------------------------

@@ -141,7 +141,10 @@ class Case:
     own before it, when the report names a range) and ``mistake`` (the slug);
     ``causal``: whether the intended attention is causal; ``layers``: its
     weights in the book's terms; ``sizes``: other constructor sizes than the
-    check's defaults; ``qkv``: forward takes queries, keys and values apart."""
+    check's defaults; ``qkv``: forward takes queries, keys and values apart;
+    ``cannot_tell``: a broken entry whose bug gives the book's own numbers at its
+    ``sizes`` (and not at the defaults), so the right answer is "? Cannot tell at
+    these sizes"."""
 
     name: str
     style: str
@@ -154,6 +157,7 @@ class Case:
     since: str | None = None
     sizes: dict = field(default_factory=dict)
     qkv: bool = False
+    cannot_tell: bool = False
 
     @property
     def cls(self) -> type:
@@ -222,6 +226,9 @@ CASES = [
     Case("ViTAttention", *VIT, True, False, vit),
     Case("ViTOutNeverApplied", *VIT, False, False, vit, "output", "out_proj_not_applied"),
     Case("GPT2Attention", *GPT2, True, True, gpt2),
+    Case("GPT2NotScaled", *GPT2, False, True, gpt2, "attn_weights", "no_scaling",
+         since="masked_scores"),
+    Case("GPT2EagerDropoutP", *GPT2, True, True, gpt2),
     Case("GPT2SplitWithView", *GPT2, False, True, gpt2, "attn_scores", "split_with_view"),
     Case("AnnotatedMultiHeadedAttention", *ANNOTATED, True, False, annotated, qkv=True),
     Case("AnnotatedScaledByDk", *ANNOTATED, False, False, annotated, "scaled_scores",
@@ -231,6 +238,8 @@ CASES = [
     Case("LlamaAttention", *LLAMA, True, True, separate("wq", "wk", "wv", "wo")),
     Case("LlamaScaledByHeads", *LLAMA, False, True, separate("wq", "wk", "wv", "wo"),
          "scaled_scores", "scaled_by_num_heads"),
+    Case("LlamaScaledByHeadsAtTwo", *LLAMA, False, True, separate("wq", "wk", "wv", "wo"),
+         sizes={"d_out": 4, "num_heads": 2}, cannot_tell=True),
     Case("TorchMHACausal", *TORCH_MHA, True, True, torch_mha, sizes={"d_in": 10}),
     Case("BertSelfAttention", *BERT, True, False, separate("query", "key", "value")),
     Case("BertSoftmaxOverHeads", *BERT, False, False, separate("query", "key", "value"),
