@@ -743,6 +743,38 @@ def _record(module: nn.Module, x: Tensor, second: Tensor | None, weights: Learne
     raise furthest
 
 
+BEHAVES_CAUSAL = ("forward, measured: a new last token changes its own row of the output and "
+                  "no earlier one")
+"""Why a module that holds and makes no mask the check recognises is causal (`_behaves_causal`)."""
+
+
+def _behaves_causal(module: nn.Module, weights: LearnerWeights, x_run: Tensor,
+                    recording: Recording, masks) -> bool:
+    """Whether ``module`` behaves as causal attention, measured: its forward run
+    again with the last token's vector replaced (drawn from a fixed generator, at
+    X's scale), the same dropout masks: every earlier row of the output is as it
+    was, and the last row changed. (A loop over prefixes, or a mask the check
+    does not recognise, shows here.) False for torch's MultiheadAttention (its
+    token axis may come first), fewer than 2 tokens, or a forward that raises."""
+    n = x_run.shape[-2]
+    if n < 2 or weights.torch_mha is not None or weights.inner_mha is not None:
+        return False
+    changed = x_run.clone()
+    g = torch.Generator().manual_seed(0)
+    changed[..., -1, :] = torch.randn(changed[..., -1, :].shape, generator=g) * (
+        float(x_run.abs().max()) + 1.0)
+    try:
+        again = run_forward(module, changed, weights, masks(changed.shape[0] if
+                                                            changed.dim() == 3 else 1))
+    except CheckError:
+        return False
+    before, after = recording.output, again.output
+    if before.shape != after.shape or before.dim() < 2 or before.shape[-2] != n:
+        return False
+    return close(before[..., :-1, :], after[..., :-1, :]) and \
+        not close(before[..., -1, :], after[..., -1, :])
+
+
 def _reversed_text(shapes: list[tuple[int, ...]]) -> str:
     """What ``.T`` on a tensor of 3 or more dims did, and the fix."""
     shape = shapes[0]
@@ -888,7 +920,7 @@ def source_of(why: str) -> str:
     a mask buffer, a head-count attribute, a class name, its weights' layout)."""
     if why.startswith("as you said"):
         return SET_BY_YOU
-    if why.startswith(("forward ", "the head axis seen", "no mask")):
+    if why.startswith(("forward", "the head axis seen", "no mask")):
         return MEASURED
     if why.startswith("no head count"):
         return GUESSED
@@ -1018,9 +1050,25 @@ _PROJECTION_OF = {"queries": ("W_query", "b_query"), "keys": ("W_key", "b_key"),
 def _mixed_projections(weights: LearnerWeights, x: Tensor, pipeline: dict,
                        reference: dict) -> list[_Variant]:
     """One projection computed with another's weights (``keys = self.W_query(x)``):
-    a variant for each ordered pair whose shapes allow it."""
+    a variant for each ordered pair whose shapes allow it; then two projections
+    swapped (``keys = self.W_value(x)``, ``values = self.W_key(x)``), each pair."""
     final = [s for s in COMPARED if s in reference][-1]
     out = []
+    names = list(_PROJECTION_OF)
+    for i, step in enumerate(names):
+        for other in names[i + 1:]:
+            (w, b), (w_other, b_other) = _PROJECTION_OF[step], _PROJECTION_OF[other]
+            params = weights.params()
+            if params[w_other].shape != params[w].shape:
+                continue
+            params[w], params[b], params[w_other], params[b_other] = \
+                params[w_other], params[b_other], params[w], params[b]
+            steps = pipeline_steps(x, params, **pipeline)
+            if not close(reference[final], steps[final]):
+                out.append(_Variant(MIXED_PROJECTION, f"the {step} and the {other} are "
+                                    f"swapped: the {step} are computed with {w_other} and the "
+                                    f"{other} with {w}: {step} = self.{w}(x), {other} = "
+                                    f"self.{w_other}(x)", steps))
     for step, (w, b) in _PROJECTION_OF.items():
         for other, (w_other, b_other) in _PROJECTION_OF.items():
             params = weights.params()
@@ -1115,6 +1163,20 @@ def _undone(names: list[str], found: dict[str, Tensor | None]) -> list[str]:
             all(found[t] is None for t in _downstream(s, names))]
 
 
+def _coincidental(step: str, variant: _Variant, reference: dict[str, Tensor],
+                  names: list[str]) -> bool:
+    """Whether a match of ``step`` is, in ``variant``'s story, another step's numbers:
+    the variant differs from the reference at ``step``, and at another step it
+    differs by computing ``step``'s reference numbers there (keys and values
+    swapped: their values tensor holds the reference's keys)."""
+    if step not in variant.steps or close(reference[step], variant.steps[step]):
+        return False
+    return any(other != step and other in variant.steps
+               and variant.steps[other].shape == reference[step].shape
+               and not close(reference[other], variant.steps[other])
+               and close(reference[step], variant.steps[other]) for other in names)
+
+
 _Located = tuple[str, Tensor | None, "_Variant | None", str]
 """(step, their tensor there, the mistake that explains it or None, its diagnosis)."""
 
@@ -1160,7 +1222,9 @@ class _Where:
         explaining = agreeing or explaining
         for variant in explaining[:1]:
             for step in self.names:
-                theirs = None if self.found[step] is not None or step not in variant.steps \
+                theirs = None if step not in variant.steps or (
+                    self.found[step] is not None
+                    and not _coincidental(step, variant, self.reference, self.names)) \
                     else self.lookup(step).find(step, variant.steps[step])
                 if theirs is not None:
                     return step, theirs, variant, _diagnosis(explaining)
@@ -1168,11 +1232,14 @@ class _Where:
 
     def agrees(self, variant: _Variant) -> bool:
         """Whether ``variant`` agrees with every step their code showed matching the
-        reference: at each such step its numbers are the reference's. (Issue 45: the
-        values ✓ rule out "values = self.W_key(x)" for a context computed from the
-        keys; where no explaining mistake agrees, all are named, as before.)"""
-        return all(close(self.reference[s], variant.steps[s])
-                   for s in self.names[:-1] if self.found[s] is not None and s in variant.steps)
+        reference: each such tensor of theirs is one the variant's story computes too,
+        at some step. (Issue 45: their reference values rule out "values =
+        self.W_key(x)", whose story never computes them, for a context computed from
+        the keys; keys and values swapped computes both. Where no explaining mistake
+        agrees, all are named, as before.)"""
+        return all(any(t.shape == self.reference[s].shape and close(self.reference[s], t)
+                       for t in variant.steps.values())
+                   for s in self.names[:-1] if self.found[s] is not None)
 
     def mistake_in_two(self) -> _Located | None:
         """A mistake whose values, new ones (no step of the reference's), are
@@ -1289,6 +1356,10 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     if recording.causal_seen and causal is None and not weights.causal:
         for reading in (weights, *weights.alternatives):
             reading.causal, reading.causal_why = True, recording.causal_seen
+    if causal is None and not weights.causal and _behaves_causal(module, weights, x_run,
+                                                                  recording, masks):
+        for reading in (weights, *weights.alternatives):
+            reading.causal, reading.causal_why = True, BEHAVES_CAUSAL
     h = weights.n_heads
     xb = x_run if x_run.dim() == 3 else x_run[None]  # the reference always has a batch axis
     batch = xb.shape[0]
@@ -1313,11 +1384,17 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     ok = found[final] is not None
     first = theirs = mistake = None
     diagnosis = ""
+    story: dict[str, Tensor | None] = {}  # their tensor at a step, as the mistake tells it
     if not ok:
         variants = _variants(weights, xb, pipeline, reference, yours, interface)
         first, theirs, mistake, diagnosis = _locate(names, reference, found, variants, lookup)
+        if mistake is not None:  # a step matched by another step's numbers is no match
+            for s in names:
+                if found[s] is not None and _coincidental(s, mistake, reference, names):
+                    found[s] = None
+                    story[s] = lookup(s).find(s, mistake.steps[s])
 
-    results = _step_results(names, reference, found, first, theirs, lookup)
+    results = _step_results(names, reference, found, first, theirs, lookup, story)
     n_values, worst = _matched_totals(results, reference)
     if theirs is not None and first is not None and theirs.shape != reference[first].shape:
         theirs = None  # (their output has another width: said in the difference's note)
@@ -1516,10 +1593,12 @@ def _reading(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours: _You
 
 def _step_results(names: list[str], reference: dict[str, Tensor],
                   found: dict[str, Tensor | None], first: str | None, theirs: Tensor | None,
-                  lookup) -> list[StepResult]:
+                  lookup, story: dict[str, Tensor | None] | None = None) -> list[StepResult]:
     """Each step's verdict: matched (with the largest difference), differs (from
-    the first difference on, with their nearest tensor's difference), or not
-    seen (before it, or a step whose tensor they never made)."""
+    the first difference on, with their nearest tensor's difference, or the one
+    the named mistake's ``story`` puts there), or not seen (before it, or a step
+    whose tensor they never made)."""
+    story = story or {}
     results, undone = [], _undone(names, found)
     for i, s in enumerate(names):
         if found[s] is not None:
@@ -1527,8 +1606,8 @@ def _step_results(names: list[str], reference: dict[str, Tensor],
         elif first is None or s not in undone or i < names.index(first):
             results.append(StepResult(s, NOT_SEEN))
         else:
-            nearest = theirs if s == first else _nearest(
-                reference[s], lookup(s).options(s, reference[s]))
+            nearest = theirs if s == first else story[s] if story.get(s) is not None else \
+                _nearest(reference[s], lookup(s).options(s, reference[s]))
             results.append(StepResult(s, DIFFERS, None if nearest is None or
                                       nearest.shape != reference[s].shape
                                       else max_abs_diff(reference[s], nearest)))

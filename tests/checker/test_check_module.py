@@ -560,13 +560,13 @@ def test_the_command_line_exits_0_1_or_2(tmp_path):
 # ---------------------------------------------------------------------------
 @pytest.mark.slow
 def test_pasted_code_is_checked_in_a_child_process():
-    report = check_source(LISTING_3_5, "MultiHeadAttention", d_out=4, num_heads=2)
+    report = check_source(LISTING_3_5, "MultiHeadAttention", d_out=10, num_heads=2)
     assert isinstance(report, CheckReport) and report.ok
     broken = check_source(LISTING_3_5.replace("dim=-1", "dim=-2"), "MultiHeadAttention",
-                          d_out=4, num_heads=2)
+                          d_out=10, num_heads=2)
     assert (broken.ok, broken.first_difference.step, broken.mistake) == (
         False, "attn_weights", "softmax_over_queries")
-    in_process = check_module(build(L.SoftmaxOverQueries, 3, 4, 9, 0.0, num_heads=2),  # 6 + 3
+    in_process = check_module(build(L.SoftmaxOverQueries, 3, 10, 9, 0.0, num_heads=2),  # 6 + 3
                               interface="app")
     assert broken == dataclasses.replace(in_process, module="MultiHeadAttention")
 

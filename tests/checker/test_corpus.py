@@ -185,3 +185,50 @@ def test_the_command_line_in_its_own_process_on_a_sample(tmp_path):
         assert done.returncode == (OK if case.right else DIFFERS), done.stderr
         report = json.loads(done.stdout)["report"]
         assert report["ok"] == case.right and report["mistake"] == case.mistake
+
+
+def corpus_counts(qkv_bias: bool = False) -> dict[str, float]:
+    """The corpus through the API (each case built as `build` builds it): how many
+    verdicts are right (✓ / ✗ / "? Cannot tell" as the case says), how many broken
+    entries get their first step and their mistake's name, how many "cannot tell"
+    answers and refusals (CheckError) come back, and the median seconds of a check."""
+    import statistics
+    import time
+
+    from explorer.checker.learner import CheckError
+
+    counts = dict.fromkeys(("cases", "right verdicts", "broken", "right first steps",
+                            "named mistakes", "cannot tell", "refusals"), 0)
+    times = []
+    for case in CASES:
+        counts["cases"] += 1
+        counts["broken"] += not case.right and not case.cannot_tell
+        start = time.perf_counter()
+        try:
+            report = check_module(build(case, qkv_bias=qkv_bias))
+        except CheckError:
+            counts["refusals"] += 1
+            continue
+        finally:
+            times.append(time.perf_counter() - start)
+        counts["cannot tell"] += bool(report.uncertain)
+        if case.cannot_tell:
+            counts["right verdicts"] += bool(report.uncertain) and not report.ok
+            continue
+        counts["right verdicts"] += report.ok == case.right and not report.uncertain
+        if not case.right:
+            counts["named mistakes"] += report.mistake == case.mistake
+            counts["right first steps"] += report.first_step == case.step
+    counts["median seconds"] = round(statistics.median(times), 3)
+    return counts
+
+
+def test_the_corpus_counts_are_all_right(capsys):
+    """Issue 45's closing numbers, printed (``pytest -s``): every verdict right, every
+    broken entry's first step and name right, no refusal."""
+    counts = corpus_counts()
+    with capsys.disabled():
+        print("\ncorpus:", counts)
+    assert counts["right verdicts"] == counts["cases"] and counts["refusals"] == 0
+    assert counts["right first steps"] == counts["named mistakes"] == counts["broken"]
+    assert counts["cannot tell"] == sum(c.cannot_tell for c in CASES)

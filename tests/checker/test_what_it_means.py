@@ -491,3 +491,67 @@ def test_the_context_from_the_keys_is_named_at_the_context_not_at_the_values():
                                                               "context_from_keys"), report.text()
     assert report.diagnosis.startswith("the context is computed from the keys, not the values")
     assert "W_key, not W_value" not in report.diagnosis
+
+
+def test_causal_attention_with_no_mask_at_all_is_measured_causal():
+    """Issue 45, part 1: attention computed prefix by prefix (no mask anywhere, no
+    "causal" in its name) is causal by what it does: the check changes the last token
+    and sees no earlier row move, and says that it measured it."""
+    class PrefixByPrefix(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.W_query, self.W_key, self.W_value = (nn.Linear(3, 10) for _ in range(3))
+            self.num_heads = 2
+
+        def forward(self, x):
+            b, n, _ = x.shape
+            q, k, v = (w(x).view(b, n, 2, 5).transpose(1, 2)
+                       for w in (self.W_query, self.W_key, self.W_value))
+            rows = []
+            for i in range(n):  # token i attends to tokens 0 ... i
+                s = q[:, :, i:i + 1] @ k[:, :, :i + 1].transpose(-2, -1) / math.sqrt(5)
+                rows.append(torch.softmax(s, dim=-1) @ v[:, :, :i + 1])
+            return torch.cat(rows, dim=2).transpose(1, 2).reshape(b, n, 10)
+
+    module = built(PrefixByPrefix)
+    x = torch.rand((2, 6, 3), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():  # its truth, independently: PyTorch's SDPA with is_causal=True
+        q, k, v = (w(x).view(2, 6, 2, 5).transpose(1, 2)
+                   for w in (module.W_query, module.W_key, module.W_value))
+        sdpa = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        assert torch.allclose(module(x), sdpa.transpose(1, 2).reshape(2, 6, 10), atol=1e-6)
+    report = check_module(module)
+    assert report.ok, report.text()
+    assert report.settings[0].startswith(
+        "assumed: causal (forward, measured: a new last token changes its own row of the "
+        "output and no earlier one), measured; 2 heads")
+
+
+def test_keys_and_values_swapped_put_the_first_cross_at_the_keys():
+    """Keys and values swapped (``keys = self.W_value(x)``, ``values = self.W_key(x)``):
+    their keys tensor holds the reference's values and theirs values the keys, so
+    neither is a match; the first ✗ is the keys, and the diagnosis names the swap."""
+    class Swapped(L.Tweakable):
+        def forward(self, x):
+            b, n, _ = x.shape
+            keys = self.split(self.W_value(x), b, n)
+            queries = self.split(self.W_query(x), b, n)
+            values = self.split(self.W_key(x), b, n)
+            attn_scores = self.mask_scores(queries @ keys.transpose(2, 3), n)
+            attn_weights = self.dropout(self.normalise(self.scale(attn_scores, keys), n))
+            return self.project_out(self.combine(attn_weights @ values, b, n))
+
+    module = built(Swapped, 3, 10, 9, 0.0, num_heads=2)
+    twin = built(L.MultiHeadAttention, 3, 10, 9, 0.0, num_heads=2)
+    twin.load_state_dict(module.state_dict())
+    x = torch.rand((2, 6, 3), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():  # the truth: the book's class with W_key and W_value exchanged
+        twin.W_key.weight.copy_(module.W_value.weight)
+        twin.W_value.weight.copy_(module.W_key.weight)
+        assert torch.allclose(module(x), twin(x), atol=1e-6)
+    report = check_module(module)
+    statuses_ = {r.step: r.status for r in report.steps}
+    assert (report.ok, report.first_step, report.mistake) == (False, "keys",
+                                                              "projection_mixed_up"), report.text()
+    assert statuses_["queries"] == "match" and statuses_["keys"] == statuses_["values"] == "differs"
+    assert report.diagnosis.startswith("the keys and the values are swapped")
