@@ -60,8 +60,8 @@ def _parser() -> argparse.ArgumentParser:
                             "Causal in its class name")
     check.add_argument("--n_heads", type=int, default=None,
                        help="the number of heads the check assumes; default: the module's "
-                            "num_heads, n_head, n_heads, heads or nhead, else the head axis "
-                            "its forward shows")
+                            "num_heads, n_head, n_heads, num_attention_heads, heads or nhead "
+                            "(or its config's), else the head axis its forward shows")
     check.add_argument("--sentence", default=None,
                        help='the input (default "Your journey starts with one step", with the '
                             "book's hand-picked vectors when d_in is 3)")

@@ -78,6 +78,7 @@ import torch
 from torch import Tensor, nn
 
 from explorer.checker.learner import (
+    HEAD_ATTRIBUTES,
     MEMORY_MB,
     TIMEOUT_S,
     CheckError,
@@ -89,6 +90,7 @@ from explorer.checker.learner import (
     unread_parameters,
 )
 from explorer.checker.limits import limits
+from explorer.checker.listings import DEFAULT_SIZES
 from explorer.checker.mistakes import (
     DROPOUT_ACTIVE,
     MISTAKES,
@@ -258,6 +260,8 @@ class CheckReport:
             return (f"✓ Matches the reference computed from your weights: {matched} steps, "
                     f"{self.n_values} numbers, largest difference {self.max_difference:.1e} "
                     f"(in {self.worst_step}).")
+        if self.uncertain.startswith(SIZES_BLIND):
+            return f"? Cannot tell {self.uncertain}."
         if self.uncertain:
             return f"? Cannot tell whether it matches: {self.uncertain}."
         if self.raised:
@@ -594,6 +598,74 @@ def second_sentence(x: Tensor, seed: int, book_vectors: bool) -> Tensor:
     return draw(tuple(x.shape), generator=generator)
 
 
+SCORE_SPREAD = 4.0
+"""How far apart the largest and smallest scaled score of a row are made, on average,
+when X has to be scaled (`_spread_inputs`): a few units, where softmax is neither
+uniform nor one-hot, so that a scale off by √head_dim moves the weights well above
+`TOLERANCE`."""
+
+
+def _score_spread(weights: LearnerWeights, xb: Tensor) -> float:
+    """The mean, over rows, of (largest − smallest) scaled score (Q Kᵀ / √head_dim,
+    unmasked) at inputs ``xb`` (b, n, d_in)."""
+    steps = attention_steps(xb, weights.params(), n_heads=weights.n_heads)
+    scores = steps["scaled_scores"]
+    return float((scores.amax(-1) - scores.amin(-1)).mean())
+
+
+def _spread_inputs(weights: LearnerWeights, x: Tensor, second: Tensor | None, where: str
+                   ) -> tuple[Tensor, Tensor | None, str]:
+    """X and the batch's second sentence, both multiplied by one number c when at
+    X a classic mistake would give the reference's own numbers (`_blind`) and
+    scaling X lets it show: c makes each row's scaled scores span about
+    `SCORE_SPREAD` whatever the weights' scale (GPT-2's std 0.02 makes them span
+    thousandths, where a missing ÷ √head_dim changes nothing above the
+    tolerance). Scores grow as c² (as c with biases), so c is found in a few
+    steps. ``where`` gains the factor and why; the sizes are never changed."""
+    xb = x[None] if second is None else torch.stack((x, second))
+    pipeline = {"n_heads": weights.n_heads, "causal": weights.causal, "dropout": 0.0,
+                "keep_mask": None}
+
+    def blind(c: float) -> list[str]:
+        return _blind(weights, xb * c, pipeline, pipeline_steps(xb * c, weights.params(),
+                                                                **pipeline))
+
+    before = blind(1.0)
+    spread = _score_spread(weights, xb)
+    if not before or not math.isfinite(spread) or spread <= 0:
+        return x, second, where
+    c = 1.0
+    for _ in range(6):
+        now = _score_spread(weights, xb * c)
+        if not math.isfinite(now) or now <= 0 or abs(now / SCORE_SPREAD - 1) < 0.05:
+            break
+        c = min(max(c * math.sqrt(SCORE_SPREAD / now), 1e-3), 1e4)
+    if abs(c - 1) < 0.05 or len(blind(c)) >= len(before):
+        return x, second, where
+    return x * c, None if second is None else second * c, (
+        f"{where}, × {c:.3g} so that each row's scaled scores span about {SCORE_SPREAD:g} "
+        f"(at your weights' scale they span {spread:.2g}, too little for every classic "
+        "mistake to show)")
+
+
+SIZES_BLIND = "at these sizes"
+"""How the reason of a "? Cannot tell" that the sizes cause begins (`_blind_sizes`)."""
+
+
+def _blind_sizes(weights: LearnerWeights, blind: list[str]) -> str:
+    """Why a check that matched cannot be trusted: at the learner's sizes the
+    classic mistakes ``blind`` give the reference's own numbers, whatever X; and
+    the sizes that would tell (the check's defaults, `DEFAULT_SIZES`, where d_in,
+    d_out, head_dim and num_heads all differ)."""
+    d = DEFAULT_SIZES
+    return (f"{SIZES_BLIND} (d_in {weights.d_in}, d_out {weights.d_k}, num_heads "
+            f"{weights.n_heads}, head_dim {weights.head_dim}) these mistakes give the "
+            f"reference's own numbers: {', '.join(blind)}; sizes that would tell: d_in "
+            f"{d['d_in']}, d_out {d['d_out']}, num_heads {d['num_heads']} (head_dim "
+            f"{d['d_out'] // d['num_heads']}), where d_in, d_out, head_dim and num_heads "
+            "all differ")
+
+
 def _mask_not_sliced(module: nn.Module, weights: LearnerWeights, error: CheckError,
                      x: Tensor, tokens: list[str], interface: str) -> CheckReport:
     """When the forward raised on every try: a report of the mask not sliced to
@@ -669,6 +741,38 @@ def _record(module: nn.Module, x: Tensor, second: Tensor | None, weights: Learne
                                          f"{_reversed_text(reversed_shapes)}.",
                          furthest.details, furthest.progress, reversed_shapes)
     raise furthest
+
+
+BEHAVES_CAUSAL = ("forward, measured: a new last token changes its own row of the output and "
+                  "no earlier one")
+"""Why a module that holds and makes no mask the check recognises is causal (`_behaves_causal`)."""
+
+
+def _behaves_causal(module: nn.Module, weights: LearnerWeights, x_run: Tensor,
+                    recording: Recording, masks) -> bool:
+    """Whether ``module`` behaves as causal attention, measured: its forward run
+    again with the last token's vector replaced (drawn from a fixed generator, at
+    X's scale), the same dropout masks: every earlier row of the output is as it
+    was, and the last row changed. (A loop over prefixes, or a mask the check
+    does not recognise, shows here.) False for torch's MultiheadAttention (its
+    token axis may come first), fewer than 2 tokens, or a forward that raises."""
+    n = x_run.shape[-2]
+    if n < 2 or weights.torch_mha is not None or weights.inner_mha is not None:
+        return False
+    changed = x_run.clone()
+    g = torch.Generator().manual_seed(0)
+    changed[..., -1, :] = torch.randn(changed[..., -1, :].shape, generator=g) * (
+        float(x_run.abs().max()) + 1.0)
+    try:
+        again = run_forward(module, changed, weights, masks(changed.shape[0] if
+                                                            changed.dim() == 3 else 1))
+    except CheckError:
+        return False
+    before, after = recording.output, again.output
+    if before.shape != after.shape or before.dim() < 2 or before.shape[-2] != n:
+        return False
+    return close(before[..., :-1, :], after[..., :-1, :]) and \
+        not close(before[..., -1, :], after[..., -1, :])
 
 
 def _reversed_text(shapes: list[tuple[int, ...]]) -> str:
@@ -802,12 +906,40 @@ _STACKED = (" (a batch of two different sentences: yours, and a second of as man
             "drawn from seed + 1)")
 
 
+SET_BY_YOU, DECLARED, MEASURED, GUESSED, BY_DEFAULT = (
+    "set by you", "declared", "measured", "a guess", "by default")
+"""Where an assumption of the report's first line came from (`source_of`)."""
+
+
+def source_of(why: str) -> str:
+    """Where the reason ``why`` (a `LearnerWeights` ``causal_why`` / ``heads_why``, or
+    the dropout's) puts an assumption: `SET_BY_YOU` (an override), `MEASURED` (seen
+    while forward ran: a mask it made, is_causal=True, the scores' head axis, no mask
+    at all), `GUESSED` (nothing said: 1 head), `BY_DEFAULT` (torch's
+    MultiheadAttention, not causal unless told) or `DECLARED` (what the module holds:
+    a mask buffer, a head-count attribute, a class name, its weights' layout)."""
+    if why.startswith("as you said"):
+        return SET_BY_YOU
+    if why.startswith(("forward", "the head axis seen", "no mask")):
+        return MEASURED
+    if why.startswith("no head count"):
+        return GUESSED
+    if why.startswith("torch.nn.MultiheadAttention is causal only"):
+        return BY_DEFAULT
+    return DECLARED
+
+
 def _assumptions(weights: LearnerWeights) -> str:
-    """The report's first line: what the check assumed about the module, and why."""
-    causal = (f"causal ({weights.causal_why})" if weights.causal else
-              f"not causal ({weights.causal_why or 'no mask in the module or its forward'})")
-    heads = f"{weights.n_heads} head{'s' if weights.n_heads > 1 else ''} ({weights.heads_why})"
-    return f"assumed: {causal}; {heads}"
+    """The report's first line: each assumption the check made about the module
+    (causal, heads, dropout p), why, and where it came from (`source_of`)."""
+    causal_why = weights.causal_why or "no mask in the module or its forward"
+    causal = f"{'causal' if weights.causal else 'not causal'} ({causal_why}), " \
+        f"{source_of(causal_why)}"
+    heads = f"{weights.n_heads} head{'s' if weights.n_heads > 1 else ''} ({weights.heads_why}), " \
+        f"{source_of(weights.heads_why)}"
+    dropout = f"dropout p = {weights.dropout:g}" + (
+        f" ({weights.dropout_why}), {DECLARED}" if weights.dropout_why else ", none declared")
+    return f"assumed: {causal}; {heads}; {dropout}"
 
 
 def _settings(weights: LearnerWeights, x: Tensor, tokens: list[str], where: str,
@@ -907,7 +1039,8 @@ def _variants(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dic
             continue
         if not close(reference[final], steps[final]):
             out.append(_Variant(mistake.slug, mistake.diagnosis(sizes), steps))
-    return out + _mixed_projections(weights, x, pipeline, reference)
+    return out + _mixed_projections(weights, x, pipeline, reference) + _context_from_keys(
+        weights, x, pipeline, reference)
 
 
 _PROJECTION_OF = {"queries": ("W_query", "b_query"), "keys": ("W_key", "b_key"),
@@ -917,9 +1050,25 @@ _PROJECTION_OF = {"queries": ("W_query", "b_query"), "keys": ("W_key", "b_key"),
 def _mixed_projections(weights: LearnerWeights, x: Tensor, pipeline: dict,
                        reference: dict) -> list[_Variant]:
     """One projection computed with another's weights (``keys = self.W_query(x)``):
-    a variant for each ordered pair whose shapes allow it."""
+    a variant for each ordered pair whose shapes allow it; then two projections
+    swapped (``keys = self.W_value(x)``, ``values = self.W_key(x)``), each pair."""
     final = [s for s in COMPARED if s in reference][-1]
     out = []
+    names = list(_PROJECTION_OF)
+    for i, step in enumerate(names):
+        for other in names[i + 1:]:
+            (w, b), (w_other, b_other) = _PROJECTION_OF[step], _PROJECTION_OF[other]
+            params = weights.params()
+            if params[w_other].shape != params[w].shape:
+                continue
+            params[w], params[b], params[w_other], params[b_other] = \
+                params[w_other], params[b_other], params[w], params[b]
+            steps = pipeline_steps(x, params, **pipeline)
+            if not close(reference[final], steps[final]):
+                out.append(_Variant(MIXED_PROJECTION, f"the {step} and the {other} are "
+                                    f"swapped: the {step} are computed with {w_other} and the "
+                                    f"{other} with {w}: {step} = self.{w}(x), {other} = "
+                                    f"self.{w_other}(x)", steps))
     for step, (w, b) in _PROJECTION_OF.items():
         for other, (w_other, b_other) in _PROJECTION_OF.items():
             params = weights.params()
@@ -936,12 +1085,32 @@ def _mixed_projections(weights: LearnerWeights, x: Tensor, pipeline: dict,
 
 MIXED_PROJECTION = "projection_mixed_up"
 """The slug of one projection computed with another's weights."""
+CONTEXT_FROM_KEYS = "context_from_keys"
+"""The slug of the context computed as attn_weights @ keys, the values right."""
+
+
+def _context_from_keys(weights: LearnerWeights, x: Tensor, pipeline: dict,
+                       reference: dict) -> list[_Variant]:
+    """The context line's slip, ``attn_weights @ keys`` (Listing 3.2 with keys for
+    values): the values are computed right, the context from the keys. The same
+    output as ``values = self.W_key(x)``, but with the reference's values."""
+    params = weights.params()
+    if params["W_key"].shape != params["W_value"].shape:
+        return []
+    params["W_value"], params["b_value"] = params["W_key"], params["b_key"]
+    steps = pipeline_steps(x, params, **pipeline)
+    final = [s for s in COMPARED if s in reference][-1]
+    if close(reference[final], steps[final]):
+        return []
+    steps["values"] = reference["values"]
+    return [_Variant(CONTEXT_FROM_KEYS, "the context is computed from the keys, not the values: "
+                                        "context = attn_weights @ values", steps)]
 
 
 def _blind(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dict) -> list[str]:
-    """One line for the classic mistakes these sizes and inputs still cannot
-    show: those whose output equals the reference's here (none at the
-    check's default sizes, where d_in, d_out, head_dim and num_heads differ)."""
+    """The classic mistakes these sizes and inputs cannot show, by slug: those
+    whose output equals the reference's here (none at the check's default sizes,
+    where d_in, d_out, head_dim and num_heads differ)."""
     final = [s for s in COMPARED if s in reference][-1]
     sizes = _sizes(weights, x.shape[-2], pipeline)
     blind = []
@@ -954,6 +1123,11 @@ def _blind(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dict) 
             continue
         if close(reference[final], steps[final]):
             blind.append(mistake.slug)
+    return blind
+
+
+def _blind_warning(blind: list[str]) -> list[str]:
+    """`_blind`'s mistakes as the report's warning line (none when there are none)."""
     if not blind:
         return []
     return [f"at these sizes and inputs, these mistakes give the reference's own numbers, so "
@@ -987,6 +1161,20 @@ def _undone(names: list[str], found: dict[str, Tensor | None]) -> list[str]:
     the scaled scores.)"""
     return [s for s in names if found[s] is None and
             all(found[t] is None for t in _downstream(s, names))]
+
+
+def _coincidental(step: str, variant: _Variant, reference: dict[str, Tensor],
+                  names: list[str]) -> bool:
+    """Whether a match of ``step`` is, in ``variant``'s story, another step's numbers:
+    the variant differs from the reference at ``step``, and at another step it
+    differs by computing ``step``'s reference numbers there (keys and values
+    swapped: their values tensor holds the reference's keys)."""
+    if step not in variant.steps or close(reference[step], variant.steps[step]):
+        return False
+    return any(other != step and other in variant.steps
+               and variant.steps[other].shape == reference[step].shape
+               and not close(reference[other], variant.steps[other])
+               and close(reference[step], variant.steps[other]) for other in names)
 
 
 _Located = tuple[str, Tensor | None, "_Variant | None", str]
@@ -1030,13 +1218,28 @@ class _Where:
         final = self.names[-1]
         explaining = [v for v in self.variants
                       if self.lookup(final).find(final, v.steps[final]) is not None]
+        agreeing = [v for v in explaining if self.agrees(v)]
+        explaining = agreeing or explaining
         for variant in explaining[:1]:
             for step in self.names:
-                theirs = None if self.found[step] is not None or step not in variant.steps \
+                theirs = None if step not in variant.steps or (
+                    self.found[step] is not None
+                    and not _coincidental(step, variant, self.reference, self.names)) \
                     else self.lookup(step).find(step, variant.steps[step])
                 if theirs is not None:
                     return step, theirs, variant, _diagnosis(explaining)
         return None
+
+    def agrees(self, variant: _Variant) -> bool:
+        """Whether ``variant`` agrees with every step their code showed matching the
+        reference: each such tensor of theirs is one the variant's story computes too,
+        at some step. (Issue 45: their reference values rule out "values =
+        self.W_key(x)", whose story never computes them, for a context computed from
+        the keys; keys and values swapped computes both. Where no explaining mistake
+        agrees, all are named, as before.)"""
+        return all(any(t.shape == self.reference[s].shape and close(self.reference[s], t)
+                       for t in variant.steps.values())
+                   for s in self.names[:-1] if self.found[s] is not None)
 
     def mistake_in_two(self) -> _Located | None:
         """A mistake whose values, new ones (no step of the reference's), are
@@ -1139,6 +1342,8 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
         return recipes.dropout_mask((batch, weights.n_heads, n, n), weights.dropout,
                                     dropout_seed) if dropout_on else None
 
+    if inputs is None:
+        x, second, where = _spread_inputs(weights, x, second, where)
     _validate(weights, x if second is None else torch.stack((x, second)), tokens)
     try:
         recording, x_run, how, batch_error = _record(module, x, second, weights, masks)
@@ -1151,6 +1356,10 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     if recording.causal_seen and causal is None and not weights.causal:
         for reading in (weights, *weights.alternatives):
             reading.causal, reading.causal_why = True, recording.causal_seen
+    if causal is None and not weights.causal and _behaves_causal(module, weights, x_run,
+                                                                  recording, masks):
+        for reading in (weights, *weights.alternatives):
+            reading.causal, reading.causal_why = True, BEHAVES_CAUSAL
     h = weights.n_heads
     xb = x_run if x_run.dim() == 3 else x_run[None]  # the reference always has a batch axis
     batch = xb.shape[0]
@@ -1175,11 +1384,17 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     ok = found[final] is not None
     first = theirs = mistake = None
     diagnosis = ""
+    story: dict[str, Tensor | None] = {}  # their tensor at a step, as the mistake tells it
     if not ok:
         variants = _variants(weights, xb, pipeline, reference, yours, interface)
         first, theirs, mistake, diagnosis = _locate(names, reference, found, variants, lookup)
+        if mistake is not None:  # a step matched by another step's numbers is no match
+            for s in names:
+                if found[s] is not None and _coincidental(s, mistake, reference, names):
+                    found[s] = None
+                    story[s] = lookup(s).find(s, mistake.steps[s])
 
-    results = _step_results(names, reference, found, first, theirs, lookup)
+    results = _step_results(names, reference, found, first, theirs, lookup, story)
     n_values, worst = _matched_totals(results, reference)
     if theirs is not None and first is not None and theirs.shape != reference[first].shape:
         theirs = None  # (their output has another width: said in the difference's note)
@@ -1198,6 +1413,10 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
                                              (ok, slug, diagnosis), notes)
     uncertain = "" if ok or slug is not None else _uncertain(module, weights, queries_read,
                                                                interface)
+    blind = _blind(weights, xb, pipeline, reference)
+    if ok and blind and inputs is None:
+        ok, uncertain = False, _blind_sizes(weights, blind)
+        first_difference = None
     if uncertain:
         results = [StepResult(r.step, UNSURE, r.max_difference) if r.status == DIFFERS else r
                    for r in results]
@@ -1207,8 +1426,7 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
         settings=_settings(weights, x_run, tokens, where, second is not None and
                            x_run.dim() == 3 and x_run.shape[0] == BATCH),
         notes=notes + recording.notes,
-        warnings=hidden_steps(module, weights, n, interface) + _blind(weights, xb, pipeline,
-                                                                       reference),
+        warnings=hidden_steps(module, weights, n, interface) + _blind_warning(blind),
         n_values=n_values, max_difference=worst[0], worst_step=worst[1], uncertain=uncertain)
 
 
@@ -1335,9 +1553,9 @@ def _uncertain(module: nn.Module, weights: LearnerWeights, queries_read: bool,
     layouts tried."""
     reasons = []
     if not weights.heads_known:
-        reasons.append("no head count was found (no num_heads, n_head, n_heads, heads or nhead "
-                       "attribute, no head axis in the tensors forward makes), so 1 was "
-                       f"assumed; say how many with {spell(interface, n_heads='N')}")
+        reasons.append(f"no head count was found (no {', '.join(HEAD_ATTRIBUTES)} attribute "
+                       "on it or its config, no head axis in the tensors forward makes), so 1 "
+                       f"was assumed; say how many with {spell(interface, n_heads='N')}")
     unread = unread_parameters(module, weights)
     if unread:
         reasons.append(f"the check could not place {', '.join(unread[:4])}"
@@ -1375,10 +1593,12 @@ def _reading(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours: _You
 
 def _step_results(names: list[str], reference: dict[str, Tensor],
                   found: dict[str, Tensor | None], first: str | None, theirs: Tensor | None,
-                  lookup) -> list[StepResult]:
+                  lookup, story: dict[str, Tensor | None] | None = None) -> list[StepResult]:
     """Each step's verdict: matched (with the largest difference), differs (from
-    the first difference on, with their nearest tensor's difference), or not
-    seen (before it, or a step whose tensor they never made)."""
+    the first difference on, with their nearest tensor's difference, or the one
+    the named mistake's ``story`` puts there), or not seen (before it, or a step
+    whose tensor they never made)."""
+    story = story or {}
     results, undone = [], _undone(names, found)
     for i, s in enumerate(names):
         if found[s] is not None:
@@ -1386,8 +1606,8 @@ def _step_results(names: list[str], reference: dict[str, Tensor],
         elif first is None or s not in undone or i < names.index(first):
             results.append(StepResult(s, NOT_SEEN))
         else:
-            nearest = theirs if s == first else _nearest(
-                reference[s], lookup(s).options(s, reference[s]))
+            nearest = theirs if s == first else story[s] if story.get(s) is not None else \
+                _nearest(reference[s], lookup(s).options(s, reference[s]))
             results.append(StepResult(s, DIFFERS, None if nearest is None or
                                       nearest.shape != reference[s].shape
                                       else max_abs_diff(reference[s], nearest)))

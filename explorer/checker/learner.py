@@ -103,6 +103,7 @@ class LearnerWeights:
     causal_why: str = ""
     heads_why: str = ""
     heads_known: bool = True
+    dropout_why: str = ""
     sources: list = field(default_factory=list)
     fused: bool = False
 
@@ -141,9 +142,11 @@ NAMES = {
 """The names each projection goes by, the book's first: ``query`` (BERT, ng-video-lecture's
 ``Head``), ``q_proj`` (Hugging Face, Llama), ``W_q`` (d2l), ``to_q`` (lucidrains), ``wq``
 (Meta's Llama), ``q_lin`` (DistilBERT), ``toqueries`` (Peter Bloem's tutorial)."""
-HEAD_ATTRIBUTES = ("num_heads", "n_head", "n_heads", "heads", "nhead", "h")
-"""The attributes a head count goes by (the book, nanoGPT, ..., lucidrains, nn.Transformer,
-the annotated transformer's ``self.h``)."""
+HEAD_ATTRIBUTES = ("num_heads", "n_head", "n_heads", "num_attention_heads", "heads", "nhead",
+                   "h")
+"""The attributes a head count goes by (the book, nanoGPT, ARENA, Hugging Face BERT's
+``num_attention_heads``, lucidrains, nn.Transformer, the annotated transformer's
+``self.h``), on the module or its ``config`` object."""
 EXPECTED = ("W_query, W_key and W_value (or query/key/value, q_proj/k_proj/v_proj, W_q/W_k/W_v, "
             "to_q/to_k/to_v, wq/wk/wv), each an nn.Linear(d_in, d_out), a GPT-2 Conv1D (weight "
             "(d_in, d_out), x @ W + b), an nn.Sequential holding one of those, or an "
@@ -222,13 +225,37 @@ def _projection(module: nn.Module, name: str) -> _Linear | None:
     return None
 
 
+DROPOUT_ATTRIBUTES = ("dropout", "dropout_p", "attn_dropout", "attention_dropout", "attn_pdrop",
+                      "attn_drop")
+"""The attributes an attention dropout goes by (the book, Hugging Face's eager attention's
+``dropout_p`` and ``attention_dropout``, nanoGPT's ``attn_dropout``, GPT-2's config
+``attn_pdrop``, timm's ``attn_drop``), as an ``nn.Dropout`` or a probability p."""
+
+
+def dropout_evidence(module: nn.Module) -> tuple[float, str]:
+    """The module's attention dropout p as declared, and where it was read: one of
+    `DROPOUT_ATTRIBUTES`, on the module or its ``config`` object, else the largest
+    ``nn.Dropout`` it holds; (0.0, "") when it declares none."""
+    for holder, whose in ((module, "its"), (getattr(module, "config", None), "its config's")):
+        for name in DROPOUT_ATTRIBUTES if holder is not None else ():
+            p = _declared_p_of(getattr(holder, name, None))
+            if p is not None:
+                return p, f"{whose} {name}"
+    held = [(float(m.p), name) for name, m in module.named_modules() if isinstance(m, nn.Dropout)]
+    return max(held) if held else (0.0, "")
+
+
+def _declared_p_of(value) -> float | None:
+    if isinstance(value, nn.Dropout):
+        return float(value.p)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
+        return float(value)
+    return None
+
+
 def _dropout_p(module: nn.Module) -> float:
-    dropout = getattr(module, "dropout", None)
-    if isinstance(dropout, nn.Dropout):
-        return float(dropout.p)
-    if isinstance(dropout, (int, float)) and not isinstance(dropout, bool):
-        return float(dropout)
-    return max((float(m.p) for m in module.modules() if isinstance(m, nn.Dropout)), default=0.0)
+    """`dropout_evidence`'s p."""
+    return dropout_evidence(module)[0]
 
 
 def _parameters_text(module: nn.Module) -> str:
@@ -237,11 +264,24 @@ def _parameters_text(module: nn.Module) -> str:
     return ", ".join(shown) if shown else "no parameters at all"
 
 
+def _found_names(module: nn.Module) -> list[str]:
+    """The projections `_projection` finds, each by the attribute that holds it:
+    ``to_q (read as W_query)`` for lucidrains' ``to_q``, ``W_query`` for the book's."""
+    found = []
+    for name in _PROJECTIONS:
+        alias = next((a for a in NAMES[name] if _linear(getattr(module, a, None)) is not None), None)
+        if alias is not None:
+            found.append(name if alias == name else f"{alias} (read as {name})")
+    return found
+
+
 def _missing_names(module: nn.Module) -> CheckError:
+    """The refusal: what the check reads, and what ``module`` really holds (its
+    projections by their own attribute names, and its parameters with their shapes)."""
     name = type(module).__name__
-    have = [p for p in _PROJECTIONS if _projection(module, p) is not None]
-    has = f"has {' and '.join(have)} but not the rest" if have else \
-        f"holds {_parameters_text(module)}"
+    have = _found_names(module)
+    has = f"has {' and '.join(have)} but no other projection the check can place; it holds " \
+        f"{_parameters_text(module)}" if have else f"holds {_parameters_text(module)}"
     return CheckError("module", f"the check finds the projections in one of these forms: "
                                 f"{EXPECTED}. {name} {has}. {EXAMPLE}.")
 
@@ -249,6 +289,16 @@ def _missing_names(module: nn.Module) -> CheckError:
 # ---------------------------------------------------------------------------
 # What the module means: causal or not, how many heads
 # ---------------------------------------------------------------------------
+EXACT_DIAGONAL = {"lower": 0, "upper": 1, "masked above": 1, "masked below": -1}
+"""Each `triangle` kind's diagonal in the exact causal mask: ``tril(ones)`` (what may be
+seen), ``triu(ones, diagonal=1)`` (what is hidden), −∞ above or below the diagonal."""
+_DIAGONALS = {"lower": (0, -1, 1), "upper": (1, 0, -1, 2), "masked above": (1, 0, -1, 2),
+              "masked below": (-1, 0, 1, -2)}
+"""The diagonals each kind is recognised at, the exact one first: a mask one or two
+diagonals off (``triu(..., diagonal=-1)`` for ``diagonal=1``, ``tril(ones, diagonal=1)``)
+is still a mask: the module means to be causal, and the slip is in the mask."""
+
+
 def triangle(t: Tensor) -> str | None:
     """Whether the last two axes of ``t`` (square, 2 or more) hold a causal mask's
     pattern, the same in every leading slice: ``"lower"`` (ones or True on and
@@ -256,8 +306,17 @@ def triangle(t: Tensor) -> str | None:
     or True above it: what is hidden, the book's ``triu(..., diagonal=1)``), or
     an additive mask or masked scores: −∞ (or below −1e4) in one triangle and
     finite numbers elsewhere (``"masked above"`` / ``"masked below"``). A
-    diagonal shifted by one (a mask that also hides the diagonal) counts too.
-    None otherwise."""
+    diagonal shifted by one or two (`_DIAGONALS`: a slip in the mask) counts too;
+    `triangle_diagonal` says which. None otherwise."""
+    found = triangle_diagonal(t)
+    return None if found is None else found[0]
+
+
+def triangle_diagonal(t: Tensor) -> tuple[str, int] | None:
+    """`triangle`'s kind and the diagonal it was found at (``torch.tril`` /
+    ``torch.triu``'s ``diagonal``); `EXACT_DIAGONAL` is the causal one. A shifted
+    diagonal is tried only from 3 tokens on, and never where it would make the
+    pattern all one value."""
     if t.dim() < 2 or t.shape[-1] != t.shape[-2] or t.shape[-1] < 2 or t.numel() > 2**22:
         return None
     if t.is_complex():
@@ -265,16 +324,26 @@ def triangle(t: Tensor) -> str | None:
     n = t.shape[-1]
     flat = t.detach().reshape(-1, n, n)
     ones = torch.ones(n, n, dtype=torch.bool)
+
+    def offsets(kind: str) -> tuple[int, ...]:
+        return _DIAGONALS[kind] if n >= 3 else _DIAGONALS[kind][:2]
+
+    def build(kind: str, offset: int) -> Tensor:
+        return torch.tril(ones, offset) if kind in ("lower", "masked below") else \
+            torch.triu(ones, offset)
+
+    def plain(pattern: Tensor) -> bool:  # neither all True nor all False
+        return bool(pattern.any()) and not bool(pattern.all())
+
     if t.dtype == torch.bool or bool(((flat == 0) | (flat == 1)).all()):
         if not bool((flat == flat[:1]).all()):
             return None
         m = flat[0].bool()
-        for offset in (0, -1):
-            if bool((m == torch.tril(ones, offset)).all()):
-                return "lower"
-        for offset in (1, 0):
-            if bool((m == torch.triu(ones, offset)).all()):
-                return "upper"
+        for kind in ("lower", "upper"):
+            for offset in offsets(kind):
+                pattern = build(kind, offset)
+                if plain(pattern) and bool((m == pattern).all()):
+                    return kind, offset
         return None
     if not t.is_floating_point():
         return None
@@ -284,12 +353,23 @@ def triangle(t: Tensor) -> str | None:
     hidden = hidden[0]
     if bool(torch.isnan(flat).any()) or not bool(torch.isfinite(flat[:, ~hidden]).all()):
         return None
-    for offset, where in ((1, "masked above"), (0, "masked above"),
-                          (-1, "masked below"), (0, "masked below")):
-        pattern = torch.triu(ones, offset) if where == "masked above" else torch.tril(ones, offset)
-        if bool((hidden == pattern).all()):
-            return where
+    for kind in ("masked above", "masked below"):
+        for offset in offsets(kind):
+            pattern = build(kind, offset)
+            if plain(pattern) and bool((hidden == pattern).all()):
+                return kind, offset
     return None
+
+
+def slip_text(kind: str, offset: int) -> str:
+    """"" for the exact causal diagonal, else the words for a mask whose diagonal is
+    off: what it is, as torch would build it, and that the slip is in the mask."""
+    exact = EXACT_DIAGONAL[kind]
+    if offset == exact:
+        return ""
+    op = "tril" if kind in ("lower", "masked below") else "triu"
+    return (f", but built as {op}(ones, diagonal={offset}) where the causal mask is "
+            f"{op}(ones, diagonal={exact}): the module means causal, the slip is in the mask")
 
 
 def causal_evidence(module: nn.Module) -> str:
@@ -303,14 +383,15 @@ def causal_evidence(module: nn.Module) -> str:
     held.update({k: v for k, v in vars(module).items() if isinstance(v, Tensor)})
     held.update({k: v for k, v in module.named_parameters(recurse=False) if not v.requires_grad})
     for name, tensor in held.items():
-        shape = triangle(tensor)
-        if shape is not None:
+        found = triangle_diagonal(tensor)
+        if found is not None:
+            shape, offset = found
             kind = "buffer" if name in dict(module.named_buffers(recurse=False)) else "tensor"
             what = {"lower": "lower-triangular (what each token may see)",
                     "upper": "upper-triangular (the future it hides)",
                     "masked above": "−∞ above the diagonal",
                     "masked below": "−∞ below the diagonal"}[shape]
-            return f"the {kind} `{name}` {tuple(tensor.shape)} is {what}"
+            return f"the {kind} `{name}` {tuple(tensor.shape)} is {what}{slip_text(shape, offset)}"
     if "causal" in type(module).__name__.lower():
         return f"the class name {type(module).__name__} says causal"
     return ""
@@ -318,11 +399,14 @@ def causal_evidence(module: nn.Module) -> str:
 
 def heads_evidence(module: nn.Module) -> tuple[int, str] | None:
     """The module's head count and where it was read: the first of
-    `HEAD_ATTRIBUTES` that holds a whole number; None when none does."""
-    for name in HEAD_ATTRIBUTES:
-        value = getattr(module, name, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value, f"its {name} = {value}"
+    `HEAD_ATTRIBUTES` that holds a whole number, on the module, then on its
+    ``config`` object (Hugging Face's ``config.num_attention_heads``); None when
+    none does."""
+    for holder, whose in ((module, "its"), (getattr(module, "config", None), "its config's")):
+        for name in HEAD_ATTRIBUTES if holder is not None else ():
+            value = getattr(holder, name, None)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value, f"{whose} {name} = {value}"
     return None
 
 
@@ -359,6 +443,7 @@ def _read_torch_mha(mha: nn.MultiheadAttention, causal: bool | None) -> LearnerW
         *weights, *biases, W_out=_float(mha.out_proj.weight).T,
         b_out=torch.zeros(E) if out_bias is None else _float(out_bias),
         n_heads=mha.num_heads, causal=bool(causal), dropout=float(mha.dropout),
+        dropout_why="torch.nn.MultiheadAttention's dropout",
         training=mha.training, torch_mha=mha,
         causal_why=f"as you said (causal={causal})" if causal is not None else
         "torch.nn.MultiheadAttention is causal only when told (causal=True)",
@@ -451,6 +536,108 @@ def _read_fused(module: nn.Module, name: str, read: _Linear, causal: bool | None
     return first
 
 
+_FUSED_KV = ("to_kv", "kv", "kv_proj", "W_kv", "wkv", "kv_lin", "c_attn_kv")
+"""The names a fused key-value layer goes by (lucidrains' ``to_kv``, Perceiver-style code)."""
+
+
+def _fused_kv(module: nn.Module, d_in: int, used: set[str]) -> tuple[str, _Linear] | None:
+    """A fused key-value layer beside a query projection: a linear form taking
+    ``d_in`` inputs, of even width, by one of the `_FUSED_KV` names, or the only
+    such layer left that is not the output projection's width."""
+    layers = {name: read for name, read in _linears(module, used).items()
+              if read[0].shape[0] == d_in and read[0].shape[1] % 2 == 0}
+    named = [name for name in _FUSED_KV if name in layers]
+    if named:
+        return named[0], layers[named[0]]
+    return None
+
+
+def _read_q_kv(module: nn.Module, query: tuple[str, _Linear], kv: tuple[str, _Linear],
+               causal: bool | None, n_heads: int | None) -> LearnerWeights:
+    """lucidrains' ``to_q`` + ``to_kv``: W_query from the query layer, W_key and
+    W_value from the fused layer's two halves, as ``to_kv(x).chunk(2, dim=-1)``
+    cuts them (keys first); the head-by-head layout (``(num_heads, 2, head_dim)``)
+    is an alternative, tried when the forward's keys are not those."""
+    (q_name, (w_q, b_q, how_q, o_q)), (kv_name, (w_kv, b_kv, how_kv, o_kv)) = query, kv
+    d = w_kv.shape[1] // 2
+    h = n_heads if n_heads is not None else (heads_evidence(module) or (1, ""))[0]
+    orders = [(0, 1, 2)] + ([(1, 0, 2)] if isinstance(h, int) and h > 1 and d % h == 0 else [])
+    first = None
+    for order in orders:
+        def pick(t: Tensor, order=order) -> list[Tensor]:  # (..., 2·d) -> k, v (..., d)
+            if order == (0, 1, 2):
+                return list(t.chunk(2, dim=-1))
+            t = t.reshape(*t.shape[:-1], h, 2, d // h)
+            return [t[..., i, :].reshape(*t.shape[:-3], d) for i in range(2)]
+        w_k, w_v = pick(w_kv)
+        b_k, b_v = (None, None) if b_kv is None else pick(b_kv)
+        layout = "its two halves, keys first (to_kv(x).chunk(2, dim=-1))" if order == (0, 1, 2) \
+            else "head by head (to_kv(x).view(b, n, num_heads, 2 * head_dim))"
+        reading = _assemble(module, [w_q, w_k, w_v], [b_q, b_k, b_v], causal,
+                            [f"W_query as {q_name} ({how_q.split(': ')[-1]}), W_key and W_value "
+                             f"as the fused {kv_name} ({how_kv.split(': ')[-1]}), {layout}"],
+                            {q_name, kv_name}, n_heads)
+        reading.sources += o_q + o_kv
+        if first is None:
+            first = reading
+        else:
+            first.alternatives.append(reading)
+    return first
+
+
+PER_HEAD = {"W_query": ("W_Q", "b_Q"), "W_key": ("W_K", "b_K"), "W_value": ("W_V", "b_V"),
+            "W_out": ("W_O", "b_O")}
+"""Per-head weights (ARENA's transformer from scratch, TransformerLens): W_Q, W_K, W_V
+(n_heads, d_model, d_head) with biases (n_heads, d_head); W_O (n_heads, d_head, d_model)
+with b_O (d_model,)."""
+
+
+def _per_head(module: nn.Module) -> bool:
+    """Whether ``module`` holds W_Q, W_K and W_V as 3-D tensors (`PER_HEAD`)."""
+    held = [getattr(module, PER_HEAD[name][0], None) for name in _PROJECTIONS]
+    return all(isinstance(t, Tensor) and t.dim() == 3 for t in held)
+
+
+def _read_per_head(module: nn.Module, causal: bool | None, n_heads: int | None) -> LearnerWeights:
+    """`PER_HEAD` weights as the book's: W_query (d_model, n_heads · head_dim) with
+    head h in columns h·head_dim:(h+1)·head_dim (``W_Q.permute(1, 0, 2)``), biases
+    flattened, W_O (n_heads, d_head, d_model) as out_proj's (n_heads · head_dim,
+    d_model). The head count is the weights' first axis (declared by their layout)."""
+    name = type(module).__name__
+    held = {key: getattr(module, PER_HEAD[key][0]) for key in _PROJECTIONS}
+    count = held["W_query"].shape[0]
+    if any(t.shape[0] != count or t.shape[1] != held["W_query"].shape[1] for t in held.values()):
+        raise CheckError("module", f"{name}'s W_Q, W_K, W_V must all be (n_heads, d_model, "
+                                   "d_head) with one n_heads and one d_model (got "
+                                   + ", ".join(str(tuple(t.shape)) for t in held.values()) + ")")
+    if n_heads is not None and n_heads != count:
+        raise CheckError("module", f"{name}'s W_Q holds {count} heads on its first axis; "
+                                   f"you said n_heads={n_heads}")
+    ws = [_float(t).permute(1, 0, 2).reshape(t.shape[1], -1) for t in held.values()]
+    bs, sources = [], list(held.values())
+    for key, t in held.items():
+        b = getattr(module, PER_HEAD[key][1], None)
+        ok = isinstance(b, Tensor) and tuple(b.shape) == (t.shape[0], t.shape[2])
+        bs.append(_float(b).reshape(-1) if ok else None)
+        sources += [b] if ok else []
+    weights = _assemble(module, ws, bs, causal,
+                        [f"W_query, W_key, W_value as the per-head W_Q, W_K, W_V "
+                         f"{tuple(held['W_query'].shape)} (n_heads, d_model, d_head), heads side "
+                         "by side"], set(), count)
+    weights.heads_why = f"its W_Q's first axis (n_heads, d_model, d_head): {count}"
+    weights.sources += sources
+    w_o, b_o = getattr(module, "W_O", None), getattr(module, "b_O", None)
+    if isinstance(w_o, Tensor) and w_o.dim() == 3 and w_o.shape[:2] == (count, weights.d_v // count):
+        weights.W_out = _float(w_o).reshape(weights.d_v, -1)
+        d_out = weights.W_out.shape[1]
+        ok = isinstance(b_o, Tensor) and tuple(b_o.shape) == (d_out,)
+        weights.b_out = _float(b_o) if ok else torch.zeros(d_out)
+        weights.sources += [w_o] + ([b_o] if ok else [])
+        weights.found.append(f"W_O {tuple(w_o.shape)} (n_heads, d_head, d_model) as out_proj"
+                             + (", b_O" if ok else ""))
+    return weights
+
+
 def _wrapped_mha(module: nn.Module) -> tuple[str, nn.MultiheadAttention] | None:
     held = [(name, child) for name, child in module.named_children()
             if isinstance(child, nn.MultiheadAttention)]
@@ -496,10 +683,13 @@ def _read_heads(module: nn.Module, heads, causal: bool | None) -> LearnerWeights
                           if p is None else p for p, r in zip(parts, read)], dim=-1)
 
     first = read[0]
+    own_p, own_why = dropout_evidence(module)
     weights = LearnerWeights(
         **{name: side_by_side(name) for name in
            ("W_query", "W_key", "W_value", "b_query", "b_key", "b_value")},
-        n_heads=len(read), causal=first.causal, dropout=max(first.dropout, _dropout_p(module)),
+        n_heads=len(read), causal=first.causal, dropout=max(first.dropout, own_p),
+        dropout_why=own_why if own_p > first.dropout else
+        first.dropout_why and f"each head: {first.dropout_why}",
         training=module.training,
         causal_why=why or (first.causal_why and f"each head: {first.causal_why}"),
         heads_why=f"{len(read)} modules in its heads", sources=[s for r in read for s in r.sources],
@@ -557,10 +747,11 @@ def _assemble(module: nn.Module, w: list[Tensor], b: list[Tensor | None], causal
         raise CheckError("module", f"{name}'s number of heads must be a whole number that divides "
                                    f"d_out = {w_q.shape[1]} (got {n_heads!r}: {why})")
     is_causal, causal_why = _causal(module, causal)
+    p, p_why = dropout_evidence(module)
     weights = LearnerWeights(
         w_q, w_k, w_v, *b, n_heads=n_heads, causal=is_causal, causal_why=causal_why,
-        heads_why=why, heads_known=known,
-        dropout=_dropout_p(module), training=module.training, found=found)
+        heads_why=why, heads_known=known, dropout=p, dropout_why=p_why,
+        training=module.training, found=found)
     if n_heads > 1:
         weights.found.append(f"n_heads = {n_heads} (head_dim {weights.head_dim})")
     _read_out_proj(module, weights, used)
@@ -623,6 +814,13 @@ def read_weights(module: nn.Module, causal: bool | None = None,
             all(isinstance(h, nn.Module) for h in heads) and _projection(module, "W_query") is None:
         return _read_heads(module, heads, causal)
     read = [_projection(module, name) for name in _PROJECTIONS]
+    if read[0] is not None and read[1] is None and read[2] is None:
+        q_name = next(a for a in NAMES["W_query"] if _linear(getattr(module, a, None)) is not None)
+        kv = _fused_kv(module, read[0][0].shape[0], {q_name})
+        if kv is not None:
+            return _read_q_kv(module, (q_name, read[0]), kv, causal, n_heads)
+    if all(r is None for r in read) and _per_head(module):
+        return _read_per_head(module, causal, n_heads)
     if any(r is None for r in read):
         if all(r is None for r in read):
             wrapped = _wrapped_mha(module)
@@ -830,11 +1028,12 @@ class _Recorder(TorchFunctionMode):
             if t.dim() != 2 or t.shape[0] % n:
                 return
             t = t.reshape(-1, n, n)
-        shape = triangle(t)
-        if shape is not None:
+        found = triangle_diagonal(t)
+        if found is not None:
+            shape, offset = found
             what = "a triangular mask" if shape in ("lower", "upper") else \
                 f"−∞ {shape.split()[1]} the diagonal (a mask, or masked scores)"
-            self.causal_seen = f"forward makes {what}, {tuple(t.shape)}"
+            self.causal_seen = f"forward makes {what}, {tuple(t.shape)}{slip_text(shape, offset)}"
 
 
 _TRANSPOSE_ALL = torch._C.TensorBase.T

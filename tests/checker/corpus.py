@@ -414,6 +414,53 @@ class GPT2Attention(nn.Module):
         return attn_output, attn_weights
 
 
+class GPT2NotScaled(GPT2Attention):
+    """GPT-2 with ``scale_attn_weights = False`` (a config flag): the scores are never
+    divided by √head_dim. At GPT-2's own initial weights (std 0.02) the scores are so
+    small that this changes nothing above a tolerance unless X is scaled."""
+
+    scale_attn_weights = False
+
+    def _attn(self, query, key, value):
+        attn_weights = torch.matmul(query, key.transpose(-1, -2))
+        if self.scale_attn_weights:
+            attn_weights = attn_weights / torch.full([], value.size(-1) ** 0.5,
+                                                     dtype=attn_weights.dtype)
+        query_length, key_length = query.size(-2), key.size(-2)
+        causal_mask = self.bias[:, :, key_length - query_length: key_length, :key_length]
+        mask_value = torch.full([], torch.finfo(attn_weights.dtype).min,
+                                dtype=attn_weights.dtype)
+        attn_weights = torch.where(causal_mask, attn_weights, mask_value)
+        attn_weights = self.attn_dropout(F.softmax(attn_weights, dim=-1))
+        return torch.matmul(attn_weights, value), attn_weights
+
+
+class GPT2EagerDropoutP(GPT2Attention):
+    """Hugging Face's newer eager attention: no nn.Dropout on the weights but
+    ``F.dropout(attn_weights, p=self.dropout_p, training=self.training)``."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        del self.attn_dropout, self.resid_dropout
+        self.dropout_p = dropout
+
+    def _attn(self, query, key, value):
+        scaling = value.size(-1) ** -0.5
+        attn_weights = torch.matmul(query, key.transpose(-1, -2)) * scaling
+        n = query.size(-2)
+        causal_mask = self.bias[:, :, :n, :n]
+        attn_weights = attn_weights.masked_fill(~causal_mask, torch.finfo(attn_weights.dtype).min)
+        attn_weights = F.softmax(attn_weights, dim=-1)
+        attn_weights = F.dropout(attn_weights, p=self.dropout_p, training=self.training)
+        return torch.matmul(attn_weights, value), attn_weights
+
+    def forward(self, hidden_states):
+        query, key, value = self.c_attn(hidden_states).split(self.embed_dim, dim=2)
+        query, key, value = map(self._split_heads, (query, key, value))
+        attn_output, attn_weights = self._attn(query, key, value)
+        return self.c_proj(self._merge_heads(attn_output)), attn_weights
+
+
 class GPT2SplitWithView(GPT2Attention):
     """Bug: the heads split by .view(batch, head, seq, head_dim), no permute."""
 
@@ -536,6 +583,11 @@ class LlamaScaledByHeads(LlamaAttention):
 
     def denominator(self, keys):
         return math.sqrt(keys.shape[1])
+
+
+class LlamaScaledByHeadsAtTwo(LlamaScaledByHeads):
+    """The same bug, built with d_out 4 and 2 heads: head_dim 2 = num_heads, so √num_heads
+    is √head_dim and no input can show it."""
 
 
 # ---------------------------------------------------------------------------
@@ -716,3 +768,139 @@ class MaskAddedAttention(nn.Module):
         attn_weights = torch.softmax(attn_scores / k.shape[-1] ** 0.5, dim=-1)
         context = (attn_weights @ v).transpose(1, 2).contiguous().view(b, n, -1)
         return self.out_proj(context)
+
+
+# ---------------------------------------------------------------------------
+# lucidrains' cross-attention style (perceiver-pytorch, x-transformers, memory-efficient-
+# attention-pytorch): to_q, one fused to_kv of width 2 · inner_dim, to_out
+# ---------------------------------------------------------------------------
+class LucidCrossAttention(nn.Module):
+    """to_q, to_kv (chunked into k and v), ``heads``, ``scale`` = dim_head ** -0.5,
+    heads folded into the batch ('b n (h d) -> (b h) n d'), to_out = Sequential(Linear,
+    Dropout); ``context`` defaults to x (self-attention)."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.heads, dim_head = num_heads, d_out // num_heads
+        self.scale = dim_head ** -0.5
+        self.to_q = nn.Linear(d_in, d_out, bias=False)
+        self.to_kv = nn.Linear(d_in, d_out * 2, bias=False)
+        self.dropout = nn.Dropout(dropout)
+        self.to_out = nn.Sequential(nn.Linear(d_out, d_in), nn.Dropout(dropout))
+
+    def fold(self, t):  # 'b n (h d) -> (b h) n d'
+        b, n, _ = t.shape
+        return t.reshape(b, n, self.heads, -1).permute(0, 2, 1, 3).reshape(b * self.heads, n, -1)
+
+    def weigh(self, sim):
+        return sim.softmax(dim=-1)
+
+    def forward(self, x, context=None):
+        context = x if context is None else context
+        q = self.to_q(x)
+        k, v = self.to_kv(context).chunk(2, dim=-1)
+        q, k, v = map(self.fold, (q, k, v))
+        sim = torch.einsum("b i d, b j d -> b i j", q, k) * self.scale
+        attn = self.dropout(self.weigh(sim))
+        out = torch.einsum("b i j, b j d -> b i d", attn, v)
+        bh, n, d = out.shape  # '(b h) n d -> b n (h d)'
+        out = out.reshape(bh // self.heads, self.heads, n, d).permute(0, 2, 1, 3).reshape(
+            bh // self.heads, n, self.heads * d)
+        return self.to_out(out)
+
+
+class LucidSoftmaxOverQueries(LucidCrossAttention):
+    """Bug: softmax over the queries' axis (dim=-2)."""
+
+    def weigh(self, sim):
+        return sim.softmax(dim=-2)
+
+
+class LucidChunkedAttention(LucidCrossAttention):
+    """The memory-efficient path: queries and keys cut into buckets, each bucket's
+    exponentiated scores kept with its running maximum, renormalised to the global one,
+    summed, divided by the sum of weights (+ eps), written here for (b, h, n, d)."""
+
+    q_bucket_size, k_bucket_size, eps = 2, 3, 1e-8
+
+    def split(self, t):  # 'b n (h d) -> b h n d'
+        b, n, _ = t.shape
+        return t.reshape(b, n, self.heads, -1).permute(0, 2, 1, 3)
+
+    def chunked(self, q, k, v):
+        q = q * q.shape[-1] ** -0.5
+        out = []
+        for q_chunk in q.split(self.q_bucket_size, dim=-2):
+            sums, values, maxes = [], [], []
+            for k_chunk, v_chunk in zip(k.split(self.k_bucket_size, dim=-2),
+                                        v.split(self.k_bucket_size, dim=-2)):
+                weight = torch.einsum("b h i d, b h j d -> b h i j", q_chunk, k_chunk)
+                weight_max = weight.amax(dim=-1, keepdim=True).detach()
+                exp_weight = (weight - weight_max).exp()
+                sums.append(exp_weight.sum(dim=-1))
+                values.append(torch.einsum("b h i j, b h j d -> b h i d", exp_weight, v_chunk))
+                maxes.append(weight_max.squeeze(-1))
+            maxes, values, sums = (torch.stack(t, dim=-1) for t in (maxes, values, sums))
+            renorm = (maxes - maxes.amax(dim=-1, keepdim=True)).exp().detach()
+            all_values = (values * renorm.unsqueeze(-2)).sum(dim=-1)
+            all_weights = (sums * renorm).sum(dim=-1)
+            out.append(all_values / (all_weights.unsqueeze(-1) + self.eps))
+        return torch.cat(out, dim=-2)
+
+    def forward(self, x, context=None):
+        context = x if context is None else context
+        q = self.split(self.to_q(x))
+        k, v = map(self.split, self.to_kv(context).chunk(2, dim=-1))
+        out = self.chunked(q, k, v)
+        b, h, n, d = out.shape
+        return self.to_out(out.permute(0, 2, 1, 3).reshape(b, n, h * d))
+
+
+# ---------------------------------------------------------------------------
+# ARENA's transformer-from-scratch exercises: per-head weights W_Q (n_heads, d_model,
+# d_head), W_O (n_heads, d_head, d_model), einsum, an IGNORE buffer for the future
+# ---------------------------------------------------------------------------
+class ArenaAttention(nn.Module):
+    """W_Q, W_K, W_V (n_heads, d_model, d_head), b_Q, b_K, b_V (n_heads, d_head), W_O
+    (n_heads, d_head, d_model), b_O (d_model,); scores ÷ √d_head, the future filled with
+    the IGNORE buffer (−1e5) by a triu(diagonal=1) mask made in forward."""
+
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        self.n_heads, self.d_head = num_heads, d_out // num_heads
+        shape = (num_heads, d_in, self.d_head)
+        self.W_Q = nn.Parameter(torch.randn(shape) * 0.02)
+        self.W_K = nn.Parameter(torch.randn(shape) * 0.02)
+        self.W_V = nn.Parameter(torch.randn(shape) * 0.02)
+        self.W_O = nn.Parameter(torch.randn((num_heads, self.d_head, d_in)) * 0.02)
+        self.b_Q = nn.Parameter(torch.zeros((num_heads, self.d_head)))
+        self.b_K = nn.Parameter(torch.zeros((num_heads, self.d_head)))
+        self.b_V = nn.Parameter(torch.zeros((num_heads, self.d_head)))
+        self.b_O = nn.Parameter(torch.zeros(d_in))
+        self.register_buffer("IGNORE", torch.tensor(-1e5, dtype=torch.float32))
+
+    def apply_causal_mask(self, attn_scores):
+        n = attn_scores.shape[-1]
+        mask = torch.triu(torch.ones(n, n, device=attn_scores.device), diagonal=1).bool()
+        return attn_scores.masked_fill(mask, self.IGNORE)
+
+    def scale(self, attn_scores):
+        return attn_scores / self.d_head ** 0.5
+
+    def forward(self, normalized_resid_pre):
+        x = normalized_resid_pre  # (batch, posn, d_model)
+        q = torch.einsum("bpm,nmh->bpnh", x, self.W_Q) + self.b_Q
+        k = torch.einsum("bpm,nmh->bpnh", x, self.W_K) + self.b_K
+        v = torch.einsum("bpm,nmh->bpnh", x, self.W_V) + self.b_V
+        attn_scores = torch.einsum("bqnh,bknh->bnqk", q, k)
+        attn_scores = self.apply_causal_mask(self.scale(attn_scores))
+        attn_pattern = attn_scores.softmax(-1)
+        z = torch.einsum("bknh,bnqk->bqnh", v, attn_pattern)
+        return torch.einsum("bqnh,nhm->bqm", z, self.W_O) + self.b_O
+
+
+class ArenaScaledByDModel(ArenaAttention):
+    """Bug: scores ÷ √d_model, not √d_head."""
+
+    def scale(self, attn_scores):
+        return attn_scores / self.W_Q.shape[1] ** 0.5

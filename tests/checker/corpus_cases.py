@@ -108,6 +108,28 @@ def interleaved(m) -> Layers:
     return qkv_out(*parts, linear(m.proj))
 
 
+def rows2(weight: Tensor, bias: Tensor | None) -> list[tuple[Tensor, Tensor | None]]:
+    """A fused (2·d, d_in) weight cut into k, v rows."""
+    ws = weight.detach().chunk(2)
+    bs = [None] * 2 if bias is None else bias.detach().chunk(2)
+    return list(zip(ws, bs))
+
+
+def lucid(m) -> Layers:
+    """to_q; to_kv's rows cut in two, k then v (``.chunk(2, dim=-1)``); to_out[0]."""
+    k, v = rows2(m.to_kv.weight, m.to_kv.bias)
+    return qkv_out(linear(m.to_q), k, v, linear(m.to_out[0]))
+
+
+def arena(m) -> Layers:
+    """Per-head W_Q (n_heads, d_model, d_head) -> nn.Linear's (n_heads · d_head, d_model),
+    head h in rows h·d_head ...; W_O (n_heads, d_head, d_model) -> (d_model, n_heads · d_head)."""
+    def per_head(w, b):
+        return w.detach().permute(0, 2, 1).reshape(-1, w.shape[1]), b.detach().reshape(-1)
+    return qkv_out(per_head(m.W_Q, m.b_Q), per_head(m.W_K, m.b_K), per_head(m.W_V, m.b_V),
+                   (m.W_O.detach().reshape(-1, m.W_O.shape[-1]).T, m.b_O.detach()))
+
+
 # ---------------------------------------------------------------------------
 # The cases
 # ---------------------------------------------------------------------------
@@ -119,7 +141,10 @@ class Case:
     own before it, when the report names a range) and ``mistake`` (the slug);
     ``causal``: whether the intended attention is causal; ``layers``: its
     weights in the book's terms; ``sizes``: other constructor sizes than the
-    check's defaults; ``qkv``: forward takes queries, keys and values apart."""
+    check's defaults; ``qkv``: forward takes queries, keys and values apart;
+    ``cannot_tell``: a broken entry whose bug gives the book's own numbers at its
+    ``sizes`` (and not at the defaults), so the right answer is "? Cannot tell at
+    these sizes"."""
 
     name: str
     style: str
@@ -132,6 +157,7 @@ class Case:
     since: str | None = None
     sizes: dict = field(default_factory=dict)
     qkv: bool = False
+    cannot_tell: bool = False
 
     @property
     def cls(self) -> type:
@@ -165,6 +191,12 @@ TIMM = ("timm Attention (qkv reshape, q * scale)",
         "github.com/huggingface/pytorch-image-models timm/models/vision_transformer.py")
 BLOEM = ("Peter Bloem's SelfAttention (tokeys, unifyheads)",
          "peterbloem.nl/blog/transformers; github.com/pbloem/former")
+LUCID = ("lucidrains Attention (to_q, fused to_kv, to_out)",
+         "github.com/lucidrains perceiver-pytorch, x-transformers")
+LUCID_CHUNKED = ("lucidrains memory-efficient attention (buckets, running max)",
+                 "github.com/lucidrains/memory-efficient-attention-pytorch")
+ARENA = ("ARENA Attention, per-head W_Q (n_heads, d_model, d_head), W_O",
+         "ARENA 3.0 chapter 1.1, transformer from scratch")
 BOOK_ORDER = ("the book's order (mask, then scale), written elsewhere",
               "LLMs-from-scratch ch03 and its forks")
 
@@ -194,6 +226,9 @@ CASES = [
     Case("ViTAttention", *VIT, True, False, vit),
     Case("ViTOutNeverApplied", *VIT, False, False, vit, "output", "out_proj_not_applied"),
     Case("GPT2Attention", *GPT2, True, True, gpt2),
+    Case("GPT2NotScaled", *GPT2, False, True, gpt2, "attn_weights", "no_scaling",
+         since="masked_scores"),
+    Case("GPT2EagerDropoutP", *GPT2, True, True, gpt2),
     Case("GPT2SplitWithView", *GPT2, False, True, gpt2, "attn_scores", "split_with_view"),
     Case("AnnotatedMultiHeadedAttention", *ANNOTATED, True, False, annotated, qkv=True),
     Case("AnnotatedScaledByDk", *ANNOTATED, False, False, annotated, "scaled_scores",
@@ -203,6 +238,8 @@ CASES = [
     Case("LlamaAttention", *LLAMA, True, True, separate("wq", "wk", "wv", "wo")),
     Case("LlamaScaledByHeads", *LLAMA, False, True, separate("wq", "wk", "wv", "wo"),
          "scaled_scores", "scaled_by_num_heads"),
+    Case("LlamaScaledByHeadsAtTwo", *LLAMA, False, True, separate("wq", "wk", "wv", "wo"),
+         sizes={"d_out": 4, "num_heads": 2}, cannot_tell=True),
     Case("TorchMHACausal", *TORCH_MHA, True, True, torch_mha, sizes={"d_in": 10}),
     Case("BertSelfAttention", *BERT, True, False, separate("query", "key", "value")),
     Case("BertSoftmaxOverHeads", *BERT, False, False, separate("query", "key", "value"),
@@ -219,6 +256,12 @@ CASES = [
          "softmax_over_queries"),
     Case("MaskAddedAttention", *BOOK_ORDER, False, True,
          separate("W_query", "W_key", "W_value", "out_proj"), "masked_scores", "mask_added"),
+    Case("LucidCrossAttention", *LUCID, True, False, lucid),
+    Case("LucidSoftmaxOverQueries", *LUCID, False, False, lucid, "attn_weights",
+         "softmax_over_queries"),
+    Case("LucidChunkedAttention", *LUCID_CHUNKED, True, False, lucid),
+    Case("ArenaAttention", *ARENA, True, True, arena),
+    Case("ArenaScaledByDModel", *ARENA, False, True, arena, "scaled_scores", "scaled_by_d_in"),
 ]
 """Every entry, right and broken."""
 BY_NAME = {case.name: case for case in CASES}

@@ -88,9 +88,9 @@ BOOK_MODULES = {
         ("queries", "keys", "values", "attn_scores", "scaled_scores", "attn_weights", "context"),
         MATCH)),
     "CausalAttention": (L.CausalAttention, (3, 2, 6, 0.0), {}, CAUSAL),
-    "MultiHeadAttentionWrapper": (L.MultiHeadAttentionWrapper, (3, 2, 6, 0.0),
+    "MultiHeadAttentionWrapper": (L.MultiHeadAttentionWrapper, (3, 5, 6, 0.0),
                                   {"num_heads": 2}, CAUSAL),
-    "MultiHeadAttention": (L.MultiHeadAttention, (3, 4, 6, 0.0), {"num_heads": 2},
+    "MultiHeadAttention": (L.MultiHeadAttention, (3, 10, 6, 0.0), {"num_heads": 2},
                            {**CAUSAL, "output": MATCH}),
     "MultiHeadAttention with bias": (L.MultiHeadAttention, (3, 6, 6, 0.0),
                                      {"num_heads": 3, "qkv_bias": True},
@@ -137,8 +137,9 @@ def test_book_listing_3_1_prints_these_context_vectors_and_so_does_the_reference
     report = check_module(sa_v1)  # the journey sentence with d_in = 3: the book's vectors
     assert report.ok and report.n_values == 4 * 12 + 2 * 36 + 36
     assert "the book's hand-picked vectors for this sentence (§3.3.1)" in report.settings[3]
-    assert report.settings[0] == ("assumed: not causal (no mask in the module or its forward); "
-                                  "1 head (the head axis seen in forward's (6, 6) scores)")
+    assert report.settings[0] == ("assumed: not causal (no mask in the module or its forward), "
+                                  "measured; 1 head (the head axis seen in forward's (6, 6) "
+                                  "scores), measured; dropout p = 0, none declared")
 
 
 def test_a_constant_added_to_every_score_changes_no_weight_so_it_passes():
@@ -146,7 +147,7 @@ def test_a_constant_added_to_every_score_changes_no_weight_so_it_passes():
         def scale(self, attn_scores, keys):
             return (attn_scores + 0.1) / keys.shape[-1]**0.5
 
-    report = check_module(build(ShiftedScores, 3, 4, 6, 0.0, num_heads=2))
+    report = check_module(build(ShiftedScores, 3, 10, 6, 0.0, num_heads=2))
     assert report.ok
     assert statuses(report)["masked_scores"] == MATCH  # masked first, as the book does
     assert statuses(report)["scaled_scores"] == NOT_SEEN and statuses(report)["attn_weights"] == MATCH
@@ -294,8 +295,8 @@ def test_dropout_left_on_in_train_mode_is_the_difference_and_eval_mode_passes():
 
 @pytest.mark.parametrize("cls, args, kwargs", [
     (L.CausalAttention, (3, 2, 6, 0.5), {}),
-    (L.MultiHeadAttention, (3, 4, 6, 0.5), {"num_heads": 2}),
-    (L.MultiHeadAttentionWrapper, (3, 2, 6, 0.5), {"num_heads": 2}),  # one dropout per head
+    (L.MultiHeadAttention, (3, 10, 6, 0.5), {"num_heads": 2}),
+    (L.MultiHeadAttentionWrapper, (3, 5, 6, 0.5), {"num_heads": 2}),  # one dropout per head
 ])
 def test_with_a_dropout_seed_dropout_is_compared_on_with_the_same_masks(cls, args, kwargs):
     module = build(cls, *args, **kwargs)
@@ -334,6 +335,27 @@ def test_a_module_with_other_names_gets_a_message_naming_what_was_expected():
         "and W_value, and in forward queries = self.W_query(x).")
 
 
+def test_a_refusal_names_the_attributes_the_module_really_holds():
+    """A query layer by lucidrains' name beside layers the check cannot place: the
+    message names to_q as the module spells it, and every parameter, never a W_query
+    the module does not have."""
+    class OnlyToQ(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.to_q = torch.nn.Linear(3, 4, bias=False)
+            self.gate = torch.nn.Linear(3, 5, bias=False)
+
+        def forward(self, x):
+            return self.to_q(x)
+
+    with pytest.raises(CheckError) as caught:
+        check_module(OnlyToQ())
+    message = str(caught.value)
+    assert "OnlyToQ has to_q (read as W_query) but no other projection the check can place; " \
+           "it holds to_q.weight (4, 3), gate.weight (5, 3). For example" in message
+    assert "has W_query" not in message
+
+
 def test_inputs_that_do_not_fit_are_refused_with_the_sizes():
     module = build(L.SelfAttention_v1, 3, 2)
     with pytest.raises(CheckError, match=r"inputs must have shape \(n_tokens, d_in\) or "
@@ -360,13 +382,13 @@ def test_an_error_in_forward_comes_back_with_the_learners_own_traceback():
 
 @pytest.mark.parametrize("batch_first", [True, False])
 def test_torch_multihead_attention_passes(batch_first):
-    module = randomise(torch.nn.utils.skip_init(torch.nn.MultiheadAttention, 4, 2,
+    module = randomise(torch.nn.utils.skip_init(torch.nn.MultiheadAttention, 10, 2,
                                                 batch_first=batch_first), seed=3).eval()
     report = check_module(module, "the cat sat on the mat")
     assert report.ok
     assert {s for s, status in statuses(report).items() if status == MATCH} == {
         "attn_weights", "output"}  # its attention runs inside one PyTorch function
-    x = torch.randn(3, 5, 4, generator=torch.Generator().manual_seed(0))
+    x = torch.randn(3, 5, 10, generator=torch.Generator().manual_seed(0))
     assert check_module(module, inputs=x).ok
     assert check_module(module, inputs=x, causal=True).ok  # the check passes it the causal mask
     weights = reference_steps(module, x, causal=True)["attn_weights"]  # (3, 2, 5, 5)
@@ -473,7 +495,7 @@ def test_the_notebook_html_draws_both_matrices_with_the_differing_cells_outlined
     assert "<code>masked_scores</code>" in html and "masked_fill with 0 instead of −∞" in html
     scope = html.split('id="', 1)[1].split('"', 1)[0]
     assert f'document.getElementById("{scope}").querySelectorAll' in html  # only its own charts
-    passing = report_html(check_module(build(L.MultiHeadAttention, 3, 4, 6, 0.0, num_heads=2)))
+    passing = report_html(check_module(build(L.MultiHeadAttention, 3, 10, 6, 0.0, num_heads=2)))
     assert "<script" not in passing and "✓ Matches the reference" in passing
 
 
@@ -499,7 +521,7 @@ def run_cli(tmp_path: Path, source: str, *args: str) -> subprocess.CompletedProc
 
 
 def test_the_command_line_exits_0_1_or_2(tmp_path):
-    sizes = ("--d_in", "3", "--d_out", "4", "--num_heads", "2",
+    sizes = ("--d_in", "3", "--d_out", "10", "--num_heads", "2",
              "--sentence", "Your journey starts with one step")
     good = run_cli(tmp_path, LISTING_3_5, "my_attention.py:MultiHeadAttention", *sizes)
     assert good.returncode == 0, good.stderr
@@ -521,7 +543,7 @@ def test_the_command_line_exits_0_1_or_2(tmp_path):
         (LISTING_3_5, "my_attention.py", "error: give FILE:CLASS"),
         (LISTING_3_5.replace("assert d_out % num_heads", "assert d_out % 3"),
          "my_attention.py:MultiHeadAttention",
-         "error: MultiHeadAttention(d_in=3, d_out=4, context_length=9, dropout=0.0, "
+         "error: MultiHeadAttention(d_in=3, d_out=10, context_length=9, dropout=0.0, "
          "num_heads=2, qkv_bias=False) raised AssertionError: d_out must be divisible by "
          "num_heads"),
     ]:
@@ -538,13 +560,13 @@ def test_the_command_line_exits_0_1_or_2(tmp_path):
 # ---------------------------------------------------------------------------
 @pytest.mark.slow
 def test_pasted_code_is_checked_in_a_child_process():
-    report = check_source(LISTING_3_5, "MultiHeadAttention", d_out=4, num_heads=2)
+    report = check_source(LISTING_3_5, "MultiHeadAttention", d_out=10, num_heads=2)
     assert isinstance(report, CheckReport) and report.ok
     broken = check_source(LISTING_3_5.replace("dim=-1", "dim=-2"), "MultiHeadAttention",
-                          d_out=4, num_heads=2)
+                          d_out=10, num_heads=2)
     assert (broken.ok, broken.first_difference.step, broken.mistake) == (
         False, "attn_weights", "softmax_over_queries")
-    in_process = check_module(build(L.SoftmaxOverQueries, 3, 4, 9, 0.0, num_heads=2),  # 6 + 3
+    in_process = check_module(build(L.SoftmaxOverQueries, 3, 10, 9, 0.0, num_heads=2),  # 6 + 3
                               interface="app")
     assert broken == dataclasses.replace(in_process, module="MultiHeadAttention")
 
@@ -579,14 +601,14 @@ def test_pasted_code_that_fails_comes_back_as_a_clear_failure(source, kind, mess
 # Issue 28: the code learners really write; what the module computes
 # ---------------------------------------------------------------------------
 def book_twin(module: torch.nn.Module, qkv_bias: bool, num_heads: int = 2) -> torch.nn.Module:
-    """The book's MultiHeadAttention holding ``module``'s weights (d_in 3, d_out 4)."""
-    twin = build(L.MultiHeadAttention, 3, 4, 6, 0.0, num_heads=num_heads, qkv_bias=qkv_bias)
+    """The book's MultiHeadAttention holding ``module``'s weights (d_in 3, d_out 10)."""
+    twin = build(L.MultiHeadAttention, 3, 10, 6, 0.0, num_heads=num_heads, qkv_bias=qkv_bias)
     return twin
 
 
 @pytest.mark.parametrize("qkv_bias", [False, True])
 def test_separate_biases_added_after_an_einsum_are_part_of_the_projections(qkv_bias):
-    module = randomise(build(L.MHAEinsum, 3, 4, 6, 0.0, 2, qkv_bias=qkv_bias), 7)
+    module = randomise(build(L.MHAEinsum, 3, 10, 6, 0.0, 2, qkv_bias=qkv_bias), 7)
     twin = book_twin(module, qkv_bias)
     with torch.no_grad():  # the same weights in the book's class: the same output
         for name, bias in (("W_query", "bias_q"), ("W_key", "bias_k"), ("W_value", "bias_v")):
@@ -607,26 +629,26 @@ def test_separate_biases_added_after_an_einsum_are_part_of_the_projections(qkv_b
 
 @pytest.mark.parametrize("qkv_bias", [False, True])
 def test_a_fused_qkv_linear_and_a_proj_layer_are_read(qkv_bias):
-    module = randomise(build(L.MultiHeadAttentionCombinedQKV, 3, 4, 6, 0.0, 2,
+    module = randomise(build(L.MultiHeadAttentionCombinedQKV, 3, 10, 6, 0.0, 2,
                              qkv_bias=qkv_bias), 8)
     report = check_module(module)
     assert report.ok, report.text()
     assert statuses(report) == {**CAUSAL, "output": MATCH}
-    assert "rows of the fused qkv = nn.Linear(3, 12" in report.settings[2]
+    assert "rows of the fused qkv = nn.Linear(3, 30" in report.settings[2]
     assert "proj as out_proj" in report.settings[2]
-    broken = L.MultiHeadAttentionCombinedQKV(3, 4, 6, 0.0, 2, qkv_bias=qkv_bias)
+    broken = L.MultiHeadAttentionCombinedQKV(3, 10, 6, 0.0, 2, qkv_bias=qkv_bias)
     broken.load_state_dict(module.state_dict())
-    broken.forward = lambda x: module.proj(module.qkv(x)[..., :4])  # no attention at all
+    broken.forward = lambda x: module.proj(module.qkv(x)[..., :10])  # no attention at all
     assert not check_module(broken).ok
 
 
 def test_a_class_wrapping_torch_multihead_attention_is_checked_with_its_own_proj():
-    module = randomise(build(L.MHAPyTorchClass, 4, 4, 6, 0.0, 2, qkv_bias=True), 9).eval()
+    module = randomise(build(L.MHAPyTorchClass, 10, 10, 6, 0.0, 2, qkv_bias=True), 9).eval()
     report = check_module(module)
     assert report.ok, report.text()
     assert statuses(report)["attn_weights"] == MATCH  # each head's weights, recorded
     assert "then proj, composed with out_proj" in report.settings[2]
-    unmasked = L.MHAPyTorchClass(4, 4, 6, 0.0, 2, qkv_bias=True).eval()
+    unmasked = L.MHAPyTorchClass(10, 10, 6, 0.0, 2, qkv_bias=True).eval()
     unmasked.load_state_dict(module.state_dict())
     unmasked.mask.zero_()  # a buffer of zeros is no mask: not causal, unless you say so
     assert check_module(unmasked).ok
@@ -643,9 +665,12 @@ def test_the_defaults_see_a_missing_scaling_and_warn_when_sizes_hide_it():
     assert (report.ok, report.mistake) == (False, "no_scaling")
     assert check_code(LISTING_3_5, "MultiHeadAttention").ok
     hidden = check_module(build(L.MultiHeadAttention, 3, 2, 6, 0.0, num_heads=2))
-    assert hidden.ok and hidden.warnings[0].startswith(
+    assert not hidden.ok and hidden.warnings[0].startswith(
         "head_dim = 2 / 2 = 1: dividing the scores by √head_dim = √1 changes nothing")
     assert "Warning: head_dim = 2 / 2 = 1" in hidden.text()
+    assert hidden.summary().startswith("? Cannot tell at these sizes (d_in 3, d_out 2, "
+                                       "num_heads 2, head_dim 1) these mistakes give the "
+                                       "reference's own numbers: no_scaling")
     one_token = check_module(build(L.CausalAttention, 3, 4, 6, 0.0), "Hello")
     assert any(w.startswith("one token: ") for w in one_token.warnings)
     assert any(w.startswith("dropout p = 0: ") for w in one_token.warnings)
@@ -675,10 +700,10 @@ def test_the_missing_transpose_back_is_named():
 
 
 def test_dropout_on_the_scores_is_named():
-    report = check_module(build(L.DropoutOnScores, 3, 4, 6, 0.5, num_heads=2), dropout_seed=3)
+    report = check_module(build(L.DropoutOnScores, 3, 10, 6, 0.5, num_heads=2), dropout_seed=3)
     assert (report.ok, report.mistake) == (False, "dropout_on_scores"), report.text()
     assert report.diagnosis.startswith("dropout is applied to the attention scores")
-    assert check_module(build(L.Tweakable, 3, 4, 6, 0.5, num_heads=2), dropout_seed=3).ok
+    assert check_module(build(L.Tweakable, 3, 10, 6, 0.5, num_heads=2), dropout_seed=3).ok
 
 
 def test_block_size_is_context_length_and_an_unknown_argument_says_what_to_pass():
@@ -813,11 +838,11 @@ def test_the_command_lines_dropout_advice_names_its_flag(tmp_path):
 
 @pytest.mark.parametrize("qkv_bias", [False, True])
 def test_a_fused_layer_read_head_by_head_is_followed(qkv_bias):
-    module = randomise(build(L.FusedPerHead, 3, 4, 6, 0.0, 2, qkv_bias=qkv_bias), 10)
+    module = randomise(build(L.FusedPerHead, 3, 10, 6, 0.0, 2, qkv_bias=qkv_bias), 10)
     report = check_module(module)
     assert report.ok, report.text()
     assert "head by head (qkv.view(b, n, num_heads, 3 * head_dim))" in report.settings[2]
-    broken = L.FusedPerHead(3, 4, 6, 0.0, 2, qkv_bias=qkv_bias)
+    broken = L.FusedPerHead(3, 10, 6, 0.0, 2, qkv_bias=qkv_bias)
     broken.load_state_dict(module.state_dict())
     broken.dropout = torch.nn.Identity()
     broken.mask.zero_()  # reads the same, forgets the mask
@@ -830,7 +855,7 @@ def test_square_parameters_used_as_x_times_w_transposed_are_followed():
 
 
 def test_scaled_dot_product_attention_with_is_causal_is_checked_as_causal():
-    module = build(L.FusedWithSDPA, 3, 4, 6, 0.0, 2)
+    module = build(L.FusedWithSDPA, 3, 10, 6, 0.0, 2)
     del module.mask  # causal by is_causal=True alone
     report = check_module(module)
     assert report.ok, report.text()

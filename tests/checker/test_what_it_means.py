@@ -66,7 +66,8 @@ def test_a_causal_mask_is_read_whatever_its_name_or_where_it_is_made():
     report = check_module(built(Heads))  # a `bias` buffer, lower-triangular
     assert report.ok, report.text()
     assert report.settings[0] == ("assumed: causal (the buffer `bias` (9, 9) is lower-triangular "
-                                  "(what each token may see)); 2 heads (its num_heads = 2)")
+                                  "(what each token may see)), declared; 2 heads (its num_heads "
+                                  "= 2), declared; dropout p = 0, none declared")
 
     class MaskInForward(Heads):
         def masked(self, s):
@@ -141,12 +142,38 @@ def test_dividing_by_the_number_of_heads_shows_at_the_default_sizes():
     assert report.warnings == []  # at these sizes, no classic mistake is hidden
 
 
-def test_what_the_sizes_cannot_show_has_a_line_of_its_own():
-    report = check_module(built(Heads, d_out=4))  # head_dim 2 = num_heads: √2 either way
-    assert report.ok
+def test_what_the_sizes_cannot_show_is_cannot_tell_not_a_pass():
+    """Issue 45, part 3: at head_dim 2 = num_heads, √num_heads is √head_dim whatever X,
+    so a pass would be a guess: "? Cannot tell at these sizes", with sizes that would."""
+    report = check_module(built(Heads, d_out=4))
+    assert (report.ok, report.mistake) == (False, None)
+    assert report.summary() == (
+        "? Cannot tell at these sizes (d_in 3, d_out 4, num_heads 2, head_dim 2) these "
+        "mistakes give the reference's own numbers: scaled_by_num_heads; sizes that would "
+        "tell: d_in 3, d_out 10, num_heads 2 (head_dim 5), where d_in, d_out, head_dim and "
+        "num_heads all differ.")
     assert report.warnings == [
         "at these sizes and inputs, these mistakes give the reference's own numbers, so this "
         "check cannot show them: scaled_by_num_heads"]
+
+
+def test_weights_too_small_for_a_mistake_to_show_get_a_scaled_x():
+    """Issue 45, part 3: at std 0.02 (GPT-2's initial weights) the scores span
+    thousandths and a missing ÷ √head_dim hides below the tolerance; X is scaled so
+    that the scores span a few units, and the report says by how much."""
+    class Unscaled(Heads):
+        def scores(self, q, k):
+            return q @ k.transpose(-2, -1)
+
+    module = built(Unscaled)
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+    report = check_module(module)
+    assert (report.ok, report.mistake) == (False, "no_scaling")
+    assert "so that each row's scaled scores span about 4 (at your weights' scale they span " \
+        in report.text()
 
 
 # ---------------------------------------------------------------------------
@@ -332,3 +359,199 @@ def test_the_command_line_exits_2_on_a_guess_and_0_once_told(tmp_path, capsys):
     assert "? Cannot tell whether it matches: no head count was found" in out
     assert "say how many with --n_heads N" in out
     assert main(["check", f"{tmp_path / 'mine.py'}:NoHeadCount", "--n_heads", "2"]) == OK
+
+
+# ---------------------------------------------------------------------------
+# Issue 45, part 1: intent read from what the module declares, under the field's names
+# ---------------------------------------------------------------------------
+class BertAsDecoder(nn.Module):
+    """Hugging Face BERT's self-attention used as a decoder: ``num_attention_heads``,
+    causal only through the "extended attention mask" (1 − m) · finfo.min that forward
+    builds from a (b, n, n) tensor of ones."""
+
+    def __init__(self, d_in=3, d_out=10, num_heads=5):
+        super().__init__()
+        self.num_attention_heads, self.attention_head_size = num_heads, d_out // num_heads
+        self.query, self.key, self.value = (nn.Linear(d_in, d_out) for _ in range(3))
+
+    def count(self):
+        return self.num_attention_heads
+
+    def forward(self, hidden_states):
+        b, n, _ = hidden_states.shape
+        m = torch.tril(torch.ones(b, n, n))  # (b, n, n): no head axis in it
+        extended = (1.0 - m[:, None]) * torch.finfo(hidden_states.dtype).min
+
+        def split(t):
+            return t.view(b, n, self.count(), -1).permute(0, 2, 1, 3)
+
+        q, k, v = (split(layer(hidden_states)) for layer in (self.query, self.key, self.value))
+        scores = q @ k.transpose(-1, -2) / math.sqrt(self.attention_head_size) + extended
+        context = torch.softmax(scores, dim=-1) @ v
+        return context.permute(0, 2, 1, 3).reshape(b, n, -1)
+
+
+def test_bert_as_a_decoder_is_read_with_its_num_attention_heads():
+    module = built(BertAsDecoder)
+    x = torch.rand((2, 6, 3), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():  # its truth, independently: PyTorch's SDPA, causal, 5 heads
+        q, k, v = (layer(x).view(2, 6, 5, 2).transpose(1, 2)
+                   for layer in (module.query, module.key, module.value))
+        sdpa = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        assert torch.allclose(module(x), sdpa.transpose(1, 2).reshape(2, 6, 10), atol=1e-6)
+    report = check_module(module)
+    assert report.ok, report.text()
+    assert "5 heads (its num_attention_heads = 5)" in report.text()
+
+
+def test_a_head_count_in_a_config_object_is_read():
+    class WithConfig(BertAsDecoder):  # the count only in self.config
+        def __init__(self):
+            super().__init__()
+            self.config = type("Config", (), {"num_attention_heads": 5})()
+            del self.num_attention_heads
+
+        def count(self):
+            return self.config.num_attention_heads
+
+    report = check_module(built(WithConfig))
+    assert report.ok, report.text()
+    assert "5 heads (its config's num_attention_heads = 5)" in report.text()
+
+
+def test_dropout_p_passed_to_f_dropout_as_self_dropout_p_is_read():
+    """Hugging Face's newer eager attention: ``F.dropout(w, p=self.dropout_p,
+    training=self.training)``, no nn.Dropout: p is read from ``dropout_p``, so the check
+    with a dropout seed draws the same masks and the right module passes."""
+    from tests.checker.corpus_cases import CLASSES
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(123)
+        module = CLASSES["GPT2EagerDropoutP"](3, 10, 9, 0.1, 2).train()
+    report = check_module(module, dropout_seed=1)
+    assert report.ok, report.text()
+    assert report.step("dropped_weights").status == "match"
+
+
+def _book_with_mask(mask: torch.Tensor, hides: bool) -> nn.Module:
+    """Listing 3.5 (d_in 3, d_out 10, 2 heads, context 9) holding ``mask`` as its
+    ``mask`` buffer, used by masked_fill: where it is 1 when ``hides``, else where it is 0."""
+    class Slipped(L.Tweakable):
+        def mask_scores(self, attn_scores, num_tokens):
+            m = self.mask.bool()[:num_tokens, :num_tokens]
+            return attn_scores.masked_fill(m if hides else ~m, -torch.inf)
+
+    module = built(Slipped, 3, 10, 9, 0.0, num_heads=2)
+    module.mask = mask
+    return module
+
+
+def test_a_mask_one_diagonal_off_is_still_meant_causal():
+    """Issue 45, part 1: Listing 3.5 with triu(..., diagonal=-1), and a module whose
+    mask is tril(ones, diagonal=1): both hold a ``mask`` buffer used by masked_fill, so
+    both mean causal; the report says so, and where the slip is, not "not causal"."""
+    for mask, hides, built_as in ((torch.triu(torch.ones(9, 9), diagonal=-1), True,
+                                   "triu(ones, diagonal=-1) where the causal mask is "
+                                   "triu(ones, diagonal=1)"),
+                                  (torch.tril(torch.ones(9, 9), diagonal=1), False,
+                                   "tril(ones, diagonal=1) where the causal mask is "
+                                   "tril(ones, diagonal=0)")):
+        module = _book_with_mask(mask, hides)
+        report = check_module(module)
+        first_line = report.text().splitlines()[0]
+        assert "assumed: causal (the buffer `mask` (9, 9) is" in first_line, first_line
+        assert f"but built as {built_as}: the module means causal, the slip is in the " \
+               "mask" in first_line
+        assert not report.ok and report.first_difference.step == "masked_scores", report.text()
+
+
+# ---------------------------------------------------------------------------
+# Issue 45, part 2: a diagnosis the steps agree with
+# ---------------------------------------------------------------------------
+def test_the_context_from_the_keys_is_named_at_the_context_not_at_the_values():
+    """Listing 3.2 with ``attn_weights @ keys``: "values = self.W_key(x)" gives the same
+    output, but the learner's values are right (✓), so only the context's story agrees
+    with the steps: the first ✗ is the context, and the diagnosis names that line."""
+    class WeightsTimesKeys(L.SelfAttention_v2):
+        def forward(self, x):
+            keys, queries, values = self.W_key(x), self.W_query(x), self.W_value(x)
+            attn_weights = torch.softmax(queries @ keys.T / keys.shape[-1]**0.5, dim=-1)
+            return attn_weights @ keys
+
+    module = built(WeightsTimesKeys, 3, 2)
+    x = torch.rand((6, 3), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():  # the truth: its values are W_value's, its output uses the keys
+        k = module.W_key(x)
+        w = torch.softmax(module.W_query(x) @ k.T / 2**0.5, dim=-1)
+        assert torch.allclose(module(x), w @ k) and not torch.allclose(module(x), w @ module.W_value(x))
+    report = check_module(module)
+    statuses_ = {r.step: r.status for r in report.steps}
+    assert statuses_["values"] == "match" and statuses_["attn_weights"] == "match"
+    assert (report.ok, report.first_step, report.mistake) == (False, "context",
+                                                              "context_from_keys"), report.text()
+    assert report.diagnosis.startswith("the context is computed from the keys, not the values")
+    assert "W_key, not W_value" not in report.diagnosis
+
+
+def test_causal_attention_with_no_mask_at_all_is_measured_causal():
+    """Issue 45, part 1: attention computed prefix by prefix (no mask anywhere, no
+    "causal" in its name) is causal by what it does: the check changes the last token
+    and sees no earlier row move, and says that it measured it."""
+    class PrefixByPrefix(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.W_query, self.W_key, self.W_value = (nn.Linear(3, 10) for _ in range(3))
+            self.num_heads = 2
+
+        def forward(self, x):
+            b, n, _ = x.shape
+            q, k, v = (w(x).view(b, n, 2, 5).transpose(1, 2)
+                       for w in (self.W_query, self.W_key, self.W_value))
+            rows = []
+            for i in range(n):  # token i attends to tokens 0 ... i
+                s = q[:, :, i:i + 1] @ k[:, :, :i + 1].transpose(-2, -1) / math.sqrt(5)
+                rows.append(torch.softmax(s, dim=-1) @ v[:, :, :i + 1])
+            return torch.cat(rows, dim=2).transpose(1, 2).reshape(b, n, 10)
+
+    module = built(PrefixByPrefix)
+    x = torch.rand((2, 6, 3), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():  # its truth, independently: PyTorch's SDPA with is_causal=True
+        q, k, v = (w(x).view(2, 6, 2, 5).transpose(1, 2)
+                   for w in (module.W_query, module.W_key, module.W_value))
+        sdpa = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        assert torch.allclose(module(x), sdpa.transpose(1, 2).reshape(2, 6, 10), atol=1e-6)
+    report = check_module(module)
+    assert report.ok, report.text()
+    assert report.settings[0].startswith(
+        "assumed: causal (forward, measured: a new last token changes its own row of the "
+        "output and no earlier one), measured; 2 heads")
+
+
+def test_keys_and_values_swapped_put_the_first_cross_at_the_keys():
+    """Keys and values swapped (``keys = self.W_value(x)``, ``values = self.W_key(x)``):
+    their keys tensor holds the reference's values and theirs values the keys, so
+    neither is a match; the first ✗ is the keys, and the diagnosis names the swap."""
+    class Swapped(L.Tweakable):
+        def forward(self, x):
+            b, n, _ = x.shape
+            keys = self.split(self.W_value(x), b, n)
+            queries = self.split(self.W_query(x), b, n)
+            values = self.split(self.W_key(x), b, n)
+            attn_scores = self.mask_scores(queries @ keys.transpose(2, 3), n)
+            attn_weights = self.dropout(self.normalise(self.scale(attn_scores, keys), n))
+            return self.project_out(self.combine(attn_weights @ values, b, n))
+
+    module = built(Swapped, 3, 10, 9, 0.0, num_heads=2)
+    twin = built(L.MultiHeadAttention, 3, 10, 9, 0.0, num_heads=2)
+    twin.load_state_dict(module.state_dict())
+    x = torch.rand((2, 6, 3), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():  # the truth: the book's class with W_key and W_value exchanged
+        twin.W_key.weight.copy_(module.W_value.weight)
+        twin.W_value.weight.copy_(module.W_key.weight)
+        assert torch.allclose(module(x), twin(x), atol=1e-6)
+    report = check_module(module)
+    statuses_ = {r.step: r.status for r in report.steps}
+    assert (report.ok, report.first_step, report.mistake) == (False, "keys",
+                                                              "projection_mixed_up"), report.text()
+    assert statuses_["queries"] == "match" and statuses_["keys"] == statuses_["values"] == "differs"
+    assert report.diagnosis.startswith("the keys and the values are swapped")

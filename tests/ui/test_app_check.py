@@ -210,7 +210,8 @@ def test_a_corpus_sample_gets_the_same_verdict_on_the_page_as_through_the_api(co
 
     for name in ("NanoCausalSelfAttention", "GPT2Attention", "D2LDecoderSelfAttention",
                  "MinSoftmaxOverQueries", "SdpaForgotIsCausal", "NanoMaskNotSliced",
-                 "BertKeysFromQuery"):
+                 "BertKeysFromQuery", "LucidCrossAttention", "LucidChunkedAttention",
+                 "ArenaScaledByDModel", "GPT2NotScaled"):
         case = BY_NAME[name]
         api = check_module(build_module(case.cls, d_in=3, d_out=10, num_heads=2,
                                         context_length=CONTEXT), interface="app")
@@ -227,8 +228,9 @@ def test_a_corpus_sample_gets_the_same_verdict_on_the_page_as_through_the_api(co
                        interface="app")
     at = check(SOURCE, check_class=case.name, check_causal="not causal", check_n_heads="5")
     assert not api.ok and at.error[0].value == literal.markdown(api.summary())
-    assert at.text[0].value == ("assumed: not causal (as you said (causal=False)); 5 heads "
-                                "(as you said (n_heads=5))")
+    assert at.text[0].value == ("assumed: not causal (as you said (causal=False)), set by you; "
+                                "5 heads (as you said (n_heads=5)), set by you; dropout p = 0 "
+                                "(its attn_dropout), declared")
 
 
 # ---------------------------------------------------------------------------

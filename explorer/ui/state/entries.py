@@ -485,8 +485,9 @@ _ENTRIES: list[Entry] = [
           default="auto"),
     Entry("check_n_heads", Number(low=0, high=cfg.MAX_HEADS), ONLY({CHECK_PAGE}),
           "n_heads the check assumes",
-          "0: read from your code (num_heads, n_head, n_heads, heads or nhead, else the head "
-          "axis its forward shows). Set it when the report says the count was guessed.",
+          "0: read from your code (num_heads, n_head, n_heads, num_attention_heads, heads or "
+          "nhead, on the module or its config; else the head axis its forward shows). Set it "
+          "when the report says the count was guessed.",
           group=PAGE_OWN, default=0),
     Entry("check_code", Text(), ONLY({CHECK_PAGE}), "Your code",
           "A Python file with your attention class (it may import torch).", group=PAGE_OWN,
