@@ -41,10 +41,16 @@ from explorer import AttentionConfig, models
 from explorer.models.anatomy import EVERY_ARCHITECTURE
 from explorer.server.budget import MIB, tab_bytes, tab_bytes_drawn
 from explorer.ui.real_model import drawn, tab_costs
-from tests.browser.test_browser import chart_count, choose_option, page_url, settle
 from tests.browser.test_browser_tab_budget import heap_bytes
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS, RUN_COUNTER
-from tests.support.server import Server, rss_mib
+from tests.support.browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    chart_count,
+    choose_option,
+    page_url,
+    settle,
+)
+from tests.support.server import RUN_COUNTER, Server, rss_mib
 from tests.support.tiny_decoders import save_tiny_decoder
 from tests.support.tiny_models import save_tiny_gpt2
 

@@ -7,61 +7,30 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from explorer.lessons.pages import HOME_PAGE
-from explorer.ui.navigation import PAGES
-from tests.support.server import ROOT, Server  # noqa: F401 (ROOT: the tests' import of the app's root)
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.support.server import RUN_COUNTER, RUN_TIMEOUT_MS, serve
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
-HOME = PAGES[HOME_PAGE][0]
-RUN_TIMEOUT_MS = 90_000
-"""How long a browser test waits for anything a server run produces (a page, a
-rerun, a chart, a download): generous, since on a loaded 2-core machine a run
-can take tens of seconds. Every wait uses it: `expect`'s default is set to it
-here, and `tests.browser.test_browser.settle`, page actions and downloads use it too."""
 expect.set_options(timeout=RUN_TIMEOUT_MS)
-
-
-def url_path(script: str) -> str:
-    """A page's URL path: its file name without the number prefix ("Home" for the entry)."""
-    return "Home" if script == HOME else Path(script).stem.split("_", 1)[1]
-
-
-PAGE_FILES = {url_path(path): path for path, _ in PAGES.values()}
-"""URL path of each page -> its script."""
-
-
-def _serve(env: dict[str, str] | None = None, script: str | None = None,
-           read_only: bool = False):
-    """A started server (of ``script``, default the app; ``read_only``: seeing the
-    project's tree read-only), then (after the tests) the check that it logged no
-    exception."""
-    server = Server(env=env, script=script, read_only=read_only)
-    yield server
-    log = server.stop()
-    assert "Traceback" not in log, f"the server logged an exception:\n{log}"
 
 
 @pytest.fixture
 def fresh_server():
     """A server started for this test alone, so the first page opened is the
     first session it ever serves."""
-    yield from _serve()
+    yield from serve()
 
 
 @pytest.fixture(scope="module")
 def shared_server():
     """One server for a module's tests that need no fresh start."""
-    yield from _serve()
+    yield from serve()
 
 
 @pytest.fixture(scope="module")
 def offline_server():
     """One server for a module, offline: the Real model page fetches nothing. Its
     folder option is on, as `make run` has it (``EXPLORER_MODEL_FOLDERS=1``)."""
-    yield from _serve({"HF_HUB_OFFLINE": "1", "EXPLORER_MODEL_FOLDERS": "1"})
+    yield from serve({"HF_HUB_OFFLINE": "1", "EXPLORER_MODEL_FOLDERS": "1"})
 
 
 @pytest.fixture(scope="session")
@@ -115,23 +84,6 @@ def _no_context_outlives_its_test(request):
     for context in browser.contexts:
         if context not in before:
             context.close()
-
-
-RUN_COUNTER = """(() => {
-  window.__runsDone = 0;
-  window.__stateChanged = performance.now();
-  new MutationObserver((changes) => {
-    for (const change of changes) {
-      window.__stateChanged = performance.now();
-      if (change.oldValue === "running"
-          && change.target.getAttribute("data-test-script-state") === "notRunning") {
-        window.__runsDone++;
-      }
-    }
-  }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
-                        attributeFilter: ["data-test-script-state"]});
-})()"""
-"""Counts the Streamlit script runs that finished in the page (see `tests.browser.test_browser.settle`)."""
 
 
 @pytest.fixture(autouse=True)

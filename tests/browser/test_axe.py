@@ -12,8 +12,8 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
 from explorer.lessons.pages import CATALOGUE
-from tests.browser.test_browser import page_url, settle
-from tests.conftest import RUN_COUNTER
+from tests.support.browser import page_url, settle
+from tests.support.server import RUN_COUNTER
 
 TAGS = ("wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22a", "wcag22aa")
 """The WCAG 2.0, 2.1 and 2.2 success criteria of levels A and AA."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_browser import HOSTILE, chart_count, page_url, settle
+from tests.support.browser import HOSTILE, chart_count, page_url, settle
 
 SCORES = "Attention scores: ω"
 TOKENS = ["Life", "is", "short", "eat", "dessert", "first"]

@@ -15,8 +15,8 @@ from playwright.sync_api import Browser, Page
 
 from explorer.core.tokenizer import token_labels
 from explorer.ui.experiments import EXPERIMENTS
-from tests.browser.test_browser import chart_count, page_url, settle
-from tests.conftest import RUN_COUNTER
+from tests.support.browser import chart_count, page_url, settle
+from tests.support.server import RUN_COUNTER
 
 WIDTHS = (1400, 390)
 LONG_TOKENS = "we saw extraordinarily unbelievable cats today"

@@ -7,14 +7,14 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.test_browser import chart_count, page_url, settle
-from tests.conftest import _serve
+from tests.support.browser import chart_count, page_url, settle
+from tests.support.server import serve
 from tests.ui.test_app_check import ROOM_FOR_CHECKS_MB, SOFTMAX_OVER_QUERIES
 
 
 @pytest.fixture(scope="module")
 def code_server():
-    yield from _serve({"EXPLORER_RUN_CODE": "1",
+    yield from serve({"EXPLORER_RUN_CODE": "1",
                        "EXPLORER_MEMORY_BUDGET_MB": str(ROOM_FOR_CHECKS_MB)})
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.test_browser import chart_count, page_url, settle, sidebar_link
-from tests.conftest import RUN_COUNTER
+from tests.support.browser import chart_count, page_url, settle, sidebar_link
+from tests.support.server import RUN_COUNTER
 
 TEN_TOKENS = "the cat sat on the mat and then it slept"
 CELL_TEXTS = """() => [...document.querySelectorAll('.explorer-chart')].map((gd) => {

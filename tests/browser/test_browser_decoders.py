@@ -10,8 +10,8 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from explorer.models.catalogue import DEFAULT_MODEL
-from tests.browser.test_browser import chart_count, choose_option, page_url, settle
-from tests.conftest import RUN_COUNTER
+from tests.support.browser import chart_count, choose_option, page_url, settle
+from tests.support.server import RUN_COUNTER
 from tests.support.tiny_decoders import save_tiny_decoder
 
 SENTENCE = "the cat sat on the mat"

@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from explorer import AttentionConfig, compute_trace
 from explorer.render.export import html_report
-from tests.browser.test_browser import chart_count, page_url, settle
+from tests.support.browser import chart_count, page_url, settle
 
 DOWNLOADS = {"attention.py": ".py", "Report (HTML)": ".html", "Every matrix (JSON)": ".json",
              "CSV": ".csv"}

@@ -10,8 +10,8 @@ from explorer.core.config import AttentionConfig
 from explorer.core.trace import compute_trace
 from explorer.modern.frontier import FrontierConfig
 from explorer.modern.frontier.parts import compute_parts, step_matrix
-from tests.browser.test_browser import chart_count, page_url, settle
-from tests.conftest import RUN_COUNTER
+from tests.support.browser import chart_count, page_url, settle
+from tests.support.server import RUN_COUNTER
 
 
 def _defaults():

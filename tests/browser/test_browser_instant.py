@@ -22,7 +22,7 @@ from explorer import AttentionConfig, compute_trace
 from explorer.core.steps import STEPS
 from explorer.lessons.explain import explain_cell
 from explorer.render import figures
-from tests.browser.test_browser import chart_count, page_url, settle, sidebar_link
+from tests.support.browser import chart_count, page_url, settle, sidebar_link
 
 
 class HeldServer:

@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 
 from explorer.models import download_command
 from explorer.ui.real_model import DEFAULT_MODEL
-from tests.browser.test_browser import chart_count, choose_option, page_url, settle
+from tests.support.browser import chart_count, choose_option, page_url, settle
 from tests.support.tiny_models import save_tiny_gpt2
 
 SENTENCE = "the cat sat on the mat"

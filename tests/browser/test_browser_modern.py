@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.browser.test_browser import chart_count, page_url, settle
 from tests.browser.test_browser_clarity import CELL_TEXTS
-from tests.conftest import RUN_COUNTER
+from tests.support.browser import chart_count, page_url, settle
+from tests.support.server import RUN_COUNTER
 
 CHARTS = 15
 """cos, sin, Q before/after, scores before/after, shared K, GQA weights, the three

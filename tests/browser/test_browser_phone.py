@@ -10,8 +10,8 @@ from playwright.sync_api import Browser, Page, expect
 
 from explorer.lessons.pages import HOME_PAGE
 from explorer.ui.navigation import PAGES as MENU
-from tests.browser.test_browser import page_url, settle
-from tests.conftest import PAGE_FILES, RUN_COUNTER
+from tests.support.browser import page_url, settle
+from tests.support.server import PAGE_FILES, RUN_COUNTER
 
 WIDTH = 390
 GAP_PX = 3

@@ -11,7 +11,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 
 from explorer.ui.component import CHART_URL
-from tests.browser.test_browser import chart_count, page_url, settle
+from tests.support.browser import chart_count, page_url, settle
 
 CHECK = """async (url) => {
   const seam = await import(new URL(url, document.baseURI).href);  // the page's own copy

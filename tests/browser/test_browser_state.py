@@ -16,10 +16,10 @@ from playwright.sync_api import Browser, Page, expect
 from explorer import AttentionConfig, compute_trace
 from explorer.ui.matrices import parse_csv_matrix
 from explorer.ui.navigation import PAGES
-from tests.browser.test_browser import choose_option, page_url, settle, sidebar_link
-from tests.conftest import RUN_COUNTER, RUN_TIMEOUT_MS, _serve, url_path
+from tests.support.apptest import all_charts, page_link
+from tests.support.browser import choose_option, page_url, settle, sidebar_link
+from tests.support.server import RUN_COUNTER, RUN_TIMEOUT_MS, serve, url_path
 from tests.support.tiny_models import plant_in_hub_cache, save_tiny_gpt2
-from tests.ui.test_app import all_charts, page_link
 from tests.ui.test_state import ATTENTION_PAGES, open_random
 
 CHARTS = """() => Object.fromEntries([...document.querySelectorAll('.explorer-chart')].map((gd) => {
@@ -99,7 +99,7 @@ def cached_model_server(tmp_path_factory):
     model the default budget opens on), offline: a link naming it opens."""
     root = tmp_path_factory.mktemp("hub")
     cache = plant_in_hub_cache(save_tiny_gpt2(root / "tiny"), root / "cache", "distilgpt2")
-    yield from _serve({"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)})
+    yield from serve({"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)})
 
 
 def test_a_real_model_link_opens_the_same_view_in_a_fresh_browser(cached_model_server,

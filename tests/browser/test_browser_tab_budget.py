@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 
 from explorer import AttentionConfig
 from explorer.server.budget import BROWSER_BUDGET_BYTES, MIB, tab_bytes
-from tests.browser.test_browser import page_url, settle
+from tests.support.browser import page_url, settle
 
 
 def renderer_bytes() -> int:

@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 
 from explorer.core.literal import WORD_JOINER
 from explorer.lessons.presets import PRESETS
-from tests.browser.test_browser import chart_count, page_url, settle
+from tests.support.browser import chart_count, page_url, settle
 
 X = np.array(PRESETS["illustrated"].config.embeddings, dtype=np.float32)
 DRAWN_X = """() => {

@@ -52,8 +52,8 @@ from explorer.lessons.pages import (
 )
 from explorer.ui.navigation import PAGES
 from explorer.ui.state import ENTRIES
-from tests.browser.test_browser import choose_option
-from tests.conftest import RUN_TIMEOUT_MS, url_path
+from tests.support.browser import choose_option
+from tests.support.server import RUN_TIMEOUT_MS, url_path
 from tests.support.soak import Settings, finished_run
 
 BATTERY = {

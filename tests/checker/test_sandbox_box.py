@@ -483,7 +483,7 @@ def test_the_page_stays_off_and_says_why_without_a_box(monkeypatch):
     from explorer.checker import sandbox
     from explorer.lessons.pages import CHECK_PAGE
     from explorer.ui.navigation import PAGES
-    from tests.ui.test_app import open_link
+    from tests.support.apptest import open_link
 
     monkeypatch.setattr(sandbox, "ENABLED", True)
     monkeypatch.setattr(box, "problem", lambda: "bubblewrap could not make the box here "

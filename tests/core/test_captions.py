@@ -17,8 +17,8 @@ from explorer import AttentionConfig, compute_trace
 from explorer.core.steps import STEPS, chart_caption, visible_steps
 from explorer.lessons.explain import explain_cell
 from explorer.render.export import html_report
-from tests.conftest import PAGE_FILES
-from tests.ui.test_app import open_page
+from tests.support.apptest import open_page
+from tests.support.server import PAGE_FILES
 
 QUICK_FOX = AttentionConfig(sentence="The quick brown fox jumps over the lazy dog today", d_in=8)
 """The issue's example: scores ÷ √d_k that still spread over tens, weights at 1.0000."""
@@ -185,7 +185,7 @@ def test_the_multi_head_pages_scaled_scores_caption_is_true_of_its_numbers():
     nothing; and a causal chart of 6 rows leaves its first row out of the count,
     which the caption must say."""
     from explorer.ui.navigation import PAGES
-    from tests.ui.test_app import charts, open_link, z_values
+    from tests.support.apptest import charts, open_link, z_values
 
     at = open_link(PAGES["Causal & multi-head attention"][0])
     assert not at.exception

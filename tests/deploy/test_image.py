@@ -39,9 +39,9 @@ from playwright.sync_api import Page
 
 from explorer.lessons.pages import SELF_ATTENTION_PAGE
 from explorer.lessons.presets import PRESETS
-from tests.conftest import ROOT
 from tests.server.test_replicas import DRAWN_X_JS
 from tests.support import soak
+from tests.support.server import ROOT
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from streamlit import config
 
-from tests.conftest import ROOT
+from tests.support.server import ROOT
 
 K8S = ROOT / "deploy" / "kubernetes"
 VERSION = kubernetes_validate.latest_version()

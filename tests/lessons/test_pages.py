@@ -12,7 +12,8 @@ from explorer.lessons import pages
 from explorer.lessons.pages import CATALOGUE
 from explorer.ui.navigation import PAGES
 from explorer.ui.state import entries
-from tests.ui.test_app import ROOT, open_link, open_page
+from tests.support.apptest import open_link, open_page
+from tests.support.server import ROOT
 
 OTHERS = [page for page in CATALOGUE if page is not pages.HOME]
 

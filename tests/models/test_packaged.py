@@ -31,7 +31,7 @@ from explorer.models import (
     standout_heads,
 )
 from explorer.models.catalogue import DEFAULT_MODEL, MODEL_CHOICES
-from tests.conftest import ROOT
+from tests.support.server import ROOT
 
 PUBLISHED_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 """sentence-transformers/all-MiniLM-L6-v2's model.safetensors (issue 51)."""

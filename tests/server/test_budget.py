@@ -19,8 +19,8 @@ from explorer import AttentionConfig, compute_trace
 from explorer.server import budget
 from explorer.server.budget import BudgetError, WorkBudget, trace_bytes
 from explorer.ui import cache
-from tests.conftest import ROOT
 from tests.core.test_seeds import OMEGA_1_002
+from tests.support.server import ROOT
 
 
 @settings(max_examples=60, deadline=None)
@@ -186,7 +186,7 @@ def test_a_large_request_is_not_passed_over_by_later_small_ones():
 def test_a_page_that_waits_for_memory_says_so(monkeypatch):
     """A visitor whose trace must wait is told at once, with the queue ahead; the
     other visitor's work (here: the whole allowance) ends only once it was told."""
-    from tests.ui.test_app import all_charts, open_link
+    from tests.support.apptest import all_charts, open_link
     notes: list[int] = []
     told = threading.Event()
     original = cache.waiting_note
@@ -420,7 +420,7 @@ def test_when_the_computing_session_fails_a_waiting_one_computes(monkeypatch):
 def test_a_page_waiting_for_another_visitors_computation_says_so(monkeypatch):
     """A visitor opening a link whose trace another visitor is computing is told
     why it waits, shares that trace (one computation) and then draws as usual."""
-    from tests.ui.test_app import all_charts, open_link
+    from tests.support.apptest import all_charts, open_link
     cache.clear()
     started, go_on = threading.Event(), threading.Event()
     calls = _counted_compute(monkeypatch, started, go_on)

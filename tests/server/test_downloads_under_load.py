@@ -25,8 +25,8 @@ from playwright.sync_api import Page, expect
 
 from benchmarks.protocol import WORKED_EXAMPLE, Download, Visitor
 from explorer.lessons.pages import SELF_ATTENTION_PAGE
-from tests.browser.test_browser import page_url, settle
 from tests.browser.test_browser_export import DOWNLOADS
+from tests.support.browser import page_url, settle
 
 pytestmark = pytest.mark.slow
 

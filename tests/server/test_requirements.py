@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.server import ROOT
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 """PyTorch's CPU wheel index, as its install instructions name it."""

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from explorer.server import settings
-from tests.conftest import ROOT
+from tests.support.server import ROOT
 
 SWITCHES = {"EXPLORER_MODEL_FOLDERS": "MODEL_FOLDERS", "EXPLORER_RUN_CODE": "RUN_CODE"}
 OFF = [None, "", "0", "no", "false", "2", "off", "enabled"]

@@ -24,7 +24,7 @@ from explorer.server.budget import (
     trace_bytes,
 )
 from explorer.ui.navigation import PAGES
-from tests.ui.test_app import charts, errors, open_link
+from tests.support.apptest import charts, errors, open_link
 
 W512 = " ".join(["w"] * 512)
 

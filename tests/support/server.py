@@ -173,3 +173,51 @@ class Replicas:
                 for log in [self._out, *sorted(self.run_dir.glob("replica-*.log"))]]
         shutil.rmtree(self.run_dir, ignore_errors=True)
         return "\n".join(logs)
+
+
+# ---------------------------------------------------------------------------
+# The app's pages, waits and servers, as every browser and AppTest test reads them
+# ---------------------------------------------------------------------------
+HOME = PAGES[HOME_PAGE][0]
+RUN_TIMEOUT_MS = 90_000
+"""How long a browser test waits for anything a server run produces (a page, a
+rerun, a chart, a download): generous, since on a loaded 2-core machine a run
+can take tens of seconds. Every wait uses it: `expect`'s default is set to it
+in tests/conftest.py, and `tests.support.browser.settle`, page actions and downloads use it too."""
+
+
+def url_path(script: str) -> str:
+    """A page's URL path: its file name without the number prefix ("Home" for the entry)."""
+    return "Home" if script == HOME else Path(script).stem.split("_", 1)[1]
+
+
+PAGE_FILES = {url_path(path): path for path, _ in PAGES.values()}
+"""URL path of each page -> its script."""
+
+
+def serve(env: dict[str, str] | None = None, script: str | None = None,
+           read_only: bool = False):
+    """A started server (of ``script``, default the app; ``read_only``: seeing the
+    project's tree read-only), then (after the tests) the check that it logged no
+    exception."""
+    server = Server(env=env, script=script, read_only=read_only)
+    yield server
+    log = server.stop()
+    assert "Traceback" not in log, f"the server logged an exception:\n{log}"
+
+
+RUN_COUNTER = """(() => {
+  window.__runsDone = 0;
+  window.__stateChanged = performance.now();
+  new MutationObserver((changes) => {
+    for (const change of changes) {
+      window.__stateChanged = performance.now();
+      if (change.oldValue === "running"
+          && change.target.getAttribute("data-test-script-state") === "notRunning") {
+        window.__runsDone++;
+      }
+    }
+  }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                        attributeFilter: ["data-test-script-state"]});
+})()"""
+"""Counts the Streamlit script runs that finished in the page (see `tests.support.browser.settle`)."""

@@ -35,7 +35,7 @@ from explorer.lessons.pages import BACKWARD_PAGE
 from explorer.ui import backward as page_parts
 from explorer.ui import backward_data, state
 from explorer.ui.navigation import PAGES
-from tests.ui.test_app import all_charts, errors, open_link, page_link, read_numbers, z_values
+from tests.support.apptest import all_charts, errors, open_link, page_link, read_numbers, z_values
 from tests.ui.test_app_downloads import offered, sidebar_downloads  # noqa: F401 (a fixture)
 from tests.ui.test_state import _differences, query_of, view_of
 

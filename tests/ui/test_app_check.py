@@ -17,7 +17,7 @@ from explorer.core import literal
 from explorer.lessons.pages import CHECK_PAGE
 from explorer.server import budget
 from explorer.ui.navigation import PAGES
-from tests.ui.test_app import all_charts, errors, open_link, page_link
+from tests.support.apptest import all_charts, errors, open_link, page_link
 
 PAGE = PAGES[CHECK_PAGE][0]
 SOFTMAX_OVER_QUERIES = MULTI_HEAD_ATTENTION.replace(

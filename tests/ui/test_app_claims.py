@@ -10,7 +10,8 @@ from explorer.core.tokenizer import RULE
 from explorer.lessons.pages import HOME_PAGE, MULTI_HEAD_PAGE
 from explorer.lessons.presets import PRESETS
 from explorer.ui.navigation import PAGES
-from tests.ui.test_app import HOME, errors, open_page
+from tests.support.apptest import errors, open_page
+from tests.support.server import HOME
 from tests.ui.test_app_multihead import TWO_HEADS
 
 

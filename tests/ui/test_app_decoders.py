@@ -33,8 +33,8 @@ from explorer.models.llama import DECODER_STEPS
 from explorer.render.decoder_script import decoder_script
 from explorer.server import budget
 from explorer.ui import real_model
+from tests.support.apptest import all_charts, errors, page_link, pick, picked, z_values
 from tests.support.tiny_decoders import save_tiny_decoder
-from tests.ui.test_app import all_charts, errors, page_link, pick, picked, z_values
 from tests.ui.test_app_downloads import offered, sidebar_downloads  # noqa: F401
 from tests.ui.test_app_models import clicked, handlers, offline, open_model  # noqa: F401
 from tests.ui.test_state import _differences, query_of, undeclared, view_of

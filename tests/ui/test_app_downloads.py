@@ -22,9 +22,9 @@ from explorer.core.trace import Trace, read_json
 from explorer.render.export import pytorch_script
 from explorer.ui import downloads
 from explorer.ui.matrices import parse_csv_matrix
-from tests.conftest import PAGE_FILES
 from tests.render.test_export import PLOTLY_JS_SIGNATURE
-from tests.ui.test_app import open_page, page_link, pick
+from tests.support.apptest import open_page, page_link, pick
+from tests.support.server import PAGE_FILES
 from tests.ui.test_app_multihead import TWO_HEADS, TWO_HEADS_CONFIG
 
 

@@ -14,7 +14,7 @@ from explorer.lessons.explain import explain_cell
 from explorer.lessons.pages import EXPERIMENTS_PAGE, SELF_ATTENTION_PAGE
 from explorer.ui.navigation import PAGES
 from explorer.ui.state import EXPERIMENT_LABELS
-from tests.ui.test_app import all_charts, errors, open_link, open_page, page_link, z_values
+from tests.support.apptest import all_charts, errors, open_link, open_page, page_link, z_values
 
 PAGE = PAGES[EXPERIMENTS_PAGE][0]
 

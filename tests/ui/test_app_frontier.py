@@ -21,7 +21,7 @@ from explorer.render import frontier as rf
 from explorer.ui import cache
 from explorer.ui.navigation import PAGES
 from explorer.ui.state.entries import FRONTIER_FIELDS
-from tests.ui.test_app import all_charts, errors, open_link, page_link
+from tests.support.apptest import all_charts, errors, open_link, page_link
 from tests.ui.test_state import query_of
 
 PAGE = PAGES[FRONTIER_PAGE][0]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from explorer.ui.navigation import PAGES
-from tests.ui.test_app import all_charts, charts, errors, open_link, z_values
+from tests.support.apptest import all_charts, charts, errors, open_link, z_values
 from tests.ui.test_app_presets import _upload
 
 

@@ -16,9 +16,9 @@ from explorer.render.payload import decode
 from explorer.server import budget
 from explorer.server.budget import MIB, tab_bytes_drawn
 from explorer.ui import real_model
+from tests.support.apptest import _MATRICES, all_charts, errors
 from tests.support.tiny_decoders import save_tiny_decoder
 from tests.support.tiny_models import save_tiny_bert, save_tiny_gpt2
-from tests.ui.test_app import _MATRICES, all_charts, errors
 from tests.ui.test_app_models import SENTENCE, offline, open_model  # noqa: F401
 
 LONG = " ".join([SENTENCE] * 36)  # 216 tokens: 16 heads' (n, n) variants no longer fit

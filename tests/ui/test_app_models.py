@@ -42,9 +42,7 @@ from explorer.server import budget
 from explorer.ui import cache, component, real_model
 from explorer.ui.navigation import PAGES
 from explorer.ui.real_model import DEFAULT_MODEL
-from tests.conftest import ROOT
-from tests.support.tiny_models import save_tiny_bert, save_tiny_gpt2, shard_weights
-from tests.ui.test_app import (
+from tests.support.apptest import (
     HOSTILE,
     all_charts,
     chart_headers,
@@ -57,6 +55,8 @@ from tests.ui.test_app import (
     picked,
     z_values,
 )
+from tests.support.server import ROOT
+from tests.support.tiny_models import save_tiny_bert, save_tiny_gpt2, shard_weights
 
 PAGE = PAGES[MODEL_PAGE][0]
 SENTENCE = "the cat sat on the mat"
@@ -112,7 +112,7 @@ def clicked(handler, cell: dict) -> dict:
 
 
 def open_direct(query: dict | None = None) -> AppTest:
-    """Open the page by a link (`tests.ui.test_app.open_link`)."""
+    """Open the page by a link (`tests.support.apptest.open_link`)."""
     return open_link(PAGE, query)
 
 

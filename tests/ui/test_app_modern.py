@@ -21,8 +21,8 @@ from explorer.modern import explain as modern_explain
 from explorer.render.payload import decode
 from explorer.ui import state
 from explorer.ui.navigation import PAGES
-from tests.conftest import HOME, ROOT
-from tests.ui.test_app import all_charts, errors, open_link, page_link
+from tests.support.apptest import all_charts, errors, open_link, page_link
+from tests.support.server import HOME, ROOT
 from tests.ui.test_state import _differences, query_of, view_of
 
 PAGE = PAGES[MODERN_PAGE][0]

@@ -9,7 +9,7 @@ import torch
 from explorer import AttentionConfig, compute_trace
 from explorer.lessons.pages import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from explorer.ui.navigation import PAGES
-from tests.ui.test_app import all_charts, charts, errors, open_page, pick, z_values
+from tests.support.apptest import all_charts, charts, errors, open_page, pick, z_values
 
 PAGE = PAGES[MULTI_HEAD_PAGE][0]
 TWO_HEADS = {"d_in": "4", "d_k": "4", "d_v": "6", "n_heads": "2", "causal": "true",

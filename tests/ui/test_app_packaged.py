@@ -17,7 +17,7 @@ from explorer.models import loading, packaged
 from explorer.models.catalogue import DEFAULT_MODEL
 from explorer.server import budget
 from explorer.ui import cache
-from tests.ui.test_app import charts, errors, picked, z_values
+from tests.support.apptest import charts, errors, picked, z_values
 from tests.ui.test_app_models import open_direct
 
 

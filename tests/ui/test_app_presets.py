@@ -9,8 +9,8 @@ import torch
 from explorer import AttentionConfig, compute_trace
 from explorer.lessons.presets import PRESETS
 from explorer.ui.navigation import PAGES
-from tests.conftest import HOME
-from tests.ui.test_app import all_charts, charts, errors, open_page, picked, z_values
+from tests.support.apptest import all_charts, charts, errors, open_page, picked, z_values
+from tests.support.server import HOME
 
 
 def successes(at) -> list[str]:
@@ -202,6 +202,6 @@ def test_the_upload_limit_is_the_importers_own():
     import tomllib
 
     from explorer.ui.matrices import MAX_IMPORT_MB
-    from tests.conftest import ROOT
+    from tests.support.server import ROOT
     server = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())["server"]
     assert server["maxUploadSize"] == MAX_IMPORT_MB

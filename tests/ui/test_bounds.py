@@ -13,8 +13,8 @@ from explorer.lessons import experiments as ex
 from explorer.lessons.pages import EXPERIMENTS_PAGE
 from explorer.ui.navigation import PAGES
 from explorer.ui.state import ENTRIES, Number
+from tests.support.apptest import errors, open_link
 from tests.support.fuzzing import bound_values, open_with
-from tests.ui.test_app import errors, open_link
 
 EXPERIMENTS = PAGES[EXPERIMENTS_PAGE][0]
 NUMBERS = [name for name, entry in ENTRIES.items() if isinstance(entry.kind, Number)]

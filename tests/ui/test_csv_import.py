@@ -10,7 +10,7 @@ import pytest
 from explorer.core.config import ConfigError
 from explorer.ui.matrices import MAX_IMPORT_BYTES, parse_csv_matrix, spreadsheet_cell
 from explorer.ui.navigation import PAGES
-from tests.ui.test_app import charts, errors, open_page, z_values
+from tests.support.apptest import charts, errors, open_page, z_values
 
 X = b"1,2,3,4\n0,0,0,1\n2,2,2,2\n"
 """X of the illustrated example's shape (3 tokens, d_in 4)."""

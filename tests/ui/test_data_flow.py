@@ -18,7 +18,7 @@ from explorer.lessons.pages import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from explorer.models.layer_trace import ModelConfig
 from explorer.ui import cache, state
 from explorer.ui.navigation import PAGES
-from tests.ui.test_app import open_page
+from tests.support.apptest import open_page
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from explorer import AttentionConfig, ConfigError
 from explorer.core.config import MAX_SHOWN_CHARS
 from explorer.lessons.pages import MULTI_HEAD_PAGE, SELF_ATTENTION_PAGE
 from explorer.ui.navigation import PAGES
+from tests.support.apptest import charts, errors, open_link, z_values
 from tests.support.fuzzing import (
     BUILT,
     CLEAN_ERROR,
@@ -23,7 +24,6 @@ from tests.support.fuzzing import (
     fuzz_pages,
     open_with,
 )
-from tests.ui.test_app import charts, errors, open_link, z_values
 
 BACKEND_EXAMPLES = 2_000
 URL_EXAMPLES = 300

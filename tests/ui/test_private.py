@@ -21,13 +21,13 @@ from streamlit.runtime.state.session_state import SessionState, WStates
 from streamlit.testing.v1 import AppTest
 
 from explorer.ui import private
-from tests.conftest import ROOT, _serve
+from tests.support.server import ROOT, serve
 
 
 @pytest.fixture(scope="module")
 def probe_server():
     """`streamlit run tests/support/apps/private_probe.py`, which writes what the seam reads."""
-    yield from _serve(script="tests/support/apps/private_probe.py")
+    yield from serve(script="tests/support/apps/private_probe.py")
 
 
 @pytest.mark.browser

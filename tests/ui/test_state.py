@@ -37,7 +37,15 @@ from explorer.ui.state import (
     Steps,
     Text,
 )
-from tests.ui.test_app import all_charts, errors, open_link, open_page, page_link, pick, z_values
+from tests.support.apptest import (
+    all_charts,
+    errors,
+    open_link,
+    open_page,
+    page_link,
+    pick,
+    z_values,
+)
 from tests.ui.test_app_downloads import offered, sidebar_downloads  # noqa: F401, F811 (a fixture)
 
 ATTENTION_PAGES = tuple(page.name for page in pages.CATALOGUE

@@ -13,7 +13,7 @@ from explorer.core.config import MAX_SENTENCE_CHARS
 from explorer.lessons.presets import PRESETS
 from explorer.ui.navigation import PAGES
 from explorer.ui.state import ENTRIES, Text
-from tests.ui.test_app import charts, errors, open_page, z_values
+from tests.support.apptest import charts, errors, open_page, z_values
 
 X = np.array(PRESETS["illustrated"].config.embeddings, dtype=np.float32)
 
