@@ -9,8 +9,9 @@ from explorer.ui.render import head_picker, page_header, query_picker, step_char
 
 page_header(
     MODEL_PAGE,
-    "The same steps as the Self-attention page, inside a **trained model**: GPT-2 or BERT, "
-    "with its own weights **and biases** (Q = X·W_query + b_query), or a Llama-family model "
+    "The same steps as the Self-attention page, inside a **trained model**: GPT-2 or a "
+    "BERT-style encoder (all-MiniLM-L6-v2 comes installed and opens offline), with its own "
+    "weights **and biases** (Q = X·W_query + b_query), or a Llama-family model "
     "(SmolLM2, Qwen3, a Llama, Mistral, Qwen2 or Gemma 3 folder) with RMSNorm, RoPE, "
     "grouped-query attention, QK-norm and generation token by token. Pick a layer and a head; "
     "every matrix below is that head's, computed here step by step and checked against the "
