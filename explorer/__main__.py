@@ -3,7 +3,7 @@
     python -m explorer check my_attention.py:MultiHeadAttention --d_in 3 --d_out 10 \\
         --num_heads 2 --sentence "Your journey starts with one step" [--causal] [--n_heads 2]
 
-Prints the table of steps (`explorer.checker.check.CheckReport.text`) and exits 0 when
+Prints the table of steps (`explorer.checker.report.CheckReport.text`) and exits 0 when
 the class computes what the reference computes, 1 when it differs, 2 when it
 cannot be checked or the check cannot tell (a head count it had to guess: the
 report says so) (usage, a file that does not load, weights not found by the
@@ -104,7 +104,7 @@ def _check(args: argparse.Namespace) -> int:
         print(f"error: cannot read {file}: {error}", file=sys.stderr)
         return CANNOT_CHECK
     from explorer.checker import box
-    from explorer.checker.check import CheckFailure
+    from explorer.checker.report import CheckFailure
 
     problem = box.problem()  # the box where it can be made, a plain child elsewhere
     if problem:

@@ -59,24 +59,28 @@ learner's dropout calls and to the reference, so the result is the same on
 every machine. Without a seed, a module in train() mode drops weights at random,
 and the report says that this is what differs.
 
-The report is a plain dataclass of lists, numbers and text: it round-trips
-through JSON (`CheckReport.to_json`, `result_from_json`), as `explorer.checker.sandbox`
-needs. Pure torch; `CheckReport._repr_html_` imports `explorer.render.check_view` (plotly)
-only when a notebook shows it.
+The report (`explorer.checker.report`) is a plain dataclass of lists, numbers and
+text that round-trips through JSON; the comparisons, to the tolerance and in every
+layout, are `explorer.checker.comparison`'s. Pure torch.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor, nn
 
+from explorer.checker.comparison import (
+    TOLERANCE,
+    YourTensors,
+    agreeing,
+    close,
+    nearest,
+    share_agreeing,
+)
 from explorer.checker.learner import (
     HEAD_ATTRIBUTES,
     MEMORY_MB,
@@ -100,19 +104,23 @@ from explorer.checker.mistakes import (
     mistaken_steps,
     pipeline_steps,
 )
-from explorer.checker.verdicts import DIFFERS, MATCH, NOT_SEEN, SYMBOLS, UNSURE
+from explorer.checker.report import (
+    SIZES_BLIND,
+    CheckReport,
+    Difference,
+    StepResult,
+)
+from explorer.checker.verdicts import DIFFERS, MATCH, NOT_SEEN, UNSURE
 from explorer.core import attention as att
 from explorer.core import recipes
 from explorer.core.agreement import max_abs_diff
 from explorer.core.config import MAX_ATTENTION_CELLS, AttentionConfig
-from explorer.core.literal import format_value
 from explorer.core.steps import STEPS, TOKENS
 from explorer.core.tokenizer import token_labels, tokenize
-from explorer.core.trace import attention_steps, embed, json_safe
+from explorer.core.trace import attention_steps, embed
 from explorer.lessons.presets import JOURNEY_INPUTS, JOURNEY_SENTENCE
 
-__all__ = ["COMPARED", "TOLERANCE", "CheckError", "CheckFailure", "CheckReport", "Difference",
-           "StepResult", "check_module", "reference_steps", "result_from_json"]
+__all__ = ["COMPARED", "CheckError", "check_module", "reference_steps"]
 
 COMPARED = ("queries", "keys", "values", "attn_scores", "scaled_scores", "masked_scores",
             "attn_weights", "dropped_weights", "context", "output")
@@ -120,406 +128,10 @@ COMPARED = ("queries", "keys", "values", "attn_scores", "scaled_scores", "masked
 MASK_FIRST = tuple({"scaled_scores": "masked_scores", "masked_scores": "scaled_scores"}.get(s, s)
                    for s in COMPARED)
 """The same steps when the code masks before it scales, as the book does."""
-TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
-"""Two numbers agree when |ours − yours| <= atol + rtol·|yours| (float32 rounding
-in another order of operations stays far below)."""
 MAX_OUTLINED = 512
 """At most this many differing cells are listed (and outlined in the charts)."""
-NO_DIAGNOSIS = ("none of the classic mistakes explains it; compare the two matrices of the "
-                "first difference")
 NO_BATCH = "no_batch"
 """The slug of a module that runs on one sentence but not on the book's batch."""
-_CONCATENATED = ("queries", "keys", "values")
-"""Steps also recognised with the heads side by side, (b, n, d_out), as X·W gives them."""
-
-
-# ---------------------------------------------------------------------------
-# The report: plain data
-# ---------------------------------------------------------------------------
-@dataclass
-class StepResult:
-    """One compared step: ``status`` is `MATCH`, `DIFFERS` or `NOT_SEEN` (the
-    learner's code never computes it on its own, e.g. the scaled scores when it
-    masks before scaling); ``max_difference``: the largest |ours − yours| over
-    the matching tensor, or for a difference over the closest tensor of the same
-    shape (None when there is none)."""
-
-    step: str
-    status: str
-    max_difference: float | None = None
-
-    @property
-    def symbol(self) -> str:
-        """✓, ✗ or —."""
-        return SYMBOLS[self.status]
-
-
-@dataclass
-class Difference:
-    """Where the learner's numbers first differ from the reference's.
-
-    ``step``; ``batch`` (the batch item), ``head`` (None for a step without
-    heads, or with a single one); ``row``, ``col``: the first differing cell of that (batch, head)
-    slice, with ``ours`` and ``theirs`` its two values (None when no tensor of
-    the learner's has the step's shape). ``ours_matrix`` / ``theirs_matrix``: the
-    slice, (n_tokens, n_tokens) or (n_tokens, d); ``cells``: every differing
-    [row, col] of it (up to `MAX_OUTLINED`); ``row_labels`` and ``col_labels``
-    name its rows (tokens) and columns (tokens or dims); ``note``: a sentence
-    when something else is wrong (a shape).
-    """
-
-    step: str
-    batch: int
-    head: int | None
-    row: int | None
-    col: int | None
-    ours: float | None
-    theirs: float | None
-    ours_matrix: list[list[float]]
-    theirs_matrix: list[list[float]] | None
-    cells: list[list[int]]
-    row_labels: list[str]
-    col_labels: list[str]
-    note: str = ""
-    since: str | None = None
-
-    @property
-    def place(self) -> str:
-        """``attn_scores``, or ``between keys and attn_scores`` when the steps
-        from ``since`` on were never computed on their own: the difference
-        starts somewhere between the two."""
-        return self.step if self.since is None else f"between {self.since} and {self.step}"
-
-    def __str__(self) -> str:
-        return self._cell() + ("" if self.since is None else
-                               f" ({self.since} is not seen on its own: the difference may "
-                               f"start there)")
-
-    def _cell(self) -> str:
-        where = [self.step]
-        if self.batch:
-            where.append(f"batch item {self.batch}")
-        if self.head is not None:
-            where.append(f"head {self.head}")
-        if self.row is None:
-            return ", ".join(where) + (f": {self.note}" if self.note else "")
-        where += [f"row {self.row} ({self.row_labels[self.row]})",
-                  f"column {self.col} ({self.col_labels[self.col]})"]
-        return (", ".join(where) + f": ours {format_value(self.ours)}, "
-                                   f"yours {format_value(self.theirs)}")
-
-
-@dataclass(repr=False)
-class CheckReport:
-    """What `check_module` found.
-
-    ``ok``: the module's output equals the reference's (every step it computes
-    then matches too). ``steps``: one `StepResult` per compared step, in
-    pipeline order. ``first_difference``: a `Difference`, or None when ok.
-    ``diagnosis``: the classic mistake that explains the difference, in words
-    (None when none does); ``mistake``: its slug (`explorer.checker.mistakes.MISTAKES`,
-    or ``"dropout_active"``). ``module``: the class name; ``settings``: what was
-    read and run, one line each; ``notes``: anything else to know (dropout
-    mode, batch axis); ``uncertain``: why the check cannot stand behind a
-    difference (a head count guessed, parameters it could not place), "" when it
-    can; ``raised``: the verdict when the code raises where it should not
-    (a mask not sliced to the sentence); ``warnings``: the steps these sizes cannot see
-    (`hidden_steps`: head_dim = 1 hides the scaling ...); ``tokens``: the row labels; ``n_values``,
-    ``max_difference``, ``worst_step``: how many numbers matched, and the
-    largest difference among them, in which step.
-    """
-
-    module: str
-    ok: bool
-    steps: list[StepResult]
-    first_difference: Difference | None
-    diagnosis: str | None
-    mistake: str | None
-    tokens: list[str]
-    settings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    n_values: int = 0
-    max_difference: float = 0.0
-    worst_step: str = ""
-    uncertain: str = ""
-    raised: str = ""
-
-    def step(self, name: str) -> StepResult:
-        """The result of step ``name``; KeyError naming the steps compared."""
-        for result in self.steps:
-            if result.step == name:
-                return result
-        raise KeyError(f"no step {name!r} was compared; these were: "
-                       f"{[r.step for r in self.steps]}")
-
-    def summary(self) -> str:
-        """One line: ``✓ Matches …: N numbers, largest difference …`` or ``✗ …``."""
-        if self.ok:
-            matched = sum(r.status == MATCH for r in self.steps)
-            return (f"✓ Matches the reference computed from your weights: {matched} steps, "
-                    f"{self.n_values} numbers, largest difference {self.max_difference:.1e} "
-                    f"(in {self.worst_step}).")
-        if self.uncertain.startswith(SIZES_BLIND):
-            return f"? Cannot tell {self.uncertain}."
-        if self.uncertain:
-            return f"? Cannot tell whether it matches: {self.uncertain}."
-        if self.raised:
-            return f"✗ {self.raised}."
-        if self.first_difference is None:  # every step matched, on one sentence only
-            return ("✗ Raises on the book's batch of two; on one sentence every step matches "
-                    "the reference computed from your weights.")
-        return ("✗ Differs from the reference computed from your weights "
-                f"{'at ' if self.first_difference.since is None else ''}"
-                f"{self.first_difference.place}.")
-
-    @property
-    def first_step(self) -> str | None:
-        """The step of the first difference (None when ok)."""
-        return None if self.first_difference is None else self.first_difference.step
-
-    def rows(self) -> list[dict[str, str]]:
-        """The table of steps as rows of text: ``step``, ``result`` (✓ ✗ —) and
-        ``largest difference`` (or why there is none)."""
-        def text(r: StepResult) -> str:
-            if r.status == NOT_SEEN:
-                return "not seen: your code never computes it on its own"
-            if r.status == UNSURE:
-                return "differs, under a reading the check is not sure of"
-            if r.max_difference is None:
-                return "no tensor of this shape"
-            return f"{r.max_difference:.2e}"
-        return [{"step": r.step, "result": r.symbol, "largest difference": text(r)}
-                for r in self.steps]
-
-    def text(self) -> str:
-        """The whole report as plain text: settings, the table, the verdict,
-        the first difference and the diagnosis (what the command line prints)."""
-        lines = [f"{self.module}: {line}" if i == 0 else f"  {line}"
-                 for i, line in enumerate(self.settings)] or [self.module]
-        rows = self.rows()  # (none when the code raised before any step was compared)
-        width = max((len(r["step"]) for r in rows), default=4)
-        lines += ["", f"  {'step':<{width}}  yours  largest difference"] if rows else []
-        lines += [f"  {r['step']:<{width}}  {r['result']:<5}  {r['largest difference']}"
-                  for r in rows]
-        lines += ["", self.summary()]
-        lines += [f"{label}: {text}" for label, text in self.findings()]
-        return "\n".join(lines)
-
-    def findings(self) -> list[tuple[str, str]]:
-        """What follows the summary, as (label, text): ``"First difference"``,
-        ``"Diagnosis"`` (when it differs; with a "?" verdict, where the numbers
-        leave the uncertain reading, and no diagnosis), each ``"Warning"`` and
-        each ``"Note"``."""
-        out = []
-        if self.first_difference is not None:
-            out.append(("Where your numbers leave that reading" if self.uncertain else
-                        "First difference", str(self.first_difference)))
-        if self.diagnosis or not (self.ok or self.uncertain):
-            out.append(("Diagnosis", self.diagnosis or NO_DIAGNOSIS))
-        return (out + [("Warning", text) for text in self.warnings]
-                + [("Note", note) for note in self.notes])
-
-    __str__ = text
-
-    def __repr__(self) -> str:
-        return (f"CheckReport(module={self.module!r}, ok={self.ok}, "
-                f"first_difference={self.first_step!r}, mistake={self.mistake!r})")
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as plain lists, numbers and text (non-finite numbers as
-        ``"-Infinity"``, ``"Infinity"``, ``"NaN"``: strict JSON)."""
-        return json_safe(dataclasses.asdict(self))
-
-    def to_json(self) -> str:
-        """`to_dict` as strict JSON (RFC 8259); `result_from_json` reads it back."""
-        return json.dumps({"kind": "report", "report": self.to_dict()}, allow_nan=False)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CheckReport:
-        """The inverse of `to_dict`."""
-        data = dict(data)
-        data["steps"] = [StepResult(r["step"], r["status"], _number(r["max_difference"]))
-                         for r in data["steps"]]
-        diff = data["first_difference"]
-        if diff is not None:
-            diff = dict(diff)
-            for name in ("ours", "theirs"):
-                diff[name] = _number(diff[name])
-            for name in ("ours_matrix", "theirs_matrix"):
-                diff[name] = _numbers(diff[name])
-            data["first_difference"] = Difference(**diff)
-        data["max_difference"] = _number(data["max_difference"])
-        return cls(**data)
-
-    def _repr_html_(self) -> str:
-        """The report in a notebook: the table, and the first difference's two
-        matrices side by side, drawn by the app's chart code (`explorer.render.check_view`)."""
-        from explorer.render.check_view import report_html  # plotly: only when a notebook asks
-
-        return report_html(self)
-
-
-@dataclass
-class CheckFailure:
-    """The check could not run (`explorer.checker.sandbox.check_source`'s other outcome).
-
-    ``kind``: ``"syntax"`` (the code does not compile), ``"source"`` (an error
-    running it, no such class), ``"__init__"``, ``"forward"``, ``"module"`` (weights not found),
-    ``"inputs"``, ``"sentence"``, ``"timeout"``, ``"memory"``, ``"crash"``;
-    ``message``: one paragraph for the learner; ``details``: the last lines of
-    their traceback, or the syntax error with its caret ("" when none).
-    """
-
-    kind: str
-    message: str
-    details: str = ""
-
-    ok = False
-
-    def text(self) -> str:
-        """The message and the details, as the command line prints them."""
-        return self.message + (f"\n{self.details}" if self.details else "")
-
-    __str__ = text
-
-    def to_json(self) -> str:
-        """The failure as JSON; `result_from_json` reads it back."""
-        return json.dumps({"kind": "failure", "failure": dataclasses.asdict(self)})
-
-
-def result_from_json(text: str) -> CheckReport | CheckFailure:
-    """A `CheckReport` or `CheckFailure` from its ``to_json`` text."""
-    data = json.loads(text)
-    if data["kind"] == "report":
-        return CheckReport.from_dict(data["report"])
-    return CheckFailure(**data["failure"])
-
-
-def _number(value: Any) -> float | None:
-    """A float back from `json_safe`'s text (``"-Infinity"``), None as None."""
-    return None if value is None else float(value)
-
-
-def _numbers(rows: list | None) -> list | None:
-    return None if rows is None else [[float(v) for v in row] for row in rows]
-
-
-# ---------------------------------------------------------------------------
-# Comparing tensors
-# ---------------------------------------------------------------------------
-def agreeing(ours: Tensor, yours: Tensor) -> Tensor:
-    """Cell by cell, whether |ours − yours| <= atol + rtol·|yours| (`TOLERANCE`);
-    the same infinity, or NaN in both, agree too. (``torch.isclose`` with
-    ``equal_nan`` says the same, several times slower.)"""
-    scale = torch.nan_to_num(yours.abs(), posinf=0.0)  # no tolerance makes ∞ agree with 1
-    agree = (ours - yours).abs() <= TOLERANCE["atol"] + TOLERANCE["rtol"] * scale
-    if bool(agree.all()):
-        return agree
-    return agree | (ours == yours) | (ours.isnan() & yours.isnan())
-
-
-def close(ours: Tensor, yours: Tensor) -> bool:
-    """Same shape, and every number equal to the tolerance (`agreeing`). Most
-    tensors that differ do so in their first rows, which are compared first."""
-    if ours.shape != yours.shape:
-        return False
-    if ours.dim() >= 2 and ours.shape[-2] > 2 and not bool(
-            agreeing(ours[..., :2, :], yours[..., :2, :]).all()):
-        return False
-    return bool(agreeing(ours, yours).all())
-
-
-def _agreement(ours: Tensor, yours: Tensor) -> float:
-    """The share of cells in which ``yours`` equals ``ours`` to the tolerance."""
-    return float(agreeing(ours, yours).float().mean())
-
-
-def _with_batch_axis(t: Tensor, batch: int, n_heads: int) -> list[Tensor]:
-    """``t`` as a tensor whose axis 0 is the batch: as it is, with a batch axis
-    of 1 added, (n, b, d) with its axis 1 moved to the front (as
-    nn.MultiheadAttention works), or (b·num_heads, …) cut into (b, num_heads, …)."""
-    if t.dim() < 2:
-        return []
-    out = []
-    if t.shape[0] == batch:
-        out.append(t)
-    if batch == 1:
-        out.append(t[None])
-    if t.dim() == 3 and t.shape[1] == batch:
-        out.append(t.transpose(0, 1))
-    if n_heads > 1 and batch > 1 and t.shape[0] == batch * n_heads:
-        out.append(t.unflatten(0, (batch, n_heads)))
-    return out
-
-
-class _Yours:
-    """The learner's tensors, by shape, in every layout a step may take, in
-    the order their forward made them.
-
-    Each tensor gets a batch axis (`_with_batch_axis`); one of 4 dims is also
-    kept with axes 1 and 2 swapped, so that (b, n, num_heads, head_dim), before
-    the book's ``.transpose(1, 2)``, counts as (b, num_heads, n, head_dim).
-    """
-
-    def __init__(self, tensors: list[Tensor], batch: int, n_heads: int):
-        self.by_shape: dict[tuple[int, ...], list[tuple[int, Tensor]]] = defaultdict(list)
-        for order, tensor in enumerate(tensors):
-            for view in _with_batch_axis(tensor, batch, n_heads):
-                if view.dim() in (3, 4):
-                    self.by_shape[tuple(view.shape)].append((order, view))
-                if view.dim() == 4:
-                    swapped = view.transpose(1, 2)
-                    self.by_shape[tuple(swapped.shape)].append((order, swapped))
-
-    def candidates(self, step: str, shape: tuple[int, ...]
-                   ) -> tuple[list[tuple[int, Tensor]], list[tuple[int, Tensor]]]:
-        """Tensors laid out like a step of ``shape``, and single heads of it,
-        each with its place in the order the forward made them.
-
-        shape: (b, n_heads, n, w) of a per-head step, or (b, n, w). Returns
-        (whole, parts): ``whole`` in that shape, ``parts`` (b, n, w) each one head
-        (``MultiHeadAttentionWrapper`` computes one head at a time).
-        """
-        shape = tuple(shape)
-        whole = list(self.by_shape.get(shape, []))
-        if len(shape) != 4:
-            return whole, []
-        b, h, n, w = shape
-        if step in _CONCATENATED or h == 1:  # X·W with the heads side by side: (b, n, h·w)
-            whole += [(order, att.split_heads(t, h)) for order, t in self.by_shape.get((b, n, h * w), [])]
-        return sorted(whole, key=lambda item: item[0]), (
-            list(self.by_shape.get((b, n, w), [])) if h > 1 else [])
-
-    def find(self, step: str, target: Tensor, same=close) -> Tensor | None:
-        """A tensor of the learner's that is ``same`` as ``target`` (laid out as
-        ``target``), or one assembled head by head; None if there is none."""
-        whole, parts = self.candidates(step, target.shape)
-        for _, tensor in whole:
-            if same(target, tensor):
-                return tensor
-        if not parts:
-            return None
-        heads = [next((t for _, t in parts if same(target[:, h], t)), None)
-                 for h in range(target.shape[1])]
-        return None if any(t is None for t in heads) else torch.stack(heads, dim=1)
-
-    def options(self, step: str, target: Tensor) -> list[Tensor]:
-        """Every tensor of the learner's laid out as ``target``, in the order
-        made; single heads are put together (last) with, for each head, the one
-        nearest ``target``."""
-        whole, parts = self.candidates(step, target.shape)
-        options = [t for _, t in whole]
-        if parts:
-            options.append(torch.stack([min((t for _, t in parts),
-                                            key=lambda t: max_abs_diff(target[:, h], t))
-                                        for h in range(target.shape[1])], dim=1))
-        return options
-
-
-def _nearest(target: Tensor, options: list[Tensor]) -> Tensor | None:
-    """The option whose largest difference from ``target`` is the least."""
-    return min(options, key=lambda t: max_abs_diff(target, t), default=None)
 
 
 # ---------------------------------------------------------------------------
@@ -648,8 +260,6 @@ def _spread_inputs(weights: LearnerWeights, x: Tensor, second: Tensor | None, wh
         "mistake to show)")
 
 
-SIZES_BLIND = "at these sizes"
-"""How the reason of a "? Cannot tell" that the sizes cause begins (`_blind_sizes`)."""
 
 
 def _blind_sizes(weights: LearnerWeights, blind: list[str]) -> str:
@@ -871,7 +481,7 @@ def _dropout_note(weights: LearnerWeights, dropout_seed: int | None, dropout_on:
             f"masks are random and differ between machines ({how})")
 
 
-def _found_biases(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours: _Yours) -> None:
+def _found_biases(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours: YourTensors) -> None:
     """Biases the module adds on its own, found in what its forward computed.
 
     For each of W_query, W_key, W_value read without a bias: a tensor of the
@@ -1009,7 +619,7 @@ class _Variant(NamedTuple):
 
 
 def _variants(weights: LearnerWeights, x: Tensor, pipeline: dict, reference: dict,
-              yours: _Yours, interface: str = "api") -> list[_Variant]:
+              yours: YourTensors, interface: str = "api") -> list[_Variant]:
     """Each classic mistake that changes the output, computed from the same X and weights.
 
     Dropout left on comes first, recognised in the learner's tensors
@@ -1185,7 +795,7 @@ def _locate(names: list[str], reference: dict[str, Tensor], found: dict[str, Ten
             variants: list[_Variant], lookup) -> _Located:
     """Where the learner's numbers first differ: (step, their tensor there, the
     mistake that explains it or None, its diagnosis). ``lookup(step)``: the
-    `_Yours` to search for that step.
+    `YourTensors` to search for that step.
 
     A decision table: the rules of `_Where` in this order, the first that
     finds a step deciding (each states its tie-breaks):
@@ -1262,17 +872,17 @@ class _Where:
         for step in _undone(self.names, self.found)[:-1]:
             options = [t for t in self.lookup(step).options(step, self.reference[step])
                        if self.new(t) and self.kind(t) == step
-                       and (not agreeing or _agreement(self.reference[step], t))]
+                       and (not agreeing or share_agreeing(self.reference[step], t))]
             if options:
-                theirs = max(reversed(options), key=lambda t: _agreement(self.reference[step], t)) \
-                    if agreeing else _nearest(self.reference[step], options)
+                theirs = max(reversed(options), key=lambda t: share_agreeing(self.reference[step], t)) \
+                    if agreeing else nearest(self.reference[step], options)
                 return step, theirs, None, ""
         return None
 
     def last_step(self) -> _Located:
         """The last step, with the nearest of what forward returned."""
         step = self.names[-1]
-        return step, _nearest(self.reference[step],
+        return step, nearest(self.reference[step],
                               self.lookup(step).options(step, self.reference[step])), None, ""
 
     def new(self, tensor: Tensor) -> bool:
@@ -1283,7 +893,7 @@ class _Where:
         """The reference step of ``tensor``'s shape that it agrees with in the
         most cells (then: the least largest difference; then: the earliest)."""
         same_shape = [s for s in self.names if self.reference[s].shape == tensor.shape]
-        return min(same_shape, key=lambda s: (-_agreement(self.reference[s], tensor),
+        return min(same_shape, key=lambda s: (-share_agreeing(self.reference[s], tensor),
                                               max_abs_diff(self.reference[s], tensor)))
 
 
@@ -1364,8 +974,8 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     xb = x_run if x_run.dim() == 3 else x_run[None]  # the reference always has a batch axis
     batch = xb.shape[0]
     keep_masks = masks(batch)
-    yours = _Yours(recording.tensors, batch, h)
-    returned = _Yours([recording.output], batch, h)
+    yours = YourTensors(recording.tensors, batch, h)
+    returned = YourTensors([recording.output], batch, h)
     pipeline = {"n_heads": h, "causal": weights.causal,
                 "dropout": weights.dropout if dropout_on else 0.0, "keep_mask": keep_masks}
     weights, reference, queries_read = _reading(module, weights, xb, yours, pipeline)
@@ -1375,7 +985,7 @@ def _check(module: nn.Module, sentence: str | None, inputs: Any, seed: int,
     names = [s for s in (MASK_FIRST if pipeline["mask_first"] else COMPARED) if s in reference]
     final = names[-1]
 
-    def lookup(step: str) -> _Yours:
+    def lookup(step: str) -> YourTensors:
         """Where to look for a step: in every tensor theirs made, but the last
         step only in what forward returned."""
         return returned if step == final else yours
@@ -1483,7 +1093,7 @@ def _heads_from_tensors(module: nn.Module, weights: LearnerWeights, causal: bool
     return weights
 
 
-def _masks_first(reference: dict[str, Tensor], yours: _Yours, pipeline: dict) -> bool:
+def _masks_first(reference: dict[str, Tensor], yours: YourTensors, pipeline: dict) -> bool:
     """Whether the learner's code masks the scores before it scales them (the
     book's order) rather than after: the order in which more steps match; when
     as many do, the order the first new tensor of the scores' shape made after
@@ -1502,7 +1112,7 @@ def _masks_first(reference: dict[str, Tensor], yours: _Yours, pipeline: dict) ->
     for _, t in whole:
         if close(scores, t) or close(scaled, t) or close(reference["masked_scores"], t):
             continue
-        plain, divided = _agreement(scores, t), _agreement(scaled, t)
+        plain, divided = share_agreeing(scores, t), share_agreeing(scaled, t)
         if plain != divided:
             return plain > divided
     return False
@@ -1576,7 +1186,7 @@ def _matched_totals(results: list[StepResult], reference: dict[str, Tensor]
             max(((r.max_difference, r.step) for r in matched), default=(0.0, "")))
 
 
-def _reading(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours: _Yours,
+def _reading(module: nn.Module, weights: LearnerWeights, xb: Tensor, yours: YourTensors,
              pipeline: dict[str, Any]) -> tuple[LearnerWeights, dict[str, Tensor], bool]:
     """The reading of the module's weights its forward computes, the reference
     steps of it (scaling before masking), and whether its queries were seen:
@@ -1606,11 +1216,11 @@ def _step_results(names: list[str], reference: dict[str, Tensor],
         elif first is None or s not in undone or i < names.index(first):
             results.append(StepResult(s, NOT_SEEN))
         else:
-            nearest = theirs if s == first else story[s] if story.get(s) is not None else \
-                _nearest(reference[s], lookup(s).options(s, reference[s]))
-            results.append(StepResult(s, DIFFERS, None if nearest is None or
-                                      nearest.shape != reference[s].shape
-                                      else max_abs_diff(reference[s], nearest)))
+            closest = theirs if s == first else story[s] if story.get(s) is not None else \
+                nearest(reference[s], lookup(s).options(s, reference[s]))
+            results.append(StepResult(s, DIFFERS, None if closest is None or
+                                      closest.shape != reference[s].shape
+                                      else max_abs_diff(reference[s], closest)))
     return results
 
 

@@ -1,7 +1,7 @@
 """A check's result as it crosses a process boundary: bounded and validated.
 
 A boxed check (`explorer.checker.sandbox.check_source`) sends its
-`explorer.checker.check.CheckReport` or `explorer.checker.check.CheckFailure`
+`explorer.checker.report.CheckReport` or `explorer.checker.report.CheckFailure`
 back as JSON. That text comes from a process that ran a stranger's code, so
 nothing in it is trusted:
 
@@ -27,7 +27,7 @@ import types
 import typing
 from typing import Any
 
-from explorer.checker.check import CheckFailure, CheckReport
+from explorer.checker.report import CheckFailure, CheckReport
 from explorer.checker.verdicts import SYMBOLS
 
 MAX_RESULT_BYTES = 8 * 2**20
@@ -44,7 +44,7 @@ FAILURES = {"syntax": "a syntax error", "source": "an error running the file",
             "memory": "it ran out of memory", "processes": "it started too many processes",
             "output": "it printed or wrote too much", "exit": "it ended the process",
             "crash": "the check crashed"}
-"""Every `explorer.checker.check.CheckFailure.kind` a check can end with, and the
+"""Every `explorer.checker.report.CheckFailure.kind` a check can end with, and the
 headline the page gives it (no other kind is accepted from a child)."""
 
 _NON_FINITE = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}

@@ -8,8 +8,8 @@
   line (``python -m explorer check``). Whatever the code does (loops forever,
   allocates 100 GB, prints megabytes, calls ``exit()`` or ``os._exit()``,
   ignores signals, starts processes that call ``setsid``, writes on every file
-  descriptor it has), the caller gets a `explorer.checker.check.CheckReport` or a
-  `explorer.checker.check.CheckFailure` back within the time limit, never an
+  descriptor it has), the caller gets a `explorer.checker.report.CheckReport` or a
+  `explorer.checker.report.CheckFailure` back within the time limit, never an
   exception, and only after checking it (`explorer.checker.results.parse`).
 
 What the box does not stop: the learner's code runs in the process that
@@ -37,10 +37,11 @@ import traceback
 from pathlib import Path
 
 from explorer.checker import box, results
-from explorer.checker.check import CheckFailure, CheckReport, check_module
+from explorer.checker.check import check_module
 from explorer.checker.learner import MEMORY_MB, TIMEOUT_S, CheckError, build_module, load_class
 from explorer.checker.limits import address_space, limit_hint, limits, memory_message, out_of_memory
 from explorer.checker.listings import CONTEXT_MARGIN, DEFAULT_SIZES
+from explorer.checker.report import CheckFailure, CheckReport
 from explorer.core.config import ConfigError
 from explorer.core.tokenizer import tokenize
 from explorer.lessons.presets import JOURNEY_SENTENCE

@@ -1,4 +1,4 @@
-"""A `explorer.checker.check.CheckReport` drawn: the table of steps, and the first
+"""A `explorer.checker.report.CheckReport` drawn: the table of steps, and the first
 difference's two matrices side by side, with the app's own chart code.
 
 - `difference_charts(report)`: the reference's matrix and the learner's as two
@@ -34,7 +34,7 @@ from explorer.render.figures import matrix_chart, shared_range
 from explorer.render.payload import Chart
 
 if TYPE_CHECKING:  # the checker imports this module when a notebook shows a report
-    from explorer.checker.check import CheckReport
+    from explorer.checker.report import CheckReport
 
 _COLOURS = {MATCH: "#1a7f37", DIFFERS: "#cf222e"}
 _UNSURE_COLOUR = "#57606a"

@@ -24,9 +24,9 @@ import pandas as pd
 import streamlit as st
 
 from explorer.checker import box, results, sandbox
-from explorer.checker.check import CheckFailure, CheckReport
 from explorer.checker.learner import class_name_problem
 from explorer.checker.listings import CONTEXT_MARGIN, MULTI_HEAD_ATTENTION_CLASS
+from explorer.checker.report import CheckFailure, CheckReport
 from explorer.core import literal
 from explorer.core.config import ConfigError, parse_field, sentence_tokens
 from explorer.lessons.pages import CHECK_PAGE
@@ -296,7 +296,7 @@ def wait_message(ahead: int) -> str:
 
 
 FAILURES = results.FAILURES
-"""Why a check could not run, by `explorer.checker.check.CheckFailure.kind`, for the headline
+"""Why a check could not run, by `explorer.checker.report.CheckFailure.kind`, for the headline
 (`explorer.checker.results.FAILURES`: no other kind comes back from the box)."""
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from explorer.checker import box
-from explorer.checker.check import CheckFailure, CheckReport
+from explorer.checker.report import CheckFailure, CheckReport
 from explorer.checker.sandbox import MAX_OUTPUT_BYTES, ROOT, check_source
 from tests.checker.test_sandbox_box import CLASS, PROBLEM, attack, needs_box, raised_text
 

@@ -32,15 +32,12 @@ from explorer.checker.check import (
     MATCH,
     NOT_SEEN,
     CheckError,
-    CheckFailure,
-    CheckReport,
-    agreeing,
     check_module,
-    close,
     reference_steps,
-    result_from_json,
 )
+from explorer.checker.comparison import agreeing, close
 from explorer.checker.listings import MULTI_HEAD_ATTENTION
+from explorer.checker.report import CheckFailure, CheckReport, result_from_json
 from explorer.checker.sandbox import check_source
 from explorer.lessons.presets import JOURNEY_INPUTS
 from explorer.render.check_view import difference_charts, report_html

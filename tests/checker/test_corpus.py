@@ -163,7 +163,7 @@ def test_the_command_line_gives_each_entry_the_same_verdict(name, capsys):
     printed = capsys.readouterr()
     assert status == (OK if case.right else CANNOT_CHECK if case.cannot_tell else DIFFERS), \
         printed
-    from explorer.checker.check import result_from_json
+    from explorer.checker.report import result_from_json
 
     report = result_from_json(printed.out)
     expect(case, report)

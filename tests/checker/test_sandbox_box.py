@@ -24,8 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer.checker import box, results
-from explorer.checker.check import CheckFailure, CheckReport
 from explorer.checker.listings import MULTI_HEAD_ATTENTION
+from explorer.checker.report import CheckFailure, CheckReport
 from explorer.checker.sandbox import MAX_OUTPUT_BYTES, ROOT, check_source
 
 PROBLEM = box.problem()

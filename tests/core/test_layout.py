@@ -33,7 +33,7 @@ ONLY_THIRD_PARTY = {"core": {"torch", "numpy"}, "server": set(), "lessons": {"to
 """The folders whose third-party imports are listed outright (the rest: anything
 but `FORBIDDEN`)."""
 
-UPWARD = {("explorer.checker.check", "explorer.render.check_view")}
+UPWARD = {("explorer.checker.report", "explorer.render.check_view")}
 """The one import that runs upward, lazily: `CheckReport._repr_html_` draws a
 report in a notebook only when the notebook displays it (plotly then, never on
 import)."""

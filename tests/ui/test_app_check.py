@@ -377,7 +377,7 @@ def test_the_command_line_refuses_a_class_name_that_is_no_identifier(tmp_path):
 # ---------------------------------------------------------------------------
 def test_a_report_the_code_forged_is_shown_as_text(code_allowed, monkeypatch):
     """The box's report names its worst step and place; code can forge them."""
-    from explorer.checker.check import CheckReport
+    from explorer.checker.report import CheckReport
     from explorer.ui import checking
 
     forged = CheckReport("M", True, [], None, None, "**bold** [a link](http://127.0.0.1:1/x) "
