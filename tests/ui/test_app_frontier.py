@@ -162,10 +162,10 @@ def test_the_json_holds_every_part_its_steps_checks_and_the_settings():
             c.max_abs_diff for c in part.checks]
 
 
-def test_the_json_download_is_offered():
+def test_the_json_and_script_downloads_are_offered():
     at = open_link(PAGE)
     labels = [b.proto.label for b in at.get("download_button")]
-    assert labels == ["Every part (JSON)"]
+    assert labels == ["Every part (JSON)", "Reproduce in PyTorch (script)"]
 
 
 def test_a_page_too_large_for_the_browser_tab_says_so_and_draws_nothing(monkeypatch):
