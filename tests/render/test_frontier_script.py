@@ -1,6 +1,7 @@
 """The Frontier attention page's script (`explorer.render.frontier_script`): written
 for the page's defaults and for other sizes, it runs with the project's python
-(torch and transformers only), prints every check and exits 0; with the page's
+(torch and transformers only), prints every check of every part and exits 0 (a
+sparse part the page could not compute is said to be left out); with the page's
 embedded numbers edited it says which check disagrees and exits 1."""
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ CHECKS = [
     "MLA output vs the page's numbers",
     "MLA attn_weights vs transformers' DeepseekV3Attention",
     "MLA output vs transformers' DeepseekV3Attention",
+    "sparse output vs the page's numbers",
+    "sparse top-k keys vs transformers' DeepseekV32Indexer",
+    "sparse attn_weights vs transformers' DeepseekV32Attention",
+    "sparse output vs transformers' DeepseekV32Attention",
     "sinks output vs the page's numbers",
     "sinks attn_weights vs transformers' GptOssAttention",
     "sinks output vs transformers' GptOssAttention",
@@ -38,6 +43,7 @@ CHECKS = [
     "DeltaNet outputs vs transformers' torch_chunk_gated_delta_rule",
 ]
 """Every check the script prints, in its order."""
+SPARSE = [check for check in CHECKS if check.startswith("sparse ")]
 LINE = re.compile(r"^(?P<mark>[✓✗]) (?P<what>.+): max \|difference\| = (?P<diff>\S+) "
                   r"\(tolerance (?P<tol>\S+)\)$")
 CASES = {
@@ -45,7 +51,10 @@ CASES = {
     # head_dim 12: partial RoPE's frequencies over int(12 · 0.25) = 3, not 4; window 2 wraps
     "other sizes": (AttentionConfig(sentence="one two three four five six seven", d_in=6, seed=7),
                     FrontierConfig(n_heads=3, head_dim=12, rope_dim=4, kv_lora_rank=5,
-                                   q_lora_rank=3, window=2, chunk=3)),
+                                   q_lora_rank=3, top_k=2, index_heads=3, index_dim=5,
+                                   window=2, chunk=3)),
+    # index_dim < rope_dim: the page cannot compute sparse attention, the script says so
+    "no sparse part": (AttentionConfig(), FrontierConfig(rope_dim=6, index_dim=4)),
 }
 
 
@@ -73,12 +82,13 @@ def test_the_script_runs_prints_every_check_and_exits_0(case, tmp_path):
     done = run(script_of(*CASES[case]), tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = check_lines(done.stdout)
-    assert [m["what"] for m in lines] == CHECKS
+    expected = [c for c in CHECKS if c not in SPARSE] if case == "no sparse part" else CHECKS
+    assert [m["what"] for m in lines] == expected
     for m in lines:
         assert m["mark"] == "✓" and float(m["diff"]) <= float(m["tol"]), m.string
-    assert f"{len(CHECKS)} of {len(CHECKS)} checks agree" in done.stdout
-    assert "DeepSeek sparse attention (the lightning indexer's top-k) is not in this script" \
-        in done.stdout
+    assert f"{len(expected)} of {len(expected)} checks agree" in done.stdout
+    skipped = "- DeepSeek sparse attention: not computed for these sizes: "
+    assert (skipped in done.stdout) == (case == "no sparse part")
 
 
 def test_edited_page_numbers_make_it_exit_1_naming_the_check(tmp_path):
@@ -97,7 +107,7 @@ def test_the_script_holds_x_the_sizes_the_seed_and_the_page_numbers():
     x_config, config = CASES["other sizes"]
     source = script_of(x_config, config)
     assert "SEED = 7\n" in source and "N_HEADS, HEAD_DIM, ROPE_DIM = 3, 12, 4\n" in source
-    assert "WINDOW, CHUNK = 2, 3\n" in source
+    assert "WINDOW, CHUNK = 2, 3\n" in source and "TOP_K, INDEX_HEADS, INDEX_DIM = 2, 3, 5\n" in source
     assert "# X: the page's embeddings (7, 6)" in source
     for key, step in PAGE_STEPS.items():
         assert f"    {key!r}: torch.tensor([" in source and f"# {step} (" in source
@@ -106,6 +116,7 @@ def test_the_script_holds_x_the_sizes_the_seed_and_the_page_numbers():
                if line.startswith(("import ", "from "))}
     assert imports <= {"inspect", "math", "sys", "torch", "transformers",
                        "transformers.models.deepseek_v3.modeling_deepseek_v3",
+                       "transformers.models.deepseek_v32.modeling_deepseek_v32",
                        "transformers.models.gpt_oss.modeling_gpt_oss",
                        "transformers.models.mistral.modeling_mistral",
                        "transformers.models.qwen3_next.modeling_qwen3_next"}

@@ -4,8 +4,8 @@
 # the page's own numbers of each part's output step.
 
 #@ script
-"""Frontier attention: multi-head latent attention, learned sinks, the ring-buffer
-cache, gated attention and Gated DeltaNet, recomputed as the self-attention explorer
+"""Frontier attention: multi-head latent attention, DeepSeek sparse attention, learned
+sinks, the ring-buffer cache, gated attention and Gated DeltaNet, recomputed as the self-attention explorer
 computes them and checked against transformers' own modules.
 
 Needs torch and transformers only. Prints one line per check and exits 0 only
@@ -22,21 +22,24 @@ torch.set_grad_enabled(False)
 SEED = __SEED__
 N_HEADS, HEAD_DIM, ROPE_DIM = __N_HEADS__, __HEAD_DIM__, __ROPE_DIM__
 KV_LORA_RANK, Q_LORA_RANK = __KV_LORA_RANK__, __Q_LORA_RANK__
+TOP_K, INDEX_HEADS, INDEX_DIM = __TOP_K__, __INDEX_HEADS__, __INDEX_DIM__
 WINDOW, CHUNK = __WINDOW__, __CHUNK__
 TOLERANCE = 1e-4  # float32 rounding, times max(1, the reference's largest |value|)
 
 X = __EMBEDDINGS__
 PAGE = __PAGE_NUMBERS__
+SPARSE_ERROR = __SPARSE_ERROR__  # why the page could not compute sparse attention, if it could not
 n, d_in = X.shape
 causal = torch.ones(n, n, dtype=torch.bool).tril()  # True = may attend
 results = []
 
 
-def check(what, reference, ours, theirs):
-    """One printed line: what, against what, the max difference and the tolerance."""
+def check(what, reference, ours, theirs, exact=False):
+    """One printed line: what, against what, the max difference and the tolerance
+    (0 when ``exact``: the same set, bit for bit)."""
     ours, theirs = torch.as_tensor(ours, dtype=torch.float32), torch.as_tensor(theirs)
     diff = (ours - theirs).abs().max().item() if ours.shape == theirs.shape else math.inf
-    tolerance = TOLERANCE * max(1.0, theirs.abs().max().item())
+    tolerance = 0.0 if exact else TOLERANCE * max(1.0, theirs.abs().max().item())
     ok = diff <= tolerance
     results.append(ok)
     print(f"{'✓' if ok else '✗'} {what} vs {reference}: max |difference| = {diff:.1e} "
@@ -132,9 +135,75 @@ theirs, their_weights = module(X[None], rotary(X[None], torch.arange(n)[None]), 
 check("MLA attn_weights", "transformers' DeepseekV3Attention", mla_weights, their_weights[0])
 check("MLA output", "transformers' DeepseekV3Attention", mla_output, theirs[0])
 
-# 2. DeepSeek sparse attention: not in this script
-print("- DeepSeek sparse attention (the lightning indexer's top-k) is not in this script; "
-      "its check is on the page")
+# 2. DeepSeek sparse attention (V3.2 eqs. 1-2): a lightning indexer picks each query's top-k
+#    keys; MLA's attention (the same weights: drawn first again) runs over those keys only
+g = torch.Generator().manual_seed(SEED)
+redrawn = [draw(*w.shape) for w in (W_DQ, W_UQ, W_DKV, W_KR, W_UK, W_UV, W_O)]
+if not all(torch.equal(a, b) for a, b in zip(redrawn, (W_DQ, W_UQ, W_DKV, W_KR, W_UK, W_UV, W_O))):
+    raise RuntimeError("the sparse part's MLA weights differ from the MLA part's")
+W_Iq = draw(Q_LORA_RANK, INDEX_HEADS * INDEX_DIM)
+W_Ik, W_w = draw(d_in, INDEX_DIM), draw(d_in, INDEX_HEADS)
+
+
+def rope_front(x):  # x (heads, n, dim): RoPE (rotate-half) on the first ROPE_DIM dimensions
+    return torch.cat((rope(x[..., :r]), x[..., r:]), dim=-1)
+
+
+if PAGE["sparse"] is None:
+    print(f"- DeepSeek sparse attention: not computed for these sizes: {SPARSE_ERROR}")
+else:
+    q_index = rope_front((rms(X @ W_DQ) @ W_Iq).view(n, INDEX_HEADS, INDEX_DIM).transpose(0, 1))
+    q_index = q_index.transpose(0, 1)                                   # (n, H, d_I)
+    k_index = rope_front(torch.nn.functional.layer_norm(X @ W_Ik, (INDEX_DIM,), eps=1e-6)[None])[0]
+    head_weights = (X @ W_w) * INDEX_HEADS ** -0.5                      # (n, H)
+    per_head = torch.relu((q_index @ k_index.T[None]) * INDEX_DIM ** -0.5)  # (n, H, n)
+    index = (head_weights[:, None, :] @ per_head).squeeze(1)           # I_ts: (n, n)
+    chosen = index.masked_fill(~causal, -math.inf).topk(min(TOP_K, n), dim=-1).indices
+    selected = torch.zeros_like(causal).scatter(-1, chosen, True) & causal
+    sparse_weights = torch.softmax(scores.masked_fill(~selected, -math.inf), -1)
+    sparse_output = merge_heads(sparse_weights @ (c_kv @ W_UV)) @ W_O
+    check("sparse output", "the page's numbers", sparse_output, PAGE["sparse"])
+
+    from transformers import DeepseekV32Config
+    from transformers.models.deepseek_v32.modeling_deepseek_v32 import (
+        DeepseekV32Attention,
+        DeepseekV32RotaryEmbedding,
+    )
+
+    hf = DeepseekV32Config(hidden_size=d_in, num_attention_heads=h, num_key_value_heads=h,
+                           q_lora_rank=Q_LORA_RANK, kv_lora_rank=c, qk_nope_head_dim=d,
+                           qk_rope_head_dim=r, v_head_dim=d, index_topk=TOP_K,
+                           index_n_heads=INDEX_HEADS, index_head_dim=INDEX_DIM,
+                           rope_parameters={"rope_type": "default", "rope_theta": 10_000.0},
+                           num_hidden_layers=1, vocab_size=16, intermediate_size=8,
+                           moe_intermediate_size=8, n_routed_experts=2, num_experts_per_tok=1,
+                           n_group=1, topk_group=1, max_position_embeddings=max(16, n),
+                           attn_implementation="eager")
+    with torch.random.fork_rng(devices=[]):
+        module = DeepseekV32Attention(hf, layer_idx=0).eval()
+        rotary = DeepseekV32RotaryEmbedding(hf)
+    module.q_a_proj.weight.copy_(W_DQ.T)
+    module.q_b_proj.weight.copy_(W_UQ.T)
+    module.kv_a_proj_with_mqa.weight.copy_(torch.cat((W_DKV, W_KR), dim=1).T)
+    module.kv_b_proj.weight.copy_(
+        torch.cat((W_UK, W_UV), -1).permute(0, 2, 1).reshape(h * 2 * d, c))
+    module.o_proj.weight.copy_(W_O.T)
+    module.indexer.wq_b.weight.copy_(W_Iq.T)
+    module.indexer.wk.weight.copy_(W_Ik.T)
+    module.indexer.weights_proj.weight.copy_(W_w.T)
+    module.indexer.k_norm.weight.fill_(1.0)
+    module.indexer.k_norm.bias.zero_()
+    caught = {}
+    hook = module.indexer.register_forward_hook(lambda _m, _a, result: caught.update(top=result))
+    theirs, their_weights = module(X[None], rotary(X[None], torch.arange(n)[None]),
+                                   mask_of(causal))
+    hook.remove()
+    their_selected = torch.zeros_like(causal).scatter(-1, caught["top"][0].long(), True) & causal
+    check("sparse top-k keys", "transformers' DeepseekV32Indexer", selected.float(),
+          their_selected.float(), exact=True)
+    check("sparse attn_weights", "transformers' DeepseekV32Attention", sparse_weights,
+          their_weights[0])
+    check("sparse output", "transformers' DeepseekV32Attention", sparse_output, theirs[0])
 
 # 3. Learned attention sinks (gpt-oss): a logit per head in the softmax's denominator
 g = torch.Generator().manual_seed(SEED)
