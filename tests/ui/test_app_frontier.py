@@ -168,6 +168,19 @@ def test_the_json_and_script_downloads_are_offered():
     assert labels == ["Every part (JSON)", "Reproduce in PyTorch (script)"]
 
 
+def test_the_script_button_builds_the_pages_script_on_click():
+    from explorer.core.tokenizer import token_labels
+    from explorer.render.frontier_script import frontier_script
+    from explorer.ui import frontier as frontier_ui
+    x_config, trace = expected_trace()
+    x_trace = compute_trace(x_config)
+    expected = frontier_script(trace, list(token_labels(x_trace.tokens)),
+                               x_trace["embeddings"], trace.config, x_config.seed,
+                               "http://x/?seed=1")
+    built = frontier_ui._script(x_config, trace.config, "http://x/?seed=1")
+    assert built == expected and "# The page: http://x/?seed=1" in built
+
+
 def test_a_page_too_large_for_the_browser_tab_says_so_and_draws_nothing(monkeypatch):
     from explorer.server import budget
     monkeypatch.setattr(budget, "BROWSER_BUDGET_BYTES", budget.LESSON_TAB.base + 1)

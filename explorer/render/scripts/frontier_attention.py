@@ -4,9 +4,10 @@
 # the page's own numbers of each part's output step.
 
 #@ script
-"""Frontier attention: multi-head latent attention, DeepSeek sparse attention, learned
-sinks, the ring-buffer cache, gated attention and Gated DeltaNet, recomputed as the self-attention explorer
-computes them and checked against transformers' own modules.
+"""Frontier attention: multi-head latent attention, DeepSeek sparse attention,
+learned sinks, the ring-buffer cache, gated attention and Gated DeltaNet,
+recomputed as the self-attention explorer computes them and checked against
+transformers' own modules.
 
 Needs torch and transformers only. Prints one line per check and exits 0 only
 when every check agrees, 1 otherwise.
