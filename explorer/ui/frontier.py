@@ -35,6 +35,7 @@ from explorer.modern.frontier.parts import (
     step_heads,
 )
 from explorer.render import frontier as rf
+from explorer.render import frontier_script
 from explorer.server import budget
 from explorer.server.budget import BudgetError
 from explorer.ui import cache, component, downloads, state, widgets
@@ -153,9 +154,19 @@ def _json(x_config: AttentionConfig, config: FrontierConfig, settings: dict[str,
                             settings, link)
 
 
+def _script(x_config: AttentionConfig, config: FrontierConfig, link: str) -> str:
+    """The page's standalone script (`explorer.render.frontier_script`), built
+    when its button is clicked, from the cached X and parts."""
+    x_trace = cache.cached_trace(x_config, tell=False)
+    return frontier_script.frontier_script(
+        _trace_of(x_config, config), list(token_labels(x_trace.tokens)),
+        x_trace["embeddings"], config, x_config.seed, link)
+
+
 def take_it_with_you(view: FrontierView, x_config: AttentionConfig) -> None:
-    """The sidebar's download of this page: every part's steps, checks and
-    facts, with the settings and the link, as JSON."""
+    """The sidebar's downloads of this page: every part's steps, checks and
+    facts, with the settings and the link, as JSON; and the script that
+    recomputes the parts and checks them against transformers."""
     link = state.url(st.context.url or "", st.query_params.to_dict())  # as `frame.finish` wrote it
     settings = {name: view[name] for name in (*SHARED, *FRONTIER_FIELDS)}
     with st.expander("Take it with you", icon=":material/download:"):
@@ -165,6 +176,15 @@ def take_it_with_you(view: FrontierView, x_config: AttentionConfig) -> None:
                            on_click="ignore", icon=":material/download:",
                            help='Every step of every part, its checks and facts, the settings '
                                 'and the link; strict JSON: −∞ is the string "-Infinity".')
+        st.download_button("Reproduce in PyTorch (script)", key="download-frontier-script",
+                           data=partial(_script, x_config, view.config, link),
+                           file_name=frontier_script.SCRIPT_FILE, mime=downloads.MIME["py"],
+                           on_click="ignore", icon=":material/download:",
+                           help="A script needing only torch and transformers: it recomputes "
+                                "latent attention, the sinks, the ring buffer, gated attention "
+                                "and Gated DeltaNet from the page's X and seed, checks each "
+                                "against the page's numbers and transformers' modules, and "
+                                "exits 0 only when every check agrees.")
 
 
 # ---------------------------------------------------------------------------

@@ -30,7 +30,7 @@ TEMPLATES = sorted(FOLDER.glob("*.py"))
 def test_the_templates_sit_beside_their_module_and_ship_with_it():
     assert FOLDER == Path(script_templates.__file__).parent / "scripts"
     assert {p.stem for p in TEMPLATES} == {"attention", "modern_attention", "backward",
-                                           "decoder_layer"}
+                                           "decoder_layer", "frontier_attention"}
     assert not (FOLDER / "__init__.py").exists()  # a folder of files, not a package
     docker = (ROOT / ".dockerignore").read_text().splitlines()
     assert "!explorer/" in docker and not [line for line in docker if "scripts" in line]

@@ -162,10 +162,23 @@ def test_the_json_holds_every_part_its_steps_checks_and_the_settings():
             c.max_abs_diff for c in part.checks]
 
 
-def test_the_json_download_is_offered():
+def test_the_json_and_script_downloads_are_offered():
     at = open_link(PAGE)
     labels = [b.proto.label for b in at.get("download_button")]
-    assert labels == ["Every part (JSON)"]
+    assert labels == ["Every part (JSON)", "Reproduce in PyTorch (script)"]
+
+
+def test_the_script_button_builds_the_pages_script_on_click():
+    from explorer.core.tokenizer import token_labels
+    from explorer.render.frontier_script import frontier_script
+    from explorer.ui import frontier as frontier_ui
+    x_config, trace = expected_trace()
+    x_trace = compute_trace(x_config)
+    expected = frontier_script(trace, list(token_labels(x_trace.tokens)),
+                               x_trace["embeddings"], trace.config, x_config.seed,
+                               "http://x/?seed=1")
+    built = frontier_ui._script(x_config, trace.config, "http://x/?seed=1")
+    assert built == expected and "# The page: http://x/?seed=1" in built
 
 
 def test_a_page_too_large_for_the_browser_tab_says_so_and_draws_nothing(monkeypatch):
