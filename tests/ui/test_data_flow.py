@@ -79,7 +79,10 @@ def test_a_config_missing_a_member_is_not_a_trace_config():
         tokens, d_in, d_k, d_v, head_dim, head_dim_v = ["a"], 1, 1, 1, 1, 1
         causal, scale, normalization, dropout = False, True, "softmax", 0.0
         has_out_proj, weight_init = False, "randn"
+        __dataclass_fields__: dict = {}  # every TraceConfig is a dataclass (the JSON writes it)
 
     assert not isinstance(NoHeads(), TraceConfig)
     NoHeads.n_heads = 1
     assert isinstance(NoHeads(), TraceConfig)
+    del NoHeads.__dataclass_fields__
+    assert not isinstance(NoHeads(), TraceConfig)
