@@ -30,19 +30,8 @@ def _scores(page: Page):
     return page.locator(".explorer-host", has=page.locator(".gtitle", has_text=SCORES)).first
 
 
-def test_a_heatmap_is_named_and_walked_by_keyboard_and_enter_explains_as_a_click(
-        fresh_server, page: Page):
-    page.goto(page_url(fresh_server, "Self_attention"))
-    settle(page)
-    chart_count(page)
-    host = _scores(page)
-    host.scroll_into_view_if_needed()
-    keys = host.locator(".explorer-keys")
-    name = keys.get_attribute("aria-label")
-    assert name.startswith("Heatmap: Attention scores: ω"), name
-    assert "6 × 6 matrix; rows (query): Life, is, short, eat, dessert, first; " \
-           "columns (key): Life, is, short, eat, dessert, first." in name
-    # Tab from the last focusable element before the chart moves focus into it.
+def _tab_into(page: Page, keys) -> None:
+    """Tab from the last focusable element before the chart's ``keys`` into it."""
     keys.evaluate("""(keys) => {
       const all = [...document.querySelectorAll("a[href], button, input, select, summary, "
         + "textarea, [tabindex]")].filter((el) => el.tabIndex >= 0 && el.getClientRects().length
@@ -56,6 +45,21 @@ def test_a_heatmap_is_named_and_walked_by_keyboard_and_enter_explains_as_a_click
         if keys.evaluate("(keys) => document.activeElement === keys"):
             break
     expect(keys).to_be_focused()
+
+
+def test_a_heatmap_is_named_and_walked_by_keyboard_and_enter_explains_as_a_click(
+        fresh_server, page: Page):
+    page.goto(page_url(fresh_server, "Self_attention"))
+    settle(page)
+    chart_count(page)
+    host = _scores(page)
+    host.scroll_into_view_if_needed()
+    keys = host.locator(".explorer-keys")
+    name = keys.get_attribute("aria-label")
+    assert name.startswith("Heatmap: Attention scores: ω"), name
+    assert "6 × 6 matrix; rows (query): Life, is, short, eat, dessert, first; " \
+           "columns (key): Life, is, short, eat, dessert, first." in name
+    _tab_into(page, keys)
     live = host.locator(".explorer-live")
     expect(live).to_have_text("query Life, key Life: 0.3522. Row 1 of 6, column 1 of 6.")
     cursor = host.locator(".explorer-cursor")
@@ -172,6 +176,12 @@ def _explanation(page: Page) -> str:
     return name.locator(EXPLAINED).evaluate(EXPLANATION_TEXT)
 
 
+def _cell_in_link(url: str) -> str | None:
+    """The ``cell=`` parameter of a page's link, if it has one."""
+    found = re.search(r"cell=[^&]+", url)
+    return found.group() if found else None
+
+
 def _click_cell(page: Page, host, y: float, x: float) -> None:
     """Click the point (``x``, ``y``), as fractions of its width and height, of
     the plot area of ``host``'s chart, once the area has stopped moving (under load
@@ -196,8 +206,7 @@ def test_on_every_page_kind_enter_explains_the_cell_a_click_explains(
     host.scroll_into_view_if_needed()
     keys = host.locator(".explorer-keys")
     title = keys.get_attribute("aria-label")
-    keys.focus()
-    expect(keys).to_be_focused()
+    _tab_into(page, keys)
     page.keyboard.press("ArrowDown")
     page.keyboard.press("ArrowRight")
     live = host.locator(".explorer-live")
@@ -209,7 +218,8 @@ def test_on_every_page_kind_enter_explains_the_cell_a_click_explains(
     page.keyboard.press("Enter")
     settle(page)
     by_keyboard = _explanation(page)
-    cell = re.search(r"cell=[^&]+", page.url)
+    assert "row 1, column 1)" in by_keyboard, by_keyboard  # the cursor's cell (per head too)
+    link = _cell_in_link(page.url)
     expect(page.get_by_test_id("stException")).to_have_count(0)
 
     _open(page, offline_server, name, gpt2_dir)  # a fresh load: nothing explained
@@ -219,5 +229,5 @@ def test_on_every_page_kind_enter_explains_the_cell_a_click_explains(
     _click_cell(page, host, 1.5 / rows, 1.5 / cols)  # row 1, column 1
     settle(page)
     assert _explanation(page) == by_keyboard, said
-    assert (cell and cell.group()) == (re.search(r"cell=[^&]+", page.url) or [None])[0]
+    assert _cell_in_link(page.url) == link  # a page that links its cell links the same
     expect(page.get_by_test_id("stException")).to_have_count(0)
