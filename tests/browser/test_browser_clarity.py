@@ -192,14 +192,14 @@ def test_no_formula_is_cut_on_a_phone_on_the_real_model_page(offline_server, bro
     """The Real model page draws the same steps' formulas, and its X's ("token i's
     input to layer 0") ran 25 px past a phone's width. The folder is chosen at
     1400 px (the sidebar is open), then the window narrows to 390."""
-    from tests.browser.test_browser_models import open_folder
+    from tests.support.browser import open_model_folder
     from tests.support.tiny_models import save_tiny_gpt2
 
     folder = save_tiny_gpt2(tmp_path / "tiny-gpt2")
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.add_init_script(RUN_COUNTER)
     page = context.new_page()
-    open_folder(page, offline_server, folder)
+    open_model_folder(page, offline_server, folder)
     chart_count(page)
     page.set_viewport_size({"width": 390, "height": 900})
     page.wait_for_function("() => document.querySelector('.katex-display').clientWidth < 380")

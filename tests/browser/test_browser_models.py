@@ -14,7 +14,7 @@ from playwright.sync_api import Page, expect
 
 from explorer.models import download_command
 from explorer.ui.real_model import DEFAULT_MODEL
-from tests.support.browser import chart_count, choose_option, page_url, settle
+from tests.support.browser import chart_count, open_model_folder, page_url, settle
 from tests.support.tiny_models import save_tiny_gpt2
 
 SENTENCE = "the cat sat on the mat"
@@ -36,20 +36,6 @@ def no_error(page: Page) -> None:
     expect(page.get_by_test_id("stAlertContentError")).to_have_count(0)
 
 
-def open_folder(page: Page, server, folder) -> None:
-    """Open the page, choose "a local folder…" in the sidebar and give ``folder``."""
-    page.goto(page_url(server, "Real_model", sentence=SENTENCE, model=DEFAULT_MODEL))
-    settle(page)
-    sidebar = page.get_by_test_id("stSidebar")
-    choose_option(page, sidebar.get_by_test_id("stSelectbox").filter(has_text="Model"),
-                  "a local folder…")
-    settle(page)
-    box = sidebar.get_by_role("textbox", name="Folder")
-    box.fill(str(folder))
-    box.press("Enter")
-    settle(page)
-
-
 def test_no_weights_and_no_network_is_said_with_the_command(model_server, page: Page):
     page.goto(page_url(model_server, "Real_model", model=DEFAULT_MODEL))
     settle(page)
@@ -63,7 +49,7 @@ def test_no_weights_and_no_network_is_said_with_the_command(model_server, page: 
 
 def test_a_folder_model_draws_every_chart_opens_a_head_and_draws_lines(
         model_server, gpt2_dir, page: Page):
-    open_folder(page, model_server, gpt2_dir)
+    open_model_folder(page, model_server, gpt2_dir, SENTENCE)
     chart_count(page)
     expect(page.locator(".explorer-chart")).to_have_count(N_CHARTS)
     no_error(page)

@@ -9,6 +9,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Locator, Page
 
 from explorer.ui.navigation import PAGES
+from explorer.ui.real_model import DEFAULT_MODEL
 from tests.support.server import RUN_TIMEOUT_MS, url_path
 
 CHROMIUM = "/usr/bin/chromium"
@@ -78,6 +79,24 @@ def choose_option(page: Page, selectbox: Locator, option: str, tries: int = 5) -
             if attempt == tries - 1:
                 raise
             page.keyboard.press("Escape")
+
+
+def open_model_folder(page: Page, server, folder, sentence: str = "the cat sat on the mat"
+                      ) -> None:
+    """Open the Real model page, choose "a local folder…" in the sidebar and give
+    ``folder`` (the server needs ``EXPLORER_MODEL_FOLDERS=1``: `offline_server`).
+    The link names the catalogue's default model (no weights offline), not the
+    page's offline default, so that no trained model is loaded first."""
+    page.goto(page_url(server, "Real_model", sentence=sentence, model=DEFAULT_MODEL))
+    settle(page)
+    sidebar = page.get_by_test_id("stSidebar")
+    choose_option(page, sidebar.get_by_test_id("stSelectbox").filter(has_text="Model"),
+                  "a local folder…")
+    settle(page)
+    box = sidebar.get_by_role("textbox", name="Folder")
+    box.fill(str(folder))
+    box.press("Enter")
+    settle(page)
 
 
 def chart_count(page: Page) -> int:
