@@ -173,7 +173,16 @@ def _explanation(page: Page) -> str:
     name = page.get_by_test_id("stMain").get_by_test_id("stMarkdown").locator(
         "strong", has_text=re.compile(r"\[.+\]")).first
     expect(name).to_be_visible()
-    return name.locator(EXPLAINED).evaluate(EXPLANATION_TEXT)
+    # The box's lines can arrive in more than one render (a loaded machine showed the
+    # Backward page's sum line a moment after the rest): read until two reads agree.
+    text = name.locator(EXPLAINED).evaluate(EXPLANATION_TEXT)
+    for _ in range(40):
+        page.wait_for_timeout(250)
+        again = name.locator(EXPLAINED).evaluate(EXPLANATION_TEXT)
+        if again == text:
+            return text
+        text = again
+    return text
 
 
 def _click_cell(page: Page, host, y: float, x: float) -> None:
