@@ -29,14 +29,16 @@ _GLOBAL_RNG = threading.Lock()
 
 
 @contextlib.contextmanager
-def global_rng(seed: int) -> Iterator[None]:
-    """PyTorch's global random state seeded with ``seed`` for the block, then put
-    back, one thread at a time. Only for PyTorch's own modules that draw from it
-    and take no generator (``nn.Dropout``, a transformers model's init), used as
-    the independent reference a learner's notebook would run after
-    ``torch.manual_seed(seed)``; the explorer's own numbers never come from it."""
+def global_rng(seed: int | None = None) -> Iterator[None]:
+    """PyTorch's global random state seeded with ``seed`` (None: as it is) for
+    the block, then put back, one thread at a time. Only for PyTorch's own modules
+    that draw from it and take no generator (``nn.Dropout``, a transformers
+    model's init), used as the independent reference a learner's notebook would
+    run after ``torch.manual_seed(seed)``, or built only to have our weights
+    copied in (``seed`` None); the explorer's own numbers never come from it."""
     with _GLOBAL_RNG, torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        if seed is not None:
+            torch.manual_seed(seed)
         yield
 
 

@@ -29,6 +29,7 @@ import math
 import torch
 from torch import Tensor
 
+from explorer.core import recipes
 from explorer.core.agreement import (
     Agreement,
     largest_abs,
@@ -159,7 +160,8 @@ def transformers_gated(x: Tensor, weights: dict[str, Tensor],
         rope_parameters={"rope_type": "default", "rope_theta": ROPE_BASE,
                          "partial_rotary_factor": PARTIAL_ROTARY_FACTOR},
         attn_implementation="eager")
-    attn = Qwen3NextAttention(tiny, layer_idx=0).eval()
+    with recipes.global_rng():  # its init draws; our weights are copied in
+        attn = Qwen3NextAttention(tiny, layer_idx=0).eval()
     rotary = Qwen3NextRotaryEmbedding(tiny)
     with torch.no_grad():
         for name in ("q_proj", "k_proj", "v_proj", "o_proj"):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from explorer.core import recipes
 from explorer.core.agreement import Agreement, largest_abs, max_abs_diff, of_all
 from explorer.core.config import ConfigError
 from explorer.modern import attention as modern
@@ -326,7 +327,7 @@ def tiny_deepseek(x: Tensor, config: FrontierConfig, w: MLAWeights):
     hidden_size = d_in, q_lora_rank, kv_lora_rank, qk_nope_head_dim = head_dim,
     qk_rope_head_dim = rope_dim, v_head_dim = head_dim, default RoPE (no yarn
     scaling, so the scale is (nope + rope)^−½), rope_interleave=True, eager.
-    Built inside ``torch.random.fork_rng``: its own initialisation leaves the
+    Built inside `explorer.core.recipes.global_rng`: its own initialisation leaves the
     global generator as it was."""
     from transformers import DeepseekV3Config
     from transformers.models.deepseek_v3.modeling_deepseek_v3 import (
@@ -344,7 +345,7 @@ def tiny_deepseek(x: Tensor, config: FrontierConfig, w: MLAWeights):
                           n_routed_experts=2, num_experts_per_tok=1, n_group=1, topk_group=1,
                           max_position_embeddings=max(16, x.shape[0]),
                           attn_implementation="eager")
-    with torch.random.fork_rng(devices=[]):
+    with recipes.global_rng():  # its init draws; our weights are copied in
         attention, rotary = DeepseekV3Attention(hf, layer_idx=0).eval(), DeepseekV3RotaryEmbedding(hf)
     n_heads, width = c.n_heads, c.head_dim
     kv_b = torch.cat((w.W_UK, w.W_UV), dim=-1)                        # (h, c, d + d)

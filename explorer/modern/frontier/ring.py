@@ -42,6 +42,7 @@ import math
 import torch
 from torch import Tensor
 
+from explorer.core import recipes
 from explorer.core.agreement import (
     Agreement,
     largest_abs,
@@ -203,7 +204,8 @@ def transformers_cache_context(x: Tensor, projections: tuple[Tensor, Tensor, Ten
                          sliding_window=c.window, num_hidden_layers=1, max_position_embeddings=n,
                          rope_parameters={"rope_type": "default", "rope_theta": 10_000.0},
                          attn_implementation="eager")
-    attn = MistralAttention(tiny, layer_idx=0).eval()
+    with recipes.global_rng():  # its init draws; our weights are copied in
+        attn = MistralAttention(tiny, layer_idx=0).eval()
     rotary = MistralRotaryEmbedding(tiny)
     cache = DynamicCache(config=tiny)
     seen: list[Tensor] = []

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from explorer.core import recipes
 from explorer.core.agreement import Agreement, largest_abs, max_abs_diff, of_all
 from explorer.core.config import ConfigError
 from explorer.modern import attention as modern
@@ -179,7 +180,7 @@ def tiny_gpt_oss(x: Tensor, config: FrontierConfig, w: SinkWeights):
     query and K/V heads of head_dim, no biases (gpt-oss has them; here they
     are left out on both sides), default RoPE with base 10,000 (gpt-oss ships
     yarn scaling, which would change cos and sin), full attention (no sliding
-    window), eager. Built inside ``torch.random.fork_rng``."""
+    window), eager. Built inside `explorer.core.recipes.global_rng`."""
     from transformers import GptOssConfig
     from transformers.models.gpt_oss.modeling_gpt_oss import GptOssAttention, GptOssRotaryEmbedding
     c = config
@@ -190,7 +191,7 @@ def tiny_gpt_oss(x: Tensor, config: FrontierConfig, w: SinkWeights):
                       vocab_size=16, intermediate_size=8, num_local_experts=2,
                       num_experts_per_tok=1, max_position_embeddings=max(16, x.shape[0]),
                       attn_implementation="eager")
-    with torch.random.fork_rng(devices=[]):
+    with recipes.global_rng():  # its init draws; our weights are copied in
         attention, rotary = GptOssAttention(hf, layer_idx=0).eval(), GptOssRotaryEmbedding(hf)
     with torch.no_grad():
         attention.q_proj.weight.copy_(w.W_query.T)

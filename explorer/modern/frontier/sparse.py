@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from explorer.core import recipes
 from explorer.core.agreement import Agreement, largest_abs, max_abs_diff, of_all
 from explorer.core.config import ConfigError
 from explorer.modern import attention as modern
@@ -189,7 +190,7 @@ def tiny_deepseek_v32(x: Tensor, config: FrontierConfig, trace: SparseTrace):
     built offline with the same sizes and weights (MLA's as in
     `explorer.modern.frontier.mla.tiny_deepseek`, the indexer's wq_b, wk,
     weights_proj; k_norm gain 1, bias 0), default RoPE, eager, and its rotary
-    embedding. Built inside ``torch.random.fork_rng``."""
+    embedding. Built inside `explorer.core.recipes.global_rng`."""
     from transformers import DeepseekV32Config
     from transformers.models.deepseek_v32.modeling_deepseek_v32 import (
         DeepseekV32Attention,
@@ -208,7 +209,7 @@ def tiny_deepseek_v32(x: Tensor, config: FrontierConfig, trace: SparseTrace):
                            moe_intermediate_size=8, n_routed_experts=2, num_experts_per_tok=1,
                            n_group=1, topk_group=1, max_position_embeddings=max(16, x.shape[0]),
                            attn_implementation="eager")
-    with torch.random.fork_rng(devices=[]):
+    with recipes.global_rng():  # its init draws; our weights are copied in
         attention, rotary = DeepseekV32Attention(hf, layer_idx=0).eval(), \
             DeepseekV32RotaryEmbedding(hf)
     kv_b = torch.cat((w.W_UK, w.W_UV), dim=-1)                        # (h, c, 2 d)
